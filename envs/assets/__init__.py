@@ -1,0 +1,1 @@
+"""MJCF assets of the MuJoCo twin."""

@@ -1,0 +1,1 @@
+"""robot-rl package (see ../shared/DESIGN.md)."""

@@ -1,0 +1,60 @@
+"""The `robot-rl` command: the house's front door. Each subcommand lives in its own package and is
+imported lazily, only when it runs, so `robot-rl --help` needs nothing beyond numpy.
+
+Usage::
+
+    robot-rl --help
+    robot-rl tasks                      # list the named task presets
+    robot-rl demo --task twin-pick-cube --out runs/demo
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module with `main(argv: list[str]) -> int`, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "tasks": ("envs.tasks_cli", "list the named task presets (for --task)"),
+    "demo": ("envs.demo_cli", "run the scripted expert on the MuJoCo twin and write a PNG strip of camera frames"),
+}
+
+
+def _usage() -> str:
+    width = max(len(n) for n in SUBCOMMANDS)
+    lines = ["usage: robot-rl <command> [options]", "", "commands:"]
+    lines += [f"  {name.ljust(width)}  {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += ["", "Run 'robot-rl <command> --help' for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    if args[0] == "--version":
+        from robot_rl import __version__
+
+        print(__version__)
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in SUBCOMMANDS:
+        print(f"robot-rl: unknown command '{name}'\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    from robot_rl.errors import RobotRLError
+
+    try:
+        return int(module.main(rest) or 0)
+    except RobotRLError as err:
+        print(f"robot-rl {name}: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"robot-rl {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

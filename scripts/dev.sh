@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# One entry point for setting up and running robot-rl on a fresh Debian 12 / Python 3.11 machine.
+#
+#   bash scripts/dev.sh setup   # system packages (if missing) + .venv with robot-rl[sim,learn,dev]
+#   bash scripts/dev.sh demo    # setup, then the main job on its embedded default
+#   bash scripts/dev.sh test    # setup, then lint, type-check and the test suite
+#   bash scripts/dev.sh bench   # setup (+ bench extra), then the benchmarks under benchmarks/
+#
+# Nothing is installed by hand: apt packages come from the list below, Python packages from pyproject.toml.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV=${ROBOT_RL_VENV:-$ROOT/.venv}
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  for cand in python3.11 python3; do
+    if command -v "$cand" >/dev/null 2>&1; then PY=$cand; break; fi
+  done
+fi
+[ -n "$PY" ] || { echo "error: no python3.11 found; install it (apt-get install python3)" >&2; exit 1; }
+
+# Debian packages the runtime needs: EGL + Mesa's software rasteriser for headless MuJoCo rendering,
+# venv support for the interpreter.
+APT_PKGS=(libegl1 libgl1 libgl1-mesa-dri libglib2.0-0)
+
+apt_install_missing() {
+  command -v dpkg-query >/dev/null 2>&1 || return 0
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+      echo "warning: missing Debian packages ${missing[*]} and no root/sudo to install them" >&2; return 0
+    fi
+  fi
+  echo "installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}
+
+setup() {
+  apt_install_missing "${APT_PKGS[@]}"
+  if ! "$PY" -c "import ensurepip, venv" >/dev/null 2>&1; then
+    apt_install_missing python3-venv
+  fi
+  local stamp="$VENV/.robot-rl-installed"
+  local want
+  want=$(cat pyproject.toml scripts/dev.sh | sha256sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  # The CPU build of torch first (pinned: an unpinned torch pulls a multi-GB CUDA build).
+  "$VENV/bin/python" -m pip install -q "torch==2.13.0"
+  "$VENV/bin/python" -m pip install -q -e ".[sim,learn,dev]"
+  echo "$want" > "$stamp"
+}
+
+export MUJOCO_GL=${MUJOCO_GL:-egl}
+export PYOPENGL_PLATFORM=${PYOPENGL_PLATFORM:-egl}
+# Learner, actor and sim share 2 cores: never let OpenMP spin-wait (see ../shared/REFERENCE.md).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+
+cmd=${1:-test}
+shift || true
+case "$cmd" in
+  setup) setup ;;
+  demo)
+    setup
+    "$VENV/bin/robot-rl" demo "$@"
+    ;;
+  test)
+    setup
+    "$VENV/bin/ruff" check .
+    "$VENV/bin/mypy"
+    "$VENV/bin/python" -m pytest "$@"
+    ;;
+  bench)
+    setup
+    "$VENV/bin/python" -m pip install -q -e ".[sim,learn,dev,bench]"
+    for b in benchmarks/*.py; do "$VENV/bin/python" "$b"; done
+    ;;
+  *) echo "usage: $0 {setup|demo|test|bench} [args]" >&2; exit 2 ;;
+esac
