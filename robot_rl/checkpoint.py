@@ -1,0 +1,117 @@
+"""Atomic, resumable checkpoints made of plain numpy arrays and JSON (no pickle anywhere).
+
+Layout of a run directory::
+
+    OUT/checkpoints/ckpt_00012000/   one directory per checkpoint (env step in the name)
+        <group>.npz                  one file per array group (agent, optimizers, replay_online, ...)
+        meta.json                    counters, RNG states, config: anything JSON
+    OUT/checkpoints/LATEST           name of the newest complete checkpoint (written last, atomically)
+
+A checkpoint is written into a temporary directory, fsynced, then renamed into place, then LATEST is
+replaced: a crash at any point leaves the previous checkpoint intact and never a half-written one.
+
+Usage::
+
+    save_checkpoint(out / "checkpoints", step=12000, groups={"agent": agent_arrays}, meta={"env_step": 12000})
+    ckpt = latest_checkpoint(out / "checkpoints")      # Path or None
+    groups, meta = load_checkpoint(ckpt)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robot_rl.errors import RobotRLError
+
+
+class CheckpointError(RobotRLError):
+    """A checkpoint is missing, incomplete or corrupt (names the path)."""
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(
+    directory: str | os.PathLike[str],
+    step: int,
+    groups: Mapping[str, Mapping[str, np.ndarray]],
+    meta: Mapping[str, Any],
+    keep: int = 2,
+) -> Path:
+    """Write checkpoint `ckpt_<step>` atomically; keep the newest `keep` checkpoints; returns its path."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"ckpt_{step:08d}"
+    tmp = root / f".tmp_ckpt_{step:08d}_{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    for name, arrays in groups.items():
+        if not name.replace("_", "").isalnum():
+            raise CheckpointError(f"invalid checkpoint group name {name!r}")
+        with open(tmp / f"{name}.npz", "wb") as f:
+            plain: dict[str, Any] = {k: np.asarray(v) for k, v in arrays.items()}
+            np.savez(f, **plain)
+            f.flush()
+            os.fsync(f.fileno())
+    with open(tmp / "meta.json", "w") as f:
+        json.dump({"step": int(step), "groups": sorted(groups), **dict(meta)}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_dir(tmp)
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    latest_tmp = root / ".LATEST.tmp"
+    latest_tmp.write_text(final.name)
+    latest_tmp.replace(root / "LATEST")
+    _fsync_dir(root)
+    for old in sorted(p for p in root.glob("ckpt_*") if p.is_dir())[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def latest_checkpoint(directory: str | os.PathLike[str]) -> Path | None:
+    """The newest complete checkpoint in `directory`, or None if there is none."""
+    root = Path(directory)
+    pointer = root / "LATEST"
+    if pointer.is_file():
+        cand = root / pointer.read_text().strip()
+        if (cand / "meta.json").is_file():
+            return cand
+    complete = sorted(p for p in root.glob("ckpt_*") if (p / "meta.json").is_file())
+    return complete[-1] if complete else None
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
+    """Read a checkpoint directory: ({group: {name: array}}, meta). Raises CheckpointError naming the file."""
+    p = Path(path)
+    try:
+        meta = json.loads((p / "meta.json").read_text())
+    except (OSError, ValueError) as err:
+        raise CheckpointError(f"{p}: unreadable checkpoint meta.json ({err})") from err
+    groups: dict[str, dict[str, np.ndarray]] = {}
+    for name in meta.get("groups", []):
+        f = p / f"{name}.npz"
+        try:
+            with np.load(f, allow_pickle=False) as z:
+                groups[name] = {k: z[k] for k in z.files}
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+            raise CheckpointError(f"{f}: unreadable checkpoint group ({err})") from err
+    return groups, meta
