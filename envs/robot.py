@@ -17,7 +17,7 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -50,12 +50,10 @@ class RobotState:
     error: str = ""
 
     def copy(self) -> RobotState:
-        return dataclasses.replace(
-            self,
-            **{f.name: np.array(getattr(self, f.name)) for f in dataclasses.fields(self)
-               if isinstance(getattr(self, f.name), np.ndarray)},
-            objects={k: np.array(v) for k, v in self.objects.items()},
-        )
+        changes: dict[str, Any] = {f.name: np.array(getattr(self, f.name)) for f in dataclasses.fields(self)
+                                   if isinstance(getattr(self, f.name), np.ndarray)}
+        changes["objects"] = {k: np.array(v) for k, v in self.objects.items()}
+        return dataclasses.replace(self, **changes)
 
 
 @runtime_checkable
