@@ -61,3 +61,14 @@ class RobotTimeoutError(RobotError, TimeoutError):
 
 class EpisodeFileError(RobotRLError):
     """An episode file is corrupt, truncated or of an unknown version; names the file."""
+
+
+class ProtocolError(RobotRLError):
+    """A wire message is malformed, oversized, of another protocol version, or refused by the peer.
+
+    `code` is a short machine-readable reason (see `robot_rl.wire.ErrorCode`), also sent in ERROR replies.
+    """
+
+    def __init__(self, message: str, code: str = "protocol") -> None:
+        super().__init__(message)
+        self.code = str(code)
