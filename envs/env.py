@@ -1,0 +1,559 @@
+"""`RobotEnv`: the gymnasium env over any `Robot` + `Task` (+ `Cameras`), SERL FrankaEnv style.
+
+Observation (a Dict):
+- "state": float32 (19,) proprio = TCP position relative to the task's reset pose (3, base-frame axes),
+  euler xyz of R_reset^T R (3), TCP body twist (6), gripper width (1), wrist force (3) and torque (3).
+  "Reset pose" is the task's nominal reset pose (without the per-episode noise), so the noise is visible.
+- pixels mode: "images": Dict{camera: uint8 (H, W, 3)} for every name in `camera_names`.
+- state mode: "object": float32 (k,) privileged task state (`Task.object_obs`, positions relative to the
+  reset pose). Nothing is rendered in state mode; the env never touches a camera.
+
+Action: Box [-1, 1]^7 = delta xyz * `action_scale_m`, rotation vector * `action_scale_rad` (base frame,
+applied on the left: q_new = exp(a) q), gripper (>= +threshold: close, <= -threshold: open, in between: keep;
+a change needs `gripper_debounce_steps` steps since the last one). The delta is applied to the current
+*commanded* pose, then limited per step (controllers.safety.limit_step) and clipped to the task's safety
+box (controllers.safety.clip_pose). Out-of-range actions are clipped to [-1, 1]; a NaN/inf action raises
+`SafetyError` after re-sending the last (safe) target, so the robot holds its pose.
+
+Reward 1.0 on success (sparse), `terminated` on success, `truncated` at `max_episode_steps` or on a robot
+error. `info` always has "success", "objects" (privileged state, empty on hardware), "jitter_ms" (lateness of
+this step's deadline, 0.0 unless realtime), "gripper_changed", "clipped" (the safety box or step limit
+changed the target), and at the end of an episode "timing" (= `timing_stats()`).
+
+Reset: precision gains; a joint reset (home) on the first episode, every `joint_reset_every` episodes, and on
+every reset with an explicit seed (`joint_reset_on_seed`, so a seeded episode is a pure function of its seed on
+the twin); `robot.reset_scene(seed)`; move to the reset pose + uniform noise (`reset_noise_m`, `reset_noise_rad`)
+and settle; compliance gains.
+
+Timing: the env owns the control loop. Not realtime (the twin): `robot.wait(period)` simulates one period.
+Realtime (hardware): the env asks the robot to let the rest of the period pass and then sleeps to the
+deadline, measuring how late each step's deadline was (jitter); `timing_stats()` reports step wall times and
+jitter p50/p99.
+
+Usage::
+
+    env = RobotEnv(robot, get_task("pick_cube"), cameras, RobotEnvConfig(obs_mode="pixels"))
+    obs, info = env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    env.timing_stats()["step_ms_p50"]
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from controllers.safety import SafetyBox, check_finite, clip_pose, limit_step
+from controllers.transforms import (
+    axis_angle_to_quat,
+    orientation_error,
+    quat_conj,
+    quat_mul,
+    quat_normalize,
+    quat_to_euler_xyz,
+)
+from envs.robot import Cameras, Robot, RobotState
+from envs.tasks import Task, get_task
+from robot_rl.config import Config, require
+from robot_rl.errors import MissingExtraError, RobotRLError, SafetyError, ShapeError
+
+try:
+    import gymnasium
+    from gymnasium import spaces
+except ImportError as _err:  # pragma: no cover - exercised only without the sim extra
+    raise MissingExtraError(
+        f"the optional package 'gymnasium' (needed for the robot envs) is not installed ({_err}); "
+        "install it with: pip install 'robot-rl[sim]'"
+    ) from _err
+
+PANDA_HOME_Q_RAD: tuple[float, ...] = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4)
+"""A common Franka Panda home configuration (gripper down, in front of the base)."""
+
+STATE_DIM = 19
+"""Length of the proprio vector (see the module docstring)."""
+
+OBS_MODES = ("pixels", "state")
+
+
+@dataclasses.dataclass(frozen=True)
+class RobotEnvConfig(Config):
+    """Options of `RobotEnv` (the task supplies the reset pose, safety box and default episode length)."""
+
+    control_hz: float = 10.0
+    """Env steps per second (the policy rate); the robot's own control loop runs much faster."""
+    max_episode_steps: int = 0
+    """Episode length in steps; 0 = the task's default."""
+    action_scale_m: float = 0.02
+    """Metres of TCP motion per unit of action, per step, per axis."""
+    action_scale_rad: float = 0.1
+    """Radians of TCP rotation per unit of action (rotation-vector components), per step."""
+    max_step_translation_m: float = 0.04
+    """Per-step limit on how far the commanded position may move (>= sqrt(3) * action_scale_m)."""
+    max_step_rotation_rad: float = 0.2
+    """Per-step limit on how far the commanded orientation may turn (>= sqrt(3) * action_scale_rad)."""
+    obs_mode: str = "pixels"
+    """'pixels': proprio + camera images; 'state': proprio + privileged object state, no rendering."""
+    image_size: int = 128
+    """Height and width of every camera image (pixels mode)."""
+    camera_names: tuple[str, ...] = ("front", "wrist")
+    """Cameras in the observation (pixels mode)."""
+    reset_noise_m: float = 0.02
+    """Uniform noise (+-, per axis) added to the reset position."""
+    reset_noise_rad: float = 0.05
+    """Uniform noise (+-, per rotation-vector component) added to the reset orientation."""
+    joint_reset_every: int = 0
+    """Reset the joints to `home_q_rad` every N episodes (0 = only on the first episode and seeded resets)."""
+    joint_reset_on_seed: bool = True
+    """Also reset the joints whenever `reset(seed=...)` gets a seed, so seeded episodes are reproducible."""
+    home_q_rad: tuple[float, ...] = PANDA_HOME_Q_RAD
+    """Joint configuration of a joint reset."""
+    reset_speed_m_per_s: float = 0.25
+    """Speed of the reference while moving to the reset pose."""
+    reset_speed_rad_per_s: float = 1.0
+    """Angular speed of the reference while moving to the reset pose."""
+    reset_tolerance_m: float = 0.003
+    """The reset move is done when the TCP is this close to the reset target ..."""
+    reset_tolerance_rad: float = 0.03
+    """... and this close in orientation ..."""
+    reset_settle_speed_m_per_s: float = 0.01
+    """... and moves slower than this."""
+    reset_timeout_s: float = 4.0
+    """Give up waiting for the reset move after this long (the episode starts anyway; see info)."""
+    realtime: bool = False
+    """True for hardware: sleep to each step's deadline and measure jitter. False: `robot.wait` simulates."""
+    gripper_threshold: float = 0.5
+    """Gripper action >= this closes, <= -this opens, anything between keeps the current command."""
+    gripper_debounce_steps: int = 2
+    """After a gripper command change, further changes are refused for this many steps (SERL-style debounce)."""
+    success_reward: float = 1.0
+    """Reward on a success step (0 otherwise)."""
+    timing_window: int = 10_000
+    """How many recent steps `timing_stats()` summarises."""
+
+    def validate(self) -> None:
+        require(self.control_hz > 0 and math.isfinite(self.control_hz), "control_hz", self.control_hz, "must be > 0")
+        require(self.max_episode_steps >= 0, "max_episode_steps", self.max_episode_steps, "must be >= 0")
+        for name in ("action_scale_m", "action_scale_rad", "max_step_translation_m", "max_step_rotation_rad",
+                     "reset_speed_m_per_s", "reset_speed_rad_per_s", "reset_tolerance_m", "reset_tolerance_rad",
+                     "reset_settle_speed_m_per_s", "reset_timeout_s"):
+            v = getattr(self, name)
+            require(v > 0 and math.isfinite(v), name, v, "must be finite and > 0")
+        require(self.obs_mode in OBS_MODES, "obs_mode", self.obs_mode, f"must be one of {OBS_MODES}")
+        require(8 <= self.image_size <= 1024, "image_size", self.image_size, "must be in [8, 1024]")
+        require(len(self.camera_names) > 0 or self.obs_mode == "state", "camera_names", self.camera_names,
+                "must name at least one camera in pixels mode")
+        require(len(set(self.camera_names)) == len(self.camera_names), "camera_names", self.camera_names,
+                "must be unique")
+        for name in ("reset_noise_m", "reset_noise_rad"):
+            v = getattr(self, name)
+            require(v >= 0 and math.isfinite(v), name, v, "must be finite and >= 0")
+        require(self.joint_reset_every >= 0, "joint_reset_every", self.joint_reset_every, "must be >= 0")
+        require(len(self.home_q_rad) == 7, "home_q_rad", self.home_q_rad, "must have 7 joints")
+        require(0 < self.gripper_threshold <= 1, "gripper_threshold", self.gripper_threshold, "must be in (0, 1]")
+        require(self.gripper_debounce_steps >= 0, "gripper_debounce_steps", self.gripper_debounce_steps,
+                "must be >= 0")
+        require(self.timing_window > 0, "timing_window", self.timing_window, "must be > 0")
+
+    @property
+    def period_s(self) -> float:
+        return 1.0 / self.control_hz
+
+
+class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
+    """A gymnasium env over a `Robot` (+ `Cameras` in pixels mode) for a `Task`; see the module docstring.
+
+    Attributes for experts / teleop: `robot`, `task`, `config`, `last_state` (the latest `RobotState`),
+    `commanded_pose` ((pos, quat) of the current target), `reset_pose` ((pos, quat) of the nominal reset pose,
+    known after the first reset), `safety_box`.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}  # noqa: RUF012 - gymnasium's convention
+
+    def __init__(
+        self,
+        robot: Robot,
+        task: Task | str,
+        cameras: Cameras | None = None,
+        config: RobotEnvConfig | None = None,
+        render_mode: str | None = None,
+        owns_robot: bool = True,
+    ) -> None:
+        super().__init__()
+        self.config = cfg = config or RobotEnvConfig()
+        self.robot = robot
+        self.task = get_task(task)
+        self.owns_robot = owns_robot
+        self.metadata = {"render_modes": ["rgb_array"] if cfg.obs_mode == "pixels" else [],
+                         "render_fps": cfg.control_hz}
+        if render_mode not in (None, "rgb_array"):
+            raise RobotRLError(f"render_mode={render_mode!r}: only None and 'rgb_array' are supported")
+        if render_mode is not None and cfg.obs_mode == "state":
+            raise RobotRLError("render_mode='rgb_array' needs obs_mode='pixels' (state mode never renders)")
+        self.render_mode = render_mode
+        self.cameras: Cameras | None = None
+        if cfg.obs_mode == "pixels":
+            if cameras is None:
+                raise RobotRLError("obs_mode='pixels' needs a Cameras object")
+            missing = [n for n in cfg.camera_names if n not in cameras.names]
+            if missing:
+                raise RobotRLError(f"cameras {missing} not available; the robot has {list(cameras.names)}")
+            self.cameras = cameras
+
+        obs_spaces: dict[str, spaces.Space[Any]] = {
+            "state": spaces.Box(-np.inf, np.inf, (STATE_DIM,), np.float32),
+        }
+        if cfg.obs_mode == "pixels":
+            hw3 = (cfg.image_size, cfg.image_size, 3)
+            obs_spaces["images"] = spaces.Dict(
+                {n: spaces.Box(0, 255, hw3, np.uint8) for n in cfg.camera_names}
+            )
+        else:
+            obs_spaces["object"] = spaces.Box(-np.inf, np.inf, (self.task.object_dim,), np.float32)
+        self.observation_space = spaces.Dict(obs_spaces)
+        self.action_space = spaces.Box(-1.0, 1.0, (7,), np.float32)
+        self.max_episode_steps = cfg.max_episode_steps or self.task.max_episode_steps
+
+        # set on the first reset
+        self.reset_pose: tuple[np.ndarray, np.ndarray] | None = None
+        self.safety_box: SafetyBox | None = None
+        self.last_state: RobotState | None = None
+        self._last_images: dict[str, np.ndarray] = {}
+        self._cmd_pos = np.zeros(3)
+        self._cmd_quat = np.array([1.0, 0.0, 0.0, 0.0])
+        self._gripper_cmd = float(self.task.reset_gripper_closed)
+        self._steps_since_gripper_change = 0
+        self._episode_steps = 0
+        self._episodes = 0
+        self._needs_reset = True
+        self._closed = False
+        # timing
+        self._deadline = 0.0
+        self._step_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
+        self._wait_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
+        self._jitter_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
+        self._overruns = 0
+        self._reset_s: collections.deque[float] = collections.deque(maxlen=1000)
+
+    # ------------------------------------------------------------------------------------------------------
+    # gymnasium API
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        t0 = time.perf_counter()
+        super().reset(seed=seed)
+        cfg, task, robot = self.config, self.task, self.robot
+        rng = self.np_random
+        scene_seed = int(rng.integers(0, 2**31 - 1))
+        noise_pos = rng.uniform(-cfg.reset_noise_m, cfg.reset_noise_m, 3)
+        noise_rot = rng.uniform(-cfg.reset_noise_rad, cfg.reset_noise_rad, 3)
+
+        if self.last_state is not None and self.last_state.error:
+            robot.clear_errors()
+        robot.set_gains("precision")
+        joint_reset = (
+            self._episodes == 0
+            or (cfg.joint_reset_every > 0 and self._episodes % cfg.joint_reset_every == 0)
+            or (seed is not None and cfg.joint_reset_on_seed)
+        )
+        if joint_reset:
+            robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
+        if self.reset_pose is None:
+            self._init_reset_pose(robot.state())
+        assert self.reset_pose is not None and self.safety_box is not None
+        robot.reset_scene(scene_seed)
+
+        pos0, quat0 = self.reset_pose
+        target = clip_pose(self.safety_box, pos0 + noise_pos, quat_mul(axis_angle_to_quat(noise_rot), quat0))
+        state, settled = self._move_to(target[0], target[1], float(task.reset_gripper_closed))
+        robot.set_gains("compliance")
+
+        self._cmd_pos, self._cmd_quat = target[0].copy(), target[1].copy()
+        self._gripper_cmd = float(task.reset_gripper_closed)
+        self._steps_since_gripper_change = cfg.gripper_debounce_steps
+        self._episode_steps = 0
+        self._episodes += 1
+        self._needs_reset = False
+        self.last_state = state
+        obs = self._observe(state)
+        self._deadline = time.perf_counter() + cfg.period_s
+        self._reset_s.append(time.perf_counter() - t0)
+        info = {
+            "success": self.task.success(state) if self._has_objects(state) else False,
+            "objects": state.objects,
+            "reset_settled": settled,
+            "joint_reset": joint_reset,
+            "scene_seed": scene_seed,
+        }
+        return obs, info
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        t0 = time.perf_counter()
+        if self._needs_reset:
+            raise gymnasium.error.ResetNeeded("call reset() before step() (and after an episode ends)")
+        assert self.safety_box is not None
+        cfg = self.config
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape != (7,):
+            raise ShapeError(f"action: expected shape (7,), got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            self.robot.command(self._cmd_pos, self._cmd_quat, self._gripper_cmd)  # hold the last safe target
+            check_finite("action", a)
+            raise SafetyError(f"non-finite action {a!r}")  # pragma: no cover - check_finite raises first
+        a = np.clip(a, -1.0, 1.0)
+
+        delta_pos = a[:3] * cfg.action_scale_m
+        rotvec = a[3:6] * cfg.action_scale_rad
+        want_pos = self._cmd_pos + delta_pos
+        want_quat = quat_mul(axis_angle_to_quat(rotvec), self._cmd_quat)
+        pos, quat = want_pos, want_quat
+        # the per-step limit binds only if the config makes it tighter than the action range (by default
+        # sqrt(3) * scale < limit, so a clipped action never exceeds it); skip the call when it cannot bind
+        if (float(np.linalg.norm(delta_pos)) > cfg.max_step_translation_m
+                or float(np.linalg.norm(rotvec)) > cfg.max_step_rotation_rad):
+            pos, quat = limit_step(self._cmd_pos, self._cmd_quat, want_pos, want_quat,
+                                   cfg.max_step_translation_m, cfg.max_step_rotation_rad)
+        pos, quat = clip_pose(self.safety_box, pos, quat)
+        # limit_step and clip_pose keep the quaternion's sign, so a plain comparison detects a change
+        clipped = bool(np.max(np.abs(pos - want_pos)) > 1e-9 or np.max(np.abs(quat - want_quat)) > 1e-9)
+
+        gripper_changed = self._update_gripper(float(a[6]))
+        self.robot.command(pos, quat, self._gripper_cmd)
+        self._cmd_pos, self._cmd_quat = pos, quat
+
+        tw = time.perf_counter()
+        jitter_s = self._wait_period()
+        wait_s = time.perf_counter() - tw
+
+        state = self.robot.state()
+        self.last_state = state
+        obs = self._observe(state)
+        success = self.task.success(state) if self._has_objects(state) else False
+        self._episode_steps += 1
+        terminated = bool(success)
+        truncated = self._episode_steps >= self.max_episode_steps or bool(state.error)
+        info: dict[str, Any] = {
+            "success": bool(success),
+            "objects": state.objects,
+            "jitter_ms": 1e3 * jitter_s,
+            "gripper_changed": gripper_changed,
+            "clipped": clipped,
+        }
+        if state.error:
+            info["robot_error"] = state.error
+        self._step_s.append(time.perf_counter() - t0)
+        self._wait_s.append(wait_s)
+        if terminated or truncated:
+            self._needs_reset = True
+            info["timing"] = self.timing_stats()
+        reward = cfg.success_reward if success else 0.0
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        """The latest frame of the first camera (render_mode 'rgb_array'), else None."""
+        if self.render_mode != "rgb_array" or not self._last_images:
+            return None
+        return self._last_images[self.config.camera_names[0]].copy()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self.owns_robot:
+                self.robot.stop()
+        super().close()
+
+    # ------------------------------------------------------------------------------------------------------
+    # public helpers
+
+    @property
+    def commanded_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """(pos (3,), quat (4,)) of the current impedance target (after the safety box)."""
+        return self._cmd_pos.copy(), self._cmd_quat.copy()
+
+    @property
+    def gripper_command(self) -> float:
+        """The current gripper command (0 open, 1 closed)."""
+        return self._gripper_cmd
+
+    @property
+    def episode_steps(self) -> int:
+        return self._episode_steps
+
+    def timing_stats(self) -> dict[str, Any]:
+        """Wall time per step (ms; mean/p50/p99 over the last `timing_window` steps), the share spent
+        waiting for the period (`robot.wait` + sleep), jitter p50/p99/max (realtime only), overruns, and
+        reset time."""
+        step_ms = 1e3 * np.asarray(self._step_s) if self._step_s else np.zeros(1)
+        wait_ms = 1e3 * np.asarray(self._wait_s) if self._wait_s else np.zeros(1)
+        out: dict[str, Any] = {
+            "steps": len(self._step_s),
+            "realtime": self.config.realtime,
+            "period_ms": 1e3 * self.config.period_s,
+            "step_ms_mean": float(step_ms.mean()),
+            "step_ms_p50": float(np.percentile(step_ms, 50)),
+            "step_ms_p99": float(np.percentile(step_ms, 99)),
+            "wait_ms_mean": float(wait_ms.mean()),
+            "steps_per_s": float(1e3 / step_ms.mean()) if step_ms.mean() > 0 else 0.0,
+            "reset_ms_mean": float(1e3 * np.mean(self._reset_s)) if self._reset_s else 0.0,
+        }
+        if self.config.realtime:
+            jit = 1e3 * np.asarray(self._jitter_s) if self._jitter_s else np.zeros(1)
+            out.update(jitter_ms_p50=float(np.percentile(jit, 50)), jitter_ms_p99=float(np.percentile(jit, 99)),
+                       jitter_ms_max=float(jit.max()), overruns=self._overruns)
+        return out
+
+    # ------------------------------------------------------------------------------------------------------
+    # internals
+
+    def _init_reset_pose(self, home: RobotState) -> None:
+        task = self.task
+        quat = np.asarray(task.reset_quat_wxyz if task.reset_quat_wxyz is not None else home.quat_base_ee, float)
+        quat = quat_normalize(quat)
+        self.reset_pose = (np.asarray(task.reset_pos_m, np.float64), quat)
+        self.safety_box = SafetyBox(
+            pos_min_m=task.pos_min_m,
+            pos_max_m=task.pos_max_m,
+            nominal_quat_wxyz=(float(quat[0]), float(quat[1]), float(quat[2]), float(quat[3])),
+            rot_min_rad=task.rot_min_rad,
+            rot_max_rad=task.rot_max_rad,
+        )
+        self._reset_quat_conj = quat_conj(quat)
+
+    def _move_to(self, pos: np.ndarray, quat: np.ndarray, gripper: float) -> tuple[RobotState, bool]:
+        """Walk the reference to (pos, quat) at the reset speeds and wait until the TCP settles there."""
+        cfg = self.config
+        dt = cfg.period_s
+        state = self.robot.state()
+        ref_pos, ref_quat = np.array(state.pos_base_ee, float), quat_normalize(state.quat_base_ee)
+        t = 0.0
+        while True:
+            ref_pos, ref_quat = limit_step(ref_pos, ref_quat, pos, quat, cfg.reset_speed_m_per_s * dt,
+                                           cfg.reset_speed_rad_per_s * dt)
+            self.robot.command(ref_pos, ref_quat, gripper)
+            self.robot.wait(dt)
+            t += dt
+            state = self.robot.state()
+            arrived = (
+                np.linalg.norm(ref_pos - pos) < 1e-9
+                and np.linalg.norm(state.pos_base_ee - pos) < cfg.reset_tolerance_m
+                and np.linalg.norm(orientation_error(state.quat_base_ee, quat)) < cfg.reset_tolerance_rad
+                and np.linalg.norm(state.twist_ee_body[:3]) < cfg.reset_settle_speed_m_per_s
+            )
+            if arrived:
+                return state, True
+            if t >= cfg.reset_timeout_s:
+                return state, False
+
+    def _update_gripper(self, g: float) -> bool:
+        cfg = self.config
+        self._steps_since_gripper_change += 1
+        want = self._gripper_cmd
+        if g >= cfg.gripper_threshold:
+            want = 1.0
+        elif g <= -cfg.gripper_threshold:
+            want = 0.0
+        if want != self._gripper_cmd and self._steps_since_gripper_change > cfg.gripper_debounce_steps:
+            self._gripper_cmd = want
+            self._steps_since_gripper_change = 0
+            return True
+        return False
+
+    def _wait_period(self) -> float:
+        """Let one control period pass; returns how late the deadline was met (realtime), else 0."""
+        cfg = self.config
+        if not cfg.realtime:
+            self.robot.wait(cfg.period_s)
+            return 0.0
+        remaining = self._deadline - time.perf_counter()
+        if remaining > 0:
+            self.robot.wait(remaining)
+        _sleep_until(self._deadline)
+        now = time.perf_counter()
+        late = now - self._deadline
+        self._jitter_s.append(late)
+        if late > cfg.period_s:  # missed a whole period: resynchronise instead of bursting to catch up
+            self._overruns += 1
+            self._deadline = now + cfg.period_s
+        else:
+            self._deadline += cfg.period_s
+        return late
+
+    def _has_objects(self, state: RobotState) -> bool:
+        return all(k in state.objects for k in self.task.object_keys)
+
+    def _observe(self, state: RobotState) -> dict[str, Any]:
+        assert self.reset_pose is not None
+        rel_pos = np.asarray(state.pos_base_ee, np.float64) - self.reset_pose[0]
+        rel_euler = quat_to_euler_xyz(quat_mul(self._reset_quat_conj, state.quat_base_ee))
+        proprio = np.concatenate([
+            rel_pos, rel_euler, np.asarray(state.twist_ee_body, np.float64), [state.gripper_width_m],
+            np.asarray(state.force_ee_n, np.float64), np.asarray(state.torque_ee_nm, np.float64),
+        ]).astype(np.float32)
+        obs: dict[str, Any] = {"state": proprio}
+        if self.cameras is None:
+            obs["object"] = (self.task.object_obs(state, self.reset_pose[0]) if self._has_objects(state)
+                             else np.zeros(self.task.object_dim, np.float32))
+            return obs
+        frames = self.cameras.read()
+        hw3 = (self.config.image_size, self.config.image_size, 3)
+        images = {}
+        for name in self.config.camera_names:
+            img = np.asarray(frames[name])
+            if img.shape != hw3 or img.dtype != np.uint8:
+                raise ShapeError(f"camera '{name}': expected uint8 {hw3}, got {img.dtype} {img.shape}")
+            images[name] = img
+        self._last_images = images
+        obs["images"] = images
+        return obs
+
+
+def _sleep_until(deadline: float) -> None:
+    """Sleep to `deadline` (perf_counter seconds): coarse sleep, then a short spin for the last ~1 ms."""
+    while True:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            return
+        if remaining > 0.002:
+            time.sleep(remaining - 0.001)
+        else:
+            time.sleep(0)
+
+
+def make_twin_env(
+    task: str,
+    obs_mode: str = "pixels",
+    image_size: int = 128,
+    camera_names: tuple[str, ...] | list[str] = ("front", "wrist"),
+    render_mode: str | None = None,
+    physics_hz: float | None = None,
+    **config: Any,
+) -> RobotEnv:
+    """Gymnasium entry point: a `RobotEnv` over an in-process MuJoCo `TwinRobot` for a built-in task.
+
+    `config` takes any other `RobotEnvConfig` field (e.g. max_episode_steps=50, reset_noise_m=0.0).
+    `physics_hz` overrides the twin's physics/controller rate (None: TwinRobotConfig's default, 1 kHz).
+    In state mode the twin is built without a renderer.
+    """
+    from robot_rl.extras import optional_import
+
+    optional_import("mujoco", extra="sim", purpose="the MuJoCo twin")
+    from envs.twin import TwinRobot, TwinRobotConfig
+
+    the_task = get_task(task)
+    cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size), camera_names=tuple(camera_names), **config)
+    pixels = cfg.obs_mode == "pixels"
+    twin_options: dict[str, Any] = {} if physics_hz is None else {"physics_hz": float(physics_hz)}
+    robot = TwinRobot(TwinRobotConfig(
+        task=the_task.twin_task,
+        image_height=cfg.image_size,
+        image_width=cfg.image_size,
+        camera_names=cfg.camera_names,
+        render=pixels,  # state mode: the twin never creates a renderer
+        **twin_options,
+    ))
+    return RobotEnv(robot, the_task, robot.cameras() if pixels else None, cfg, render_mode=render_mode)
