@@ -11,6 +11,7 @@ Usage::
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +19,9 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("envs.tasks_cli", "list the named task presets (for --task)"),
     "demo": ("envs.demo_cli", "run the scripted expert on the MuJoCo twin and write a PNG strip of camera frames"),
+    "record-demos": ("demos.record_cli", "record teleop (or scripted) demonstration episodes to a directory"),
+    "episodes": ("demos.episodes_cli", "inspect, export (PNG strip / mp4) or replay recorded episode files"),
+    "record-labels": ("demos.labels_cli", "record success/failure labelled frames for a reward classifier"),
 }
 
 
@@ -39,6 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(__version__)
         return 0
+    # Headless-safe defaults before any subcommand imports mujoco or torch: MuJoCo picks its GL backend at
+    # import time (EGL renders offscreen without a display), and OpenMP must not spin-wait on shared cores.
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     name, rest = args[0], args[1:]
     if name not in SUBCOMMANDS:
         print(f"robot-rl: unknown command '{name}'\n\n{_usage()}", file=sys.stderr)

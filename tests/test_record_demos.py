@@ -1,0 +1,67 @@
+"""`robot-rl record-demos` with the scripted teleop: files, appending, flags, and Ctrl-C safety."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from demos import record_cli
+from robot_rl.episodes import load_dir
+from robot_rl.specs import EnvSpec
+
+
+def test_records_successful_episodes_and_appends(tmp_path) -> None:
+    out = tmp_path / "demos"
+    args = ["--task", "twin-reach", "--episodes", "3", "--out", str(out), "--obs-mode", "state"]
+    assert record_cli.main(args) == 0
+    assert record_cli.main([*args[:3], "2", *args[4:], "--seed", "100"]) == 0
+    eps, errors = load_dir(out)
+    assert errors == [] and len(eps) == 5
+    assert sorted(p.name for p in out.iterdir())[-1] == "episode_000004.npz"
+    for ep in eps:
+        assert ep.is_success and ep.success[-1] and ep.terminated[-1]
+        assert ep.intervention.all()  # every demo step is a human (teleop) action
+        assert ep.observations["state"].shape == (ep.length + 1, 19)
+        assert np.abs(ep.actions).max() <= 1.0
+        spec = EnvSpec.from_dict(ep.spec or {})
+        assert spec.task == "twin-reach" and spec.action.shape == (7,)
+    assert [ep.info["seed"] for ep in eps] == [0, 1, 2, 100, 101]
+
+
+def test_ctrl_c_keeps_finished_episodes(tmp_path, monkeypatch) -> None:
+    real_make = record_cli.make_device
+
+    class Interrupting:
+        def __init__(self, inner: Any) -> None:
+            self.inner, self.name, self.episodes = inner, "scripted", 0
+
+        def reset(self) -> None:
+            self.episodes += 1
+            self.inner.reset()
+
+        def poll(self, state: Any) -> Any:
+            if self.episodes == 3:
+                raise KeyboardInterrupt
+            return self.inner.poll(state)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(record_cli, "make_device", lambda *a, **k: Interrupting(real_make(*a, **k)))
+    out = tmp_path / "demos"
+    code = record_cli.main(["--task", "twin-reach", "--episodes", "5", "--out", str(out), "--obs-mode", "state"])
+    assert code == 130
+    eps, errors = load_dir(out)
+    assert len(eps) == 2 and errors == []
+    assert not list(out.glob(".*tmp"))
+
+
+def test_bad_arguments_are_clear_errors(tmp_path) -> None:
+    from robot_rl.errors import ConfigError, UnknownTaskError
+
+    with pytest.raises(UnknownTaskError, match="twin-reach"):
+        record_cli.main(["--task", "no-such-task", "--out", str(tmp_path)])
+    with pytest.raises(ConfigError, match="episodes"):
+        record_cli.main(["--task", "twin-reach", "--episodes", "0", "--out", str(tmp_path)])
