@@ -45,8 +45,11 @@ def env_spec_dict(env: Any, task: str) -> dict[str, Any]:
     return EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=hz).to_dict()
 
 
-def record_episode(env: Any, device: Any, seed: int, task: str) -> Episode:
-    """Run one episode driven by `device`; returns it (actions executed, flags from the env)."""
+def record_episode(env: Any, device: Any, seed: int, task: str, env_kwargs: dict[str, Any] | None = None) -> Episode:
+    """Run one episode driven by `device`; returns it (actions executed, flags from the env).
+
+    `env_kwargs` (what the env was made with) is stored in the episode's info so replays rebuild the same env.
+    """
     device.reset()
     obs, info = env.reset(seed=seed)
     observations, actions, rewards, terms, truncs, succ, interv = [obs], [], [], [], [], [], []
@@ -65,7 +68,8 @@ def record_episode(env: Any, device: Any, seed: int, task: str) -> Episode:
             break
     return Episode.from_steps(observations, actions, rewards, terms, truncs, intervention=interv, success=succ,
                               task=task, spec=env_spec_dict(env, task),
-                              info={"seed": seed, "teleop": getattr(device, "name", "?")})
+                              info={"seed": seed, "teleop": getattr(device, "name", "?"),
+                                    "env_kwargs": dict(env_kwargs or {})})
 
 
 def main(argv: list[str]) -> int:
@@ -78,7 +82,8 @@ def main(argv: list[str]) -> int:
     import gymnasium
 
     importlib.import_module(preset.env_module)
-    env = gymnasium.make(preset.env_id, **preset.make_kwargs(obs_mode=args.obs_mode, image_size=args.image_size))
+    env_kwargs = preset.make_kwargs(obs_mode=args.obs_mode, image_size=args.image_size)
+    env = gymnasium.make(preset.env_id, **env_kwargs)
     device = make_device(args.teleop, task=args.task, seed=args.seed, noise_std=args.noise)
     existing = len(episode_paths(args.out)) if args.out.is_dir() else 0
     max_attempts = args.max_attempts or 3 * args.episodes
@@ -86,7 +91,7 @@ def main(argv: list[str]) -> int:
     t0 = time.monotonic()
     try:
         while kept < args.episodes and attempts < max_attempts:
-            ep = record_episode(env, device, seed=args.seed + attempts, task=args.task)
+            ep = record_episode(env, device, seed=args.seed + attempts, task=args.task, env_kwargs=env_kwargs)
             attempts += 1
             successes += ep.is_success
             if ep.is_success or args.keep_failures:

@@ -132,6 +132,8 @@ class RobotEnvConfig(Config):
     """After a gripper command change, further changes are refused for this many steps (SERL-style debounce)."""
     success_reward: float = 1.0
     """Reward on a success step (0 otherwise)."""
+    terminate_on_success: bool = True
+    """End the episode (`terminated`) on success. False keeps going (success-label recording, near misses)."""
     timing_window: int = 10_000
     """How many recent steps `timing_stats()` summarises."""
 
@@ -335,7 +337,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         obs = self._observe(state)
         success = self.task.success(state) if self._has_objects(state) else False
         self._episode_steps += 1
-        terminated = bool(success)
+        terminated = bool(success) and cfg.terminate_on_success
         truncated = self._episode_steps >= self.max_episode_steps or bool(state.error)
         info: dict[str, Any] = {
             "success": bool(success),
