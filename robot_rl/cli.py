@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "record-demos": ("demos.record_cli", "record teleop (or scripted) demonstration episodes to a directory"),
     "episodes": ("demos.episodes_cli", "inspect, export (PNG strip / mp4) or replay recorded episode files"),
     "record-labels": ("demos.labels_cli", "record success/failure labelled frames for a reward classifier"),
+    "robot-server": ("envs.robot_server_cli", "serve a robot backend (the MuJoCo twin) over ZeroMQ for RemoteRobot"),
 }
 
 

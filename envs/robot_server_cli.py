@@ -1,0 +1,93 @@
+"""`robot-rl robot-server`: serve a robot backend (the MuJoCo twin now; franky / ROS 2 later) over ZeroMQ.
+
+One client at a time (the newest `open` wins; see envs.robot_server). Prints the bound address on its first
+line ("robot-server: serving ... on tcp://HOST:PORT"), then, every `--stats-every` seconds, the call and error
+counters. Stops on Ctrl-C or SIGTERM, stopping the backend (it holds its pose).
+
+Usage::
+
+    robot-rl robot-server --backend twin --task twin-pick-cube                 # tcp://127.0.0.1:5560
+    robot-rl robot-server --task reach --bind tcp://127.0.0.1:0 --no-cameras   # a free port, state only
+    robot-rl robot-server --task twin-peg-insert --bind tcp://0.0.0.0:5560 --keys keys/   # CURVE
+    # the client side: envs.remote.make_remote_env("tcp://127.0.0.1:5560", obs_mode="pixels")
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+from envs.robot_server import BACKENDS, DEFAULT_ADDRESS, RobotServer, RobotServerConfig, make_backend
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="robot-rl robot-server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", default="twin", choices=BACKENDS, help="robot backend to serve")
+    parser.add_argument("--task", default="twin-pick-cube", help="task or twin preset (e.g. twin-reach, pick_cube)")
+    parser.add_argument("--bind", default=DEFAULT_ADDRESS, help="ZeroMQ address (port 0: a free port)")
+    parser.add_argument("--image-size", type=int, default=128, help="camera image height and width")
+    parser.add_argument("--cameras", default="front,wrist", help="comma-separated camera names")
+    parser.add_argument("--no-cameras", action="store_true", help="serve no images (state-only; no renderer)")
+    parser.add_argument("--physics-hz", type=float, default=None, help="twin physics rate (default: the twin's)")
+    parser.add_argument("--hold-timeout", type=float, default=1.0,
+                        help="seconds without a command before the watchdog reports holding the last target")
+    parser.add_argument("--max-wait", type=float, default=10.0, help="longest wait() one call may ask for (s)")
+    parser.add_argument("--keys", default=None, help="CURVE key directory (robot_rl.keys) for non-loopback binds")
+    parser.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without keys")
+    parser.add_argument("--stats-every", type=float, default=10.0, help="print counters every N s (0: never)")
+    parser.add_argument("--max-seconds", type=float, default=None, help="exit after this long (default: never)")
+    args = parser.parse_args(argv)
+
+    config = RobotServerConfig(bind=args.bind, insecure=args.insecure, hold_timeout_s=args.hold_timeout,
+                               max_wait_s=args.max_wait)
+    keys = None
+    if args.keys is not None:
+        from robot_rl.keys import ServerKeys
+
+        keys = ServerKeys.from_dir(args.keys)
+    from robot_rl.transport import check_address
+
+    check_address(config.bind, keys, config.insecure)  # before building the backend: fail fast
+    names = tuple(n.strip() for n in args.cameras.split(",") if n.strip())
+    robot, cameras, info = make_backend(args.backend, args.task, image_size=args.image_size, camera_names=names,
+                                        cameras=not args.no_cameras, physics_hz=args.physics_hz)
+    try:
+        server = RobotServer(robot, cameras, config, keys, info)
+    except BaseException:
+        robot.stop()
+        raise
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, _on_signal)
+    cams = (f"cameras {','.join(cameras.names)} {args.image_size}x{args.image_size}" if cameras is not None
+            else "no cameras")
+    print(f"robot-server: serving {info['backend']} (task {info['task']}, {cams}) on {server.address} "
+          f"(one client at a time; Ctrl-C to stop)", flush=True)
+    last_print = time.monotonic()
+
+    def _report() -> None:
+        nonlocal last_print
+        if args.stats_every > 0 and time.monotonic() - last_print >= args.stats_every:
+            last_print = time.monotonic()
+            s = server.stats()
+            print(f"robot-server: {s.calls} calls, {s.errors} errors {s.errors_by_code}, owner {s.owner or '-'}, "
+                  f"holding {s.holding} (holds {s.holds}), clients {s.clients}", flush=True)
+
+    try:
+        server.serve(stop, max_seconds=args.max_seconds, on_idle=_report)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        s = server.stats()
+        server.close()
+        print(f"robot-server: stopped after {s.uptime_s:.1f} s; {s.calls} calls, {s.errors} errors", file=sys.stderr,
+              flush=True)
+    return 0
