@@ -1,1 +1,14 @@
-"""robot-rl package (see ../shared/DESIGN.md)."""
+"""Learners: torch agents (SAC, RLPD, DrQ, HIL-SERL gripper head), encoders, replay buffers, training loop.
+
+Modules (import the one you need; this package imports nothing at import time):
+- `learners.config`   AgentConfig + presets (drq_config, rlpd_state_config, hil_serl_config, sac_config)
+- `learners.policy`   actor-side policy (encoder + tanh-Gaussian actor + gripper head): build_policy, act,
+                      trainable_state / load_trainable_state. Actors import only this module.
+- `learners.sac`      SACAgent: critic ensemble, targets, temperature, UTD updates, full state for checkpoints
+- `learners.replay`   ReplayBuffer (uint8 frames stored once), MixedSampler (RLPD), route_transition
+- `learners.loop`     train_online (generator of per-episode metrics) and evaluate, for any gymnasium-like env
+- `learners.encoders` ResNet-10 (GroupNorm, local safetensors weights), small conv net, random shift
+- `learners.nets`, `learners.obs`  building blocks
+
+See ../shared/DESIGN.md for the agent seam.
+"""

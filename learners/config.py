@@ -1,0 +1,199 @@
+"""Typed configuration of the SAC / RLPD / DrQ agent, with named presets and their sources.
+
+One frozen dataclass (`AgentConfig`) covers the state and the image (DrQ) paths and the optional discrete gripper
+head; an agent is built from an `EnvSpec` plus this config (`learners.sac.SACAgent(spec, cfg)`; the actor side
+builds only the policy: `learners.policy.build_policy(spec, cfg)`).
+
+Defaults (`AgentConfig()`) are SERL's image-based DrQ/RLPD recipe (../shared/REFERENCE.md, "Algorithm defaults"):
+critic ensemble 10 with a random subset of 2 for the target min (REDQ / RLPD), 4 critic updates per actor update,
+batch 256 (the RLPD sampler draws 128 demo + 128 online), discount 0.97 (SERL 0.96-0.99, HIL-SERL 0.97-0.985),
+Adam 3e-4 everywhere, tau 0.005, temperature init 1e-2, target entropy -dim(A)/2, no backup entropy, MLPs
+[256, 256] with LayerNorm, tanh-Gaussian policy with std in [1e-5, 5], random-shift augmentation with pad 4,
+a frozen ResNet-10 (GroupNorm) per camera with a trainable spatial-embedding head (8 features -> dropout 0.1 ->
+dense 256 -> LayerNorm -> tanh) and a proprio branch (dense 64 -> LayerNorm -> tanh). MLP activation: swish
+(SERL's `MLP` default; RLPD's reference code uses ReLU).
+
+Presets::
+
+    drq_config()          # == AgentConfig(): SERL DrQ/RLPD image defaults
+    rlpd_state_config()   # state-based RLPD: discount 0.99, critic updates per actor update 8 (SERL state SAC)
+    hil_serl_config()     # HIL-SERL: ensemble 2 (no subset), 2 critic updates per actor update, gripper DQN head
+    sac_config()          # classic SAC: twin critics, UTD 1, temperature init 1, target entropy -dim(A)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from robot_rl.config import Config, require
+
+ENCODERS = ("resnet10", "conv")
+ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentConfig(Config):
+    """SAC-family agent (SAC, RLPD, DrQ, optional HIL-SERL gripper head). Defaults: SERL DrQ/RLPD (see module)."""
+
+    # --- networks
+    hidden_dims: tuple[int, ...] = (256, 256)
+    """Hidden layer sizes of the actor MLP and of every critic ensemble member."""
+    layer_norm: bool = True
+    """LayerNorm after every hidden layer (actor and critics); RLPD's key stabiliser."""
+    activation: str = "silu"
+    """Hidden activation: silu (swish, SERL's default), relu, tanh or gelu."""
+    ensemble_size: int = 10
+    """Number of independent critics (each with its own output layer)."""
+    ensemble_subsample: int | None = 2
+    """Size of the random subset of target critics whose min is the target (REDQ/RLPD); None = min over all."""
+    std_min: float = 1e-5
+    """Lower bound of the policy's std (bounded smoothly through a tanh on the log-std)."""
+    std_max: float = 5.0
+    """Upper bound of the policy's std."""
+
+    # --- optimisation
+    batch_size: int = 256
+    """Minibatch size of one critic update; `update()` takes critic_updates_per_actor_update x this many rows."""
+    critic_updates_per_actor_update: int = 4
+    """Critic (+ target) updates per actor/temperature update within one `update()` call (SERL's utd_ratio)."""
+    discount: float = 0.97
+    """Discount factor gamma."""
+    actor_lr: float = 3e-4
+    """Adam learning rate of the actor (and of the gripper head)."""
+    critic_lr: float = 3e-4
+    """Adam learning rate of the critics and of the image encoders' trainable parts."""
+    temperature_lr: float = 3e-4
+    """Adam learning rate of the log-temperature."""
+    tau: float = 0.005
+    """Soft target update rate: target <- tau * online + (1 - tau) * target, after every critic update."""
+    temperature_init: float = 1e-2
+    """Initial entropy temperature alpha."""
+    target_entropy: float | None = None
+    """Target entropy of the continuous policy; None = target_entropy_per_dim x dim (continuous dims only)."""
+    target_entropy_per_dim: float = -0.5
+    """Target entropy per continuous action dim when target_entropy is None (SERL/HIL-SERL: -1/2)."""
+    learn_temperature: bool = True
+    """Learn alpha toward the target entropy (False keeps it at temperature_init)."""
+    backup_entropy: bool = False
+    """Subtract gamma * alpha * log pi(a'|s') in the critic target (off in SERL/HIL-SERL)."""
+    grad_clip_norm: float | None = None
+    """Clip each network's gradient to this global L2 norm (None = no clipping)."""
+
+    # --- images (DrQ path; used only when the observation has cameras)
+    encoder: str = "resnet10"
+    """Per-camera backbone: 'resnet10' (GroupNorm ResNet-10, weights from encoder_weights) or 'conv' (small,
+    trained from scratch)."""
+    encoder_weights: str | None = None
+    """Local safetensors file with the ResNet-10 backbone weights (see learners.encoders.RESNET10_KEYS)."""
+    freeze_encoder: bool = True
+    """Freeze the ResNet-10 backbone (only the spatial-embedding head trains); ignored for 'conv'."""
+    conv_channels: tuple[int, ...] = (32, 64, 128, 256)
+    """Channels of the small conv backbone (3x3 convs, stride 2, valid padding: SERL's SmallEncoder)."""
+    num_spatial_features: int = 8
+    """Learned spatial embeddings per channel in the encoder head."""
+    encoder_dropout: float = 0.1
+    """Dropout in the encoder head (training only)."""
+    image_latent_dim: int = 256
+    """Per-camera feature size after the head (dense -> LayerNorm -> tanh)."""
+    proprio_latent_dim: int = 64
+    """Proprio branch size (dense -> LayerNorm -> tanh) when there are cameras; 0 = feed the raw state."""
+    augment_pad: int = 4
+    """Random-shift augmentation: edge-pad by this many pixels and crop back (0 = off)."""
+
+    # --- discrete gripper head (HIL-SERL)
+    gripper_head: bool = False
+    """Treat the last action dim as a discrete gripper {-1, 0, +1} learned by a double-DQN head (robot-rl envs:
+    +1 closes, -1 opens, 0 keeps the current command)."""
+    gripper_hidden_dims: tuple[int, ...] = (128, 128)
+    """Hidden sizes of the gripper Q network (HIL-SERL: [128, 128] with LayerNorm)."""
+    gripper_flip_penalty: float = -0.02
+    """Penalty for a gripper flip (HIL-SERL -0.02): the value entry points give envs.wrappers.GripperPenaltyWrapper,
+    which stores it per transition as `grasp_penalty`."""
+    gripper_epsilon: float = 0.0
+    """Epsilon-greedy exploration of the gripper head when acting stochastically (HIL-SERL: 0, humans explore)."""
+
+    # --- runtime
+    compile: bool = False
+    """torch.compile the loss functions (opt-in; first updates are slow while it compiles)."""
+    device: str = "auto"
+    """'auto' (cuda when available, else cpu), 'cpu', 'cuda', 'cuda:1', ..."""
+    seed: int = 0
+    """Seed of the network initialisation and of the agent's own random streams."""
+
+    def validate(self) -> None:
+        require(len(self.hidden_dims) > 0 and all(h > 0 for h in self.hidden_dims), "hidden_dims",
+                self.hidden_dims, "must be a non-empty tuple of positive ints")
+        require(self.activation in ACTIVATIONS, "activation", self.activation, f"must be one of {ACTIVATIONS}")
+        require(self.ensemble_size >= 1, "ensemble_size", self.ensemble_size, "must be >= 1")
+        if self.ensemble_subsample is not None:
+            require(1 <= self.ensemble_subsample <= self.ensemble_size, "ensemble_subsample",
+                    self.ensemble_subsample, f"must be in [1, ensemble_size={self.ensemble_size}] or None")
+        require(0 < self.std_min < self.std_max, "std_min/std_max", (self.std_min, self.std_max),
+                "must satisfy 0 < std_min < std_max")
+        require(self.batch_size >= 1, "batch_size", self.batch_size, "must be >= 1")
+        require(self.critic_updates_per_actor_update >= 1, "critic_updates_per_actor_update",
+                self.critic_updates_per_actor_update, "must be >= 1")
+        require(0.0 < self.discount <= 1.0, "discount", self.discount, "must be in (0, 1]")
+        for name in ("actor_lr", "critic_lr", "temperature_lr", "temperature_init"):
+            v = getattr(self, name)
+            require(math.isfinite(v) and v > 0, name, v, "must be a finite number > 0")
+        require(0.0 < self.tau <= 1.0, "tau", self.tau, "must be in (0, 1]")
+        require(math.isfinite(self.target_entropy_per_dim), "target_entropy_per_dim",
+                self.target_entropy_per_dim, "must be finite")
+        if self.target_entropy is not None:
+            require(math.isfinite(self.target_entropy), "target_entropy", self.target_entropy, "must be finite")
+        if self.grad_clip_norm is not None:
+            require(self.grad_clip_norm > 0, "grad_clip_norm", self.grad_clip_norm, "must be > 0 or None")
+        require(self.encoder in ENCODERS, "encoder", self.encoder, f"must be one of {ENCODERS}")
+        require(len(self.conv_channels) > 0 and all(c > 0 for c in self.conv_channels), "conv_channels",
+                self.conv_channels, "must be a non-empty tuple of positive ints")
+        require(self.num_spatial_features >= 1, "num_spatial_features", self.num_spatial_features, "must be >= 1")
+        require(0.0 <= self.encoder_dropout < 1.0, "encoder_dropout", self.encoder_dropout, "must be in [0, 1)")
+        require(self.image_latent_dim >= 1, "image_latent_dim", self.image_latent_dim, "must be >= 1")
+        require(self.proprio_latent_dim >= 0, "proprio_latent_dim", self.proprio_latent_dim, "must be >= 0")
+        require(self.augment_pad >= 0, "augment_pad", self.augment_pad, "must be >= 0")
+        require(len(self.gripper_hidden_dims) > 0 and all(h > 0 for h in self.gripper_hidden_dims),
+                "gripper_hidden_dims", self.gripper_hidden_dims, "must be a non-empty tuple of positive ints")
+        require(math.isfinite(self.gripper_flip_penalty), "gripper_flip_penalty", self.gripper_flip_penalty,
+                "must be finite")
+        require(0.0 <= self.gripper_epsilon <= 1.0, "gripper_epsilon", self.gripper_epsilon, "must be in [0, 1]")
+        require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")
+                or self.device == "mps", "device", self.device, "must be 'auto', 'cpu', 'cuda[:N]' or 'mps'")
+
+    @property
+    def samples_per_update(self) -> int:
+        """Rows one `update()` call consumes: batch_size x critic_updates_per_actor_update."""
+        return self.batch_size * self.critic_updates_per_actor_update
+
+
+def drq_config(**overrides: Any) -> AgentConfig:
+    """SERL's image-based DrQ/RLPD defaults (the AgentConfig defaults)."""
+    return AgentConfig(**overrides)
+
+
+def rlpd_state_config(**overrides: Any) -> AgentConfig:
+    """State-based RLPD: ensemble 10 / subset 2, LayerNorm, discount 0.99 (RLPD paper), 8 critic updates per
+    actor update (SERL's state SAC; the RLPD paper uses UTD 20)."""
+    base: dict[str, Any] = dict(discount=0.99, critic_updates_per_actor_update=8)
+    base.update(overrides)
+    return AgentConfig(**base)
+
+
+def hil_serl_config(**overrides: Any) -> AgentConfig:
+    """HIL-SERL: 2 critics without a subset, 2 critic updates per actor update, discount 0.97, gripper DQN head."""
+    base: dict[str, Any] = dict(ensemble_size=2, ensemble_subsample=None, critic_updates_per_actor_update=2,
+                                discount=0.97, gripper_head=True)
+    base.update(overrides)
+    return AgentConfig(**base)
+
+
+def sac_config(**overrides: Any) -> AgentConfig:
+    """Classic SAC (Haarnoja et al. 2018): twin critics (min of both), UTD 1, discount 0.99, temperature init 1,
+    target entropy -dim(A), backup entropy on, no LayerNorm, ReLU."""
+    base: dict[str, Any] = dict(ensemble_size=2, ensemble_subsample=None, critic_updates_per_actor_update=1,
+                                discount=0.99, temperature_init=1.0, target_entropy_per_dim=-1.0, backup_entropy=True,
+                                layer_norm=False, activation="relu")
+    base.update(overrides)
+    return AgentConfig(**base)

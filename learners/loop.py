@@ -1,0 +1,164 @@
+"""A small, env-agnostic online training loop (one process: env step, store, update) and evaluation.
+
+The env is any gymnasium-like object passed in (`reset(seed=) -> (obs, info)`, `step(a) -> (obs, reward,
+terminated, truncated, info)`, `action_space` with `low`/`high`); nothing here imports an env package. The agent
+acts in [-1, 1]; actions are rescaled to the env's Box bounds on the way out and stored in [-1, 1].
+
+`train_online` is a generator: it yields one metrics dict per finished episode, so callers (the `robot-rl train`
+CLI, tests) log, checkpoint, evaluate or stop between yields:
+
+    for m in train_online(env, agent, online, LoopConfig(total_steps=15_000), demo=demo_buffer):
+        print(m["env_step"], m["episode_return"], m.get("critic_loss"))
+    returns = evaluate(env, agent, episodes=10, seed=1000)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import numpy as np
+
+from learners.replay import MixedSampler, ReplayBuffer, route_transition
+from robot_rl.config import Config, require
+
+
+class Agent(Protocol):
+    """What the loop needs from an agent (learners.sac.SACAgent satisfies it)."""
+
+    cfg: Any
+
+    def act(self, obs: Any, deterministic: bool = False) -> np.ndarray: ...
+
+    def update(self, batch: Any) -> dict[str, float]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig(Config):
+    """Online training loop settings."""
+
+    total_steps: int = 100_000
+    """Env steps to run."""
+    start_steps: int = 1000
+    """Uniform random actions for this many steps before the policy acts (SERL sim scripts: 1000, real: 300)."""
+    learning_starts: int = 1000
+    """No updates until the online buffer holds this many transitions (HIL-SERL: 100)."""
+    updates_per_step: int = 1
+    """`agent.update()` calls per env step (each does critic_updates_per_actor_update critic updates)."""
+    demo_ratio: float = 0.5
+    """Fraction of each batch from the demo buffer when one is given and non-empty (RLPD: 0.5)."""
+    seed: int = 0
+    """Seed of the env resets and of the random warm-up actions."""
+
+    def validate(self) -> None:
+        require(self.total_steps >= 1, "total_steps", self.total_steps, "must be >= 1")
+        require(self.start_steps >= 0, "start_steps", self.start_steps, "must be >= 0")
+        require(self.learning_starts >= 1, "learning_starts", self.learning_starts, "must be >= 1")
+        require(self.updates_per_step >= 0, "updates_per_step", self.updates_per_step, "must be >= 0")
+        require(0.0 <= self.demo_ratio <= 1.0, "demo_ratio", self.demo_ratio, "must be in [0, 1]")
+
+
+def action_bounds(env: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The env's finite Box bounds, or None when they are already [-1, 1] (or not available)."""
+    space = getattr(env, "action_space", None)
+    low, high = getattr(space, "low", None), getattr(space, "high", None)
+    if low is None or high is None:
+        return None
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        return None
+    if np.allclose(low, -1.0) and np.allclose(high, 1.0):
+        return None
+    return low, high
+
+
+def to_env_action(action: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None, dtype: Any = np.float32,
+                  ) -> np.ndarray:
+    """[-1, 1] agent action -> env Box bounds (clipped)."""
+    a = np.clip(np.asarray(action, np.float64), -1.0, 1.0)
+    if bounds is not None:
+        low, high = bounds
+        a = low + (a + 1.0) * 0.5 * (high - low)
+    return a.astype(dtype)
+
+
+def from_env_action(action: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """Env-unit action -> the agent's [-1, 1] (inverse of `to_env_action`), float32, clipped."""
+    a = np.asarray(action, np.float64)
+    if bounds is not None:
+        low, high = bounds
+        a = 2.0 * (a - low) / (high - low) - 1.0
+    return np.clip(a, -1.0, 1.0).astype(np.float32)
+
+
+def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
+                 demo: ReplayBuffer | None = None) -> Iterator[dict[str, Any]]:
+    """Run `cfg.total_steps` env steps with updates; yield a metrics dict after every finished episode.
+
+    Each yielded dict has env_step, episode, episode_return, episode_length, updates, plus the mean of the
+    agent's update metrics over that episode (when it updated) and `success` when the env's info reports it.
+    Transitions with info["intervention"] true also go to the demo buffer (HIL-SERL routing).
+    """
+    rng = np.random.default_rng(cfg.seed)
+    bounds = action_bounds(env)
+    act_dim = int(np.prod(online.actions.shape[1:]))
+    dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
+    sampler = MixedSampler(online, demo, cfg.demo_ratio)
+    rows = int(getattr(agent.cfg, "samples_per_update", 256))
+    obs, _ = env.reset(seed=cfg.seed)
+    episode, ep_return, ep_len, updates = 0, 0.0, 0, 0
+    sums: dict[str, float] = {}
+    n_metrics = 0
+    for step in range(1, cfg.total_steps + 1):
+        if step <= cfg.start_steps:
+            action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+        else:
+            action = agent.act(obs, deterministic=False)
+        next_obs, reward, terminated, truncated, info = env.step(to_env_action(action, bounds, dtype))
+        intervention = bool(info.get("intervention", False)) if isinstance(info, dict) else False
+        if intervention and "intervene_action" in info:  # the human's action, in env units -> [-1, 1]
+            action = from_env_action(np.asarray(info["intervene_action"]), bounds)
+        penalty = float(info.get("grasp_penalty", 0.0)) if isinstance(info, dict) else 0.0
+        route_transition(online, demo, obs, action, float(reward), next_obs, bool(terminated), bool(truncated),
+                         intervention, penalty)
+        ep_return += float(reward)
+        ep_len += 1
+        obs = next_obs
+        if len(online) >= cfg.learning_starts:
+            for _ in range(cfg.updates_per_step):
+                metrics = agent.update(sampler.sample(rows))
+                updates += 1
+                n_metrics += 1
+                for k, v in metrics.items():
+                    sums[k] = sums.get(k, 0.0) + v
+        if terminated or truncated:
+            out: dict[str, Any] = {"env_step": step, "episode": episode, "episode_return": ep_return,
+                                   "episode_length": ep_len, "updates": updates}
+            if isinstance(info, dict) and "success" in info:
+                out["success"] = bool(info["success"])
+            if n_metrics:
+                out.update({k: v / n_metrics for k, v in sums.items()})
+            yield out
+            episode += 1
+            ep_return, ep_len, sums, n_metrics = 0.0, 0, {}, 0
+            obs, _ = env.reset()
+
+
+def evaluate(env: Any, agent: Agent, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
+             max_steps: int = 100_000) -> list[float]:
+    """Returns of `episodes` episodes with the agent's deterministic (default) policy; env seeded with seed+i."""
+    bounds = action_bounds(env)
+    dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
+    returns = []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=seed + i)
+        total = 0.0
+        for _ in range(max_steps):
+            obs, reward, terminated, truncated, _ = env.step(
+                to_env_action(agent.act(obs, deterministic=deterministic), bounds, dtype))
+            total += float(reward)
+            if terminated or truncated:
+                break
+        returns.append(total)
+    return returns

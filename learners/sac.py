@@ -1,0 +1,381 @@
+"""SAC / RLPD / DrQ agent with a batched critic ensemble and an optional HIL-SERL gripper head.
+
+One class covers the family; the config picks the recipe (learners.config presets):
+- SAC: tanh-Gaussian actor, N independent critics (batched weights), target = min over a random subset of M
+  target critics (REDQ/RLPD) or over all, learned temperature toward a target entropy, optional backup entropy,
+  soft target updates (tau), optional gradient clipping.
+- UTD: one `update(batch)` call takes `critic_updates_per_actor_update` x `batch_size` rows, splits them into
+  that many minibatches, runs a critic (+ target) update on each, then one actor + temperature update on the
+  last minibatch (SERL's `update_high_utd`).
+- RLPD: SAC + symmetric sampling (learners.replay.MixedSampler) + LayerNorm critics + ensemble 10 / subset 2.
+- DrQ (cameras in the observation): random-shift augmentation of obs and next_obs independently, one encoder per
+  camera shared by actor and critic (trained by the critic loss; the actor sees detached features), a frozen
+  backbone runs once per update for the whole batch (obs and next_obs), shared by the online and target encoders.
+- Gripper head (cfg.gripper_head): double DQN over {-1, 0, +1} on detached encoder features, reward + the batch's
+  `grasp_penalty` (the flip penalty, set by envs.wrappers.GripperPenaltyWrapper); the continuous critic sees
+  only the arm dims.
+
+The update is pure torch: no I/O, no clocks. Batches (learners.replay.ReplayBuffer.sample) are dicts of numpy
+arrays or tensors: obs / next_obs (flat {slash/path: (B, ...)} or nested dicts, or a (B, ...) array for a Box
+observation), actions (B, A) in [-1, 1], rewards (B,), terminated (B,), optional grasp_penalty (B,).
+
+Usage::
+
+    agent = SACAgent(spec, rlpd_state_config())
+    metrics = agent.update(sampler.sample(agent.cfg.samples_per_update))   # {"critic_loss": ..., ...}
+    action = agent.act(obs, deterministic=False)
+    wire = agent.trainable_state()                   # -> actors: policy.load_trainable_state(wire)
+    arrays = agent.state_dict(); agent.load_state_dict(arrays)   # full state (nets, targets, optimizers, RNG)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from learners.config import AgentConfig
+from learners.encoders import random_shift
+from learners.nets import EnsembleMLP, soft_update
+from learners.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device
+from robot_rl.errors import ShapeError
+from robot_rl.specs import EnvSpec
+
+_OPT_FIELDS = ("step", "exp_avg", "exp_avg_sq")
+
+
+class SACAgent:
+    """SAC-family learner (see the module docstring); built from an EnvSpec and an AgentConfig."""
+
+    def __init__(self, spec: EnvSpec, cfg: AgentConfig | None = None) -> None:
+        self.cfg = cfg = cfg or AgentConfig()
+        self.spec = spec
+        self.device = resolve_device(cfg.device)
+        self.policy: Policy = build_policy(spec, cfg, device=self.device)
+        self.encoder = self.policy.encoder
+        self.actor = self.policy.actor
+        self.gripper = self.policy.gripper
+        self.arm_dim = self.policy.arm_dim
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed + 7919)
+            self.critic = EnsembleMLP(cfg.ensemble_size, self.encoder.out_dim + self.arm_dim, cfg.hidden_dims, 1,
+                                      cfg.layer_norm, cfg.activation).to(self.device)
+        self.target_encoder = self.encoder.clone_for_target()
+        self.target_encoder.eval()  # deterministic targets (no dropout)
+        self.target_critic = _frozen_copy(self.critic)
+        self.target_gripper = _frozen_copy(self.gripper) if self.gripper is not None else None
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.temperature_init), device=self.device))
+        self.target_entropy = (cfg.target_entropy if cfg.target_entropy is not None
+                               else cfg.target_entropy_per_dim * self.arm_dim)
+
+        self._enc_params = self.encoder.trainable_parameters()
+        self._critic_params = list(self.critic.parameters()) + self._enc_params
+        self._actor_params = list(self.actor.parameters())
+        self.actor_opt = torch.optim.Adam(self._actor_params, lr=cfg.actor_lr)
+        self.critic_opt = torch.optim.Adam(self._critic_params, lr=cfg.critic_lr)
+        self.temp_opt = torch.optim.Adam([self.log_alpha], lr=cfg.temperature_lr)
+        self.gripper_opt = (torch.optim.Adam(self.gripper.parameters(), lr=cfg.actor_lr)
+                            if self.gripper is not None else None)
+        self._targets: list[tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]]] = [
+            (list(self.target_critic.parameters()), list(self.critic.parameters())),
+            (self.target_encoder.trainable_parameters(), self._enc_params),
+        ]
+        if self.target_gripper is not None and self.gripper is not None:
+            self._targets.append((list(self.target_gripper.parameters()), list(self.gripper.parameters())))
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(cfg.seed + 2)
+        self.num_updates = 0
+        self._critic_loss: Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]] = self._critic_loss_eager
+        self._actor_loss: Callable[..., tuple[torch.Tensor, torch.Tensor]] = self._actor_loss_eager
+        if cfg.compile:
+            self._critic_loss = torch.compile(self._critic_loss_eager)
+            self._actor_loss = torch.compile(self._actor_loss_eager)
+
+    # ------------------------------------------------------------------ acting / weights
+    @property
+    def temperature(self) -> float:
+        return float(self.log_alpha.detach().exp())
+
+    def act(self, obs: Any, deterministic: bool = False) -> np.ndarray:
+        """Action in [-1, 1] (float32 (A,)) for one observation."""
+        return self.policy.act(obs, deterministic)
+
+    def trainable_state(self) -> dict[str, np.ndarray]:
+        """The policy's trainable weights (what actors load); frozen encoder weights are never included."""
+        return self.policy.trainable_state()
+
+    def load_trainable_state(self, arrays: Mapping[str, Any]) -> None:
+        self.policy.load_trainable_state(arrays)
+
+    # ------------------------------------------------------------------ batches
+    def _split_batch(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        for key in ("obs", "next_obs", "actions", "rewards", "terminated"):
+            if key not in batch:
+                raise ShapeError(f"batch is missing '{key}' (has {sorted(batch)})")
+        layout = self.policy.layout
+        dev = self.device
+        images, state = layout.to_torch(batch["obs"], dev, batched=True)
+        next_images, next_state = layout.to_torch(batch["next_obs"], dev, batched=True)
+        actions = torch.as_tensor(batch["actions"]).to(dev, torch.float32)
+        n = actions.shape[0]
+        if actions.shape != (n, self.policy.action_dim):
+            raise ShapeError(f"batch actions: expected (B, {self.policy.action_dim}), got {tuple(actions.shape)}")
+        out: dict[str, Any] = {"images": images, "state": state, "next_images": next_images,
+                               "next_state": next_state, "actions": actions}
+        for key in ("rewards", "terminated", "grasp_penalty"):
+            if key not in batch:
+                out[key] = torch.zeros(n, device=dev)
+                continue
+            t = torch.as_tensor(batch[key]).to(dev, torch.float32).reshape(-1)
+            if t.shape != (n,):
+                raise ShapeError(f"batch '{key}': expected ({n},), got {tuple(np.shape(batch[key]))}")
+            out[key] = t
+        for name, t in list(images.items()) + list(next_images.items()):
+            if t.shape[0] != n:
+                raise ShapeError(f"batch camera '{name}' has {t.shape[0]} rows, actions have {n}")
+        for st in (state, next_state):
+            if st is not None and st.shape[0] != n:
+                raise ShapeError(f"batch state has {st.shape[0]} rows, actions have {n}")
+        return out
+
+    # ------------------------------------------------------------------ losses (pure functions of tensors)
+    def _critic_loss_eager(self, feats: torch.Tensor, next_feats: torch.Tensor, target_feats: torch.Tensor,
+                           arm: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, noise: torch.Tensor,
+                           members: torch.Tensor, alpha: torch.Tensor,
+                           ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        with torch.no_grad():
+            next_a, next_logp = self.actor.sample(next_feats, noise)
+            tq = self.target_critic(torch.cat([target_feats, next_a], -1), members).squeeze(-1).min(0).values
+            if self.cfg.backup_entropy:
+                tq = tq - alpha * next_logp
+            target = rewards + self.cfg.discount * mask * tq
+        q = self.critic(torch.cat([feats, arm], -1)).squeeze(-1)  # (N, B)
+        loss = (q - target.unsqueeze(0)).pow(2).mean()
+        return loss, {"critic_loss": loss.detach(), "q_mean": q.detach().mean(),
+                      "q_ensemble_std": q.detach().std(0).mean() if q.shape[0] > 1 else q.new_zeros(()),
+                      "target_q_mean": target.mean()}
+
+    def _actor_loss_eager(self, feats: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor,
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        a, logp = self.actor.sample(feats, noise)
+        q = self.critic(torch.cat([feats, a], -1)).squeeze(-1).mean(0)  # mean over the ensemble (SERL, REDQ)
+        return (alpha * logp - q).mean(), logp
+
+    # ------------------------------------------------------------------ update
+    def _step(self, opt: torch.optim.Optimizer, params: Sequence[torch.Tensor], loss: torch.Tensor,
+              ) -> torch.Tensor | None:
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = None
+        if self.cfg.grad_clip_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip_norm)
+        opt.step()
+        return norm
+
+    def _features(self, bfeats: dict[str, torch.Tensor] | None, images: dict[str, torch.Tensor],
+                  state: torch.Tensor | None, sl: slice, target: bool = False) -> torch.Tensor:
+        enc = self.target_encoder if target else self.encoder
+        st = state[sl] if state is not None else None
+        if bfeats is not None:  # frozen backbones: features precomputed once for the whole batch
+            return enc.head({k: v[sl] for k, v in bfeats.items()}, st)
+        return enc({k: v[sl] for k, v in images.items()}, st)
+
+    def update(self, batch: Mapping[str, Any]) -> dict[str, float]:
+        """critic_updates_per_actor_update critic (+ target) updates on equal minibatches of `batch`, then one
+        actor + temperature update on the last; returns float metrics (critic metrics averaged)."""
+        cfg = self.cfg
+        b = self._split_batch(batch)
+        n = b["actions"].shape[0]
+        k = cfg.critic_updates_per_actor_update
+        if n % k != 0 or n < k:
+            raise ShapeError(f"batch of {n} rows does not split into critic_updates_per_actor_update={k} "
+                             f"equal minibatches (use cfg.samples_per_update = {cfg.samples_per_update})")
+        mb = n // k
+        self.encoder.train()
+        self.actor.train()
+        gen = self.generator
+        images, next_images = b["images"], b["next_images"]
+        if images and cfg.augment_pad > 0:  # obs and next_obs shifted independently, per camera
+            images = {name: random_shift(t, cfg.augment_pad, gen) for name, t in images.items()}
+            next_images = {name: random_shift(t, cfg.augment_pad, gen) for name, t in next_images.items()}
+        bf = nbf = None
+        if images and self.encoder.all_backbones_frozen:
+            bf = self.encoder.backbone_features(images)
+            nbf = self.encoder.backbone_features(next_images)
+        arm_all = b["actions"][:, : self.arm_dim]
+        mask_all = 1.0 - b["terminated"]
+        members_n = cfg.ensemble_subsample or cfg.ensemble_size
+        critic_metrics: list[dict[str, torch.Tensor]] = []
+        grip_metrics: list[dict[str, torch.Tensor]] = []
+        last_feats_detached = None
+        for i in range(k):
+            sl = slice(i * mb, (i + 1) * mb)
+            alpha = self.log_alpha.detach().exp()
+            feats = self._features(bf, images, b["state"], sl)
+            with torch.no_grad():
+                next_feats = self._features(nbf, next_images, b["next_state"], sl)
+                target_feats = self._features(nbf, next_images, b["next_state"], sl, target=True)
+            noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
+            members = torch.randperm(cfg.ensemble_size, generator=gen, device=self.device)[:members_n]
+            loss, info = self._critic_loss(feats, next_feats, target_feats, arm_all[sl], b["rewards"][sl],
+                                           mask_all[sl], noise, members, alpha)
+            norm = self._step(self.critic_opt, self._critic_params, loss)
+            if norm is not None:
+                info["critic_grad_norm"] = norm.detach()
+            critic_metrics.append(info)
+            if self.gripper is not None and self.gripper_opt is not None and self.target_gripper is not None:
+                grip_metrics.append(self._gripper_step(feats.detach(), next_feats, target_feats, b, sl))
+            for tgt, src in self._targets:
+                soft_update(tgt, src, cfg.tau)
+            last_feats_detached = feats.detach()
+        assert last_feats_detached is not None
+        # actor + temperature on the last minibatch; the actor sees detached encoder features
+        self.critic.requires_grad_(False)
+        try:
+            alpha = self.log_alpha.detach().exp()
+            noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
+            actor_loss, logp = self._actor_loss(last_feats_detached, noise, alpha)
+            self._step(self.actor_opt, self._actor_params, actor_loss)
+        finally:
+            self.critic.requires_grad_(True)
+        entropy = -logp.detach().mean()
+        temp_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
+        if cfg.learn_temperature:
+            self._step(self.temp_opt, [self.log_alpha], temp_loss)
+        self.num_updates += 1
+        out: dict[str, torch.Tensor] = {key: torch.stack([m[key] for m in critic_metrics]).mean()
+                                        for key in critic_metrics[0]}
+        if grip_metrics:
+            out.update({key: torch.stack([m[key] for m in grip_metrics]).mean() for key in grip_metrics[0]})
+        out.update(actor_loss=actor_loss.detach(), entropy=entropy, temperature=self.log_alpha.detach().exp(),
+                   temperature_loss=temp_loss.detach())
+        keys = list(out)
+        values = torch.stack([v.float() for v in out.values()]).cpu().tolist()  # one device sync
+        return dict(zip(keys, values, strict=True))
+
+    def _gripper_step(self, feats: torch.Tensor, next_feats: torch.Tensor, target_feats: torch.Tensor,
+                      b: Mapping[str, Any], sl: slice) -> dict[str, torch.Tensor]:
+        assert self.gripper is not None and self.target_gripper is not None and self.gripper_opt is not None
+        idx = gripper_index(b["actions"][sl, -1])
+        with torch.no_grad():  # double DQN: online argmax, target value
+            best = self.gripper(next_feats).argmax(-1, keepdim=True)
+            next_q = self.target_gripper(target_feats).gather(-1, best).squeeze(-1)
+            reward = b["rewards"][sl] + b["grasp_penalty"][sl]
+            target = reward + self.cfg.discount * (1.0 - b["terminated"][sl]) * next_q
+        q = self.gripper(feats).gather(-1, idx.unsqueeze(-1)).squeeze(-1)
+        loss = (q - target).pow(2).mean()
+        self._step(self.gripper_opt, list(self.gripper.parameters()), loss)
+        return {"gripper_loss": loss.detach(), "gripper_q_mean": q.detach().mean()}
+
+    # ------------------------------------------------------------------ full state (checkpoints)
+    def _modules(self) -> dict[str, nn.Module]:
+        mods: dict[str, nn.Module] = {"policy": self.policy, "critic": self.critic,
+                                      "target_encoder": self.target_encoder, "target_critic": self.target_critic}
+        if self.target_gripper is not None:
+            mods["target_gripper"] = self.target_gripper
+        return mods
+
+    def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        opts: dict[str, torch.optim.Optimizer] = {"actor": self.actor_opt, "critic": self.critic_opt,
+                                                  "temperature": self.temp_opt}
+        if self.gripper_opt is not None:
+            opts["gripper"] = self.gripper_opt
+        return opts
+
+    def _frozen_names(self) -> dict[str, set[str]]:
+        frozen = self.encoder.frozen_names()
+        return {"policy": {f"encoder.{n}" for n in frozen}, "target_encoder": set(frozen)}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Everything needed to resume: networks, targets, temperature, Adam states, counters, RNG states, as
+        {name: np.ndarray} (save with np.savez / robot_rl.checkpoint; no pickle). Frozen backbone weights are
+        left out (they come from cfg.encoder_weights)."""
+        out: dict[str, np.ndarray] = {}
+        frozen = self._frozen_names()
+        for prefix, mod in self._modules().items():
+            skip = frozen.get(prefix, set())
+            for name, t in mod.state_dict().items():
+                if name not in skip:
+                    out[f"{prefix}/{name}"] = t.detach().cpu().numpy().copy()
+        out["log_alpha"] = self.log_alpha.detach().cpu().numpy().copy()
+        for oname, opt in self._optimizers().items():
+            params = [p for g in opt.param_groups for p in g["params"]]
+            for i, p in enumerate(params):
+                st = opt.state.get(p, {})
+                for field in _OPT_FIELDS:
+                    if field in st:
+                        out[f"optim/{oname}/{i}/{field}"] = torch.as_tensor(st[field]).detach().cpu().numpy().copy()
+        out["num_updates"] = np.array(self.num_updates, dtype=np.int64)
+        out["rng/agent"] = self.generator.get_state().numpy().copy()
+        out["rng/policy"] = self.policy.generator().get_state().numpy().copy()
+        return out
+
+    def load_state_dict(self, arrays: Mapping[str, Any]) -> None:
+        """Restore `state_dict()` output; ShapeError (before anything changes) on unknown/missing names or shapes."""
+        own = self.state_dict()
+        plain = {k for k in own if not k.startswith("optim/")}
+        given = {k for k in arrays if not k.startswith("optim/")}
+        missing, unexpected = sorted(plain - given), sorted(given - plain)
+        if missing or unexpected:
+            raise ShapeError(f"agent state does not match: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        bad = [k for k in plain if k.startswith(("policy/", "critic/", "target_", "log_alpha"))
+               and tuple(np.shape(arrays[k])) != own[k].shape]
+        if bad:
+            raise ShapeError(f"agent state has wrong shapes: {bad[:5]}")
+        opt_entries = self._check_optim_entries(arrays)
+        frozen = self._frozen_names()
+        with torch.no_grad():
+            for prefix, mod in self._modules().items():
+                sd = mod.state_dict()
+                skip = frozen.get(prefix, set())
+                for name, t in sd.items():
+                    if name not in skip:
+                        t.copy_(torch.as_tensor(np.asarray(arrays[f"{prefix}/{name}"])).to(t.dtype))
+            self.log_alpha.copy_(torch.as_tensor(np.asarray(arrays["log_alpha"])).to(self.log_alpha.dtype))
+        for oname, opt in self._optimizers().items():
+            params = [p for g in opt.param_groups for p in g["params"]]
+            state: dict[int, dict[str, torch.Tensor]] = {}
+            for (o, i, field), arr in opt_entries.items():
+                if o == oname:
+                    t = torch.as_tensor(np.asarray(arr))
+                    state.setdefault(i, {})[field] = t if field == "step" else t.to(params[i].device)
+            sd = opt.state_dict()
+            sd["state"] = state
+            opt.load_state_dict(sd)
+        self.num_updates = int(np.asarray(arrays["num_updates"]))
+        self.generator.set_state(torch.as_tensor(np.asarray(arrays["rng/agent"]), dtype=torch.uint8))
+        self.policy.generator().set_state(torch.as_tensor(np.asarray(arrays["rng/policy"]), dtype=torch.uint8))
+
+    def _check_optim_entries(self, arrays: Mapping[str, Any]) -> dict[tuple[str, int, str], Any]:
+        opts = self._optimizers()
+        entries: dict[tuple[str, int, str], Any] = {}
+        for key, arr in arrays.items():
+            if not key.startswith("optim/"):
+                continue
+            parts = key.split("/")
+            if len(parts) != 4 or parts[1] not in opts or not parts[2].isdigit() or parts[3] not in _OPT_FIELDS:
+                raise ShapeError(f"agent state: unknown optimizer entry '{key}'")
+            params = [p for g in opts[parts[1]].param_groups for p in g["params"]]
+            i = int(parts[2])
+            if i >= len(params):
+                raise ShapeError(f"agent state: '{key}' refers to parameter {i} of {len(params)}")
+            want = () if parts[3] == "step" else tuple(params[i].shape)
+            if tuple(np.shape(arr)) != want:
+                raise ShapeError(f"agent state: '{key}' has shape {tuple(np.shape(arr))}, want {want}")
+            entries[(parts[1], i, parts[3])] = arr
+        return entries
+
+
+def _frozen_copy(module: nn.Module) -> nn.Module:
+    import copy
+
+    clone = copy.deepcopy(module)
+    clone.requires_grad_(False)
+    return clone
+
+
+__all__ = ["GRIPPER_VALUES", "SACAgent"]

@@ -1,0 +1,195 @@
+"""Replay: frames stored once, episode boundaries, ring wraparound, RLPD mixing, routing, memory, state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from learners.replay import MixedSampler, ReplayBuffer, ReplayEmptyError, concat_batches, route_transition
+from robot_rl.episodes import Episode
+from robot_rl.errors import ShapeError
+from robot_rl.specs import ArraySpec, EnvSpec
+
+
+def _spec(img: int = 4, cams: int = 1) -> EnvSpec:
+    obs = [ArraySpec("state", (2,), "float32")]
+    obs += [ArraySpec(f"images/cam{i}", (img, img, 3), "uint8", 0, 255) for i in range(cams)]
+    return EnvSpec("r", tuple(sorted(obs, key=lambda s: s.name)), ArraySpec("action", (2,), "float32", -1, 1), 10.0)
+
+
+def _obs(ep: int, t: int, img: int = 4) -> dict:
+    """An observation that encodes (episode, step) in the state and in the image."""
+    im = np.full((img, img, 3), (ep * 7 + t) % 256, np.uint8)
+    return {"state": np.array([ep, t], np.float32), "images": {"cam0": im}}
+
+
+def _run_episode(buf: ReplayBuffer, ep: int, length: int, truncate: bool = False) -> None:
+    for t in range(length):
+        last = t == length - 1
+        buf.add(_obs(ep, t), np.array([ep, t], np.float32), float(ep * 1000 + t), _obs(ep, t + 1),
+                terminated=last and not truncate, truncated=last and truncate)
+
+
+def _check_consistent(batch: dict) -> None:
+    """Every sampled transition is internally consistent: next_obs is the true successor of obs."""
+    s, ns, a = batch["obs"]["state"], batch["next_obs"]["state"], batch["actions"]
+    np.testing.assert_array_equal(s, a)                              # obs is the one the action was taken in
+    np.testing.assert_array_equal(ns[:, 0], s[:, 0])                 # same episode
+    np.testing.assert_array_equal(ns[:, 1], s[:, 1] + 1)             # the next step
+    np.testing.assert_array_equal(batch["rewards"], s[:, 0] * 1000 + s[:, 1])
+    im, nim = batch["obs"]["images/cam0"][:, 0, 0, 0], batch["next_obs"]["images/cam0"][:, 0, 0, 0]
+    np.testing.assert_array_equal(im, (s[:, 0] * 7 + s[:, 1]) % 256)
+    np.testing.assert_array_equal(nim, (ns[:, 0] * 7 + ns[:, 1]) % 256)
+
+
+def test_frames_are_shared_and_episode_end_keeps_its_final_frame() -> None:
+    buf = ReplayBuffer(_spec(), capacity=100)
+    _run_episode(buf, 0, 5)
+    _run_episode(buf, 1, 3, truncate=True)
+    assert len(buf) == 8
+    assert buf._filled == (5 + 1) + (3 + 1), "an episode of T steps must use T+1 frames"
+    batch = buf.gather(np.flatnonzero(buf.valid))
+    _check_consistent(batch)
+    last = batch["obs"]["state"][:, 1] == 4
+    assert last.sum() == 1
+    np.testing.assert_array_equal(batch["next_obs"]["state"][last][0], [0, 5])  # the true final obs
+    assert batch["terminated"][last][0] and not batch["truncated"][last][0]
+    ep1_last = (batch["obs"]["state"][:, 0] == 1) & (batch["obs"]["state"][:, 1] == 2)
+    assert batch["truncated"][ep1_last][0] and not batch["terminated"][ep1_last][0]
+    np.testing.assert_array_equal(batch["next_obs"]["state"][ep1_last][0], [1, 3])
+
+
+def test_wraparound_keeps_every_sampled_transition_correct() -> None:
+    rng = np.random.default_rng(0)
+    buf = ReplayBuffer(_spec(), capacity=13, seed=1)
+    for ep in range(60):
+        _run_episode(buf, ep, int(rng.integers(1, 9)), truncate=bool(rng.random() < 0.5))
+        if len(buf):
+            _check_consistent(buf.sample(64))
+        # the valid count matches the flags and never exceeds capacity - 1
+        assert len(buf) == int(buf.valid.sum()) <= 12
+    _check_consistent(buf.gather(np.flatnonzero(buf.valid)))
+    # only recent episodes survive
+    assert buf.gather(np.flatnonzero(buf.valid))["obs"]["state"][:, 0].min() >= 55
+
+
+def test_interrupted_stream_starts_a_new_segment() -> None:
+    buf = ReplayBuffer(_spec(), capacity=50)
+    buf.add(_obs(0, 0), np.array([0, 0], np.float32), 0.0, _obs(0, 1), False, False)
+    # the next transition does not continue from (0, 1) although the episode did not end
+    buf.add(_obs(0, 5), np.array([0, 5], np.float32), 5.0, _obs(0, 6), False, False)
+    buf.add(_obs(0, 6), np.array([0, 6], np.float32), 6.0, _obs(0, 7), False, False)  # continues: shared
+    assert len(buf) == 3 and buf._filled == 5
+    _check_consistent(buf.gather(np.flatnonzero(buf.valid)))
+
+
+def test_add_episode_and_shape_errors() -> None:
+    spec = _spec()
+    obs = [_obs(3, t) for t in range(5)]
+    ep = Episode.from_steps(obs, [[3, t] for t in range(4)], [3000 + t for t in range(4)], [0, 0, 0, 1],
+                            [0] * 4, intervention=[1, 1, 0, 1])
+    buf = ReplayBuffer(spec, capacity=20)
+    assert buf.add_episode(ep) == 4 and len(buf) == 4 and buf._filled == 5
+    _check_consistent(buf.sample(16))
+    demo = ReplayBuffer(spec, capacity=20)
+    assert demo.add_episode(ep, only_interventions=True) == 3
+    _check_consistent(demo.gather(np.flatnonzero(demo.valid)))
+    with pytest.raises(ShapeError, match="state"):
+        buf.add({"state": np.zeros(3, np.float32), "images": {"cam0": obs[0]["images"]["cam0"]}}, [0, 0], 0.0,
+                obs[1], False, False)
+    with pytest.raises(ShapeError, match="uint8"):
+        buf.add({"state": np.zeros(2, np.float32), "images": {"cam0": np.zeros((4, 4, 3))}}, [0, 0], 0.0,
+                obs[1], False, False)
+    with pytest.raises(ShapeError, match="action"):
+        buf.add(obs[0], [0, 0, 0], 0.0, obs[1], False, False)
+    with pytest.raises(ShapeError, match="keys"):
+        buf.add({"state": np.zeros(2, np.float32)}, [0, 0], 0.0, obs[1], False, False)
+    with pytest.raises(ReplayEmptyError):
+        ReplayBuffer(spec, 10).sample(4)
+
+
+def test_mixed_sampler_ratio_and_routing() -> None:
+    spec = _spec()
+    online, demo = ReplayBuffer(spec, 200, seed=0), ReplayBuffer(spec, 200, seed=1)
+    sampler = MixedSampler(online, demo, demo_ratio=0.5)
+    with pytest.raises(ReplayEmptyError):
+        sampler.sample(8)
+    # before any demo data, the whole batch comes from the online buffer (and vice versa)
+    route_transition(online, demo, _obs(0, 0), [0, 0], 0.0, _obs(0, 1), False, False, intervention=False)
+    assert sampler.counts(256) == (256, 0)
+    assert len(sampler.sample(10)["rewards"]) == 10
+    for t in range(1, 40):
+        where = route_transition(online, demo, _obs(0, t), [0, t], float(t), _obs(0, t + 1), t == 39, False,
+                                 intervention=10 <= t < 20)
+        assert where == (("online", "demo") if 10 <= t < 20 else ("online",))
+    assert len(online) == 40 and len(demo) == 10
+    assert demo.fields["intervention"][demo.valid].all()
+    _check_consistent(demo.gather(np.flatnonzero(demo.valid)))
+    for ratio in (0.5, 0.25, 1.0, 0.0):
+        sampler = MixedSampler(online, demo, demo_ratio=ratio)
+        batch = sampler.sample(256)
+        n_demo = round(256 * ratio)
+        assert sampler.counts(256) == (256 - n_demo, n_demo)
+        # demo rows come last; every demo row is an intervention and lies in steps 10..19
+        assert batch["intervention"][256 - n_demo:].all()
+        steps = batch["obs"]["state"][256 - n_demo:, 1]
+        assert ((steps >= 10) & (steps < 20)).all()
+        _check_consistent(batch)
+    empty_online = MixedSampler(ReplayBuffer(spec, 10), demo, 0.5)
+    assert empty_online.counts(8) == (0, 8)
+
+
+def test_bytes_per_transition_close_to_one_observation() -> None:
+    spec = EnvSpec("mem", (ArraySpec("images/front", (128, 128, 3), "uint8", 0, 255),
+                           ArraySpec("images/wrist", (128, 128, 3), "uint8", 0, 255),
+                           ArraySpec("state", (19,), "float32")), ArraySpec("action", (7,), "float32", -1, 1), 10.0)
+    raw_obs = 2 * 128 * 128 * 3 + 19 * 4
+    buf = ReplayBuffer(spec, capacity=600)
+    rng = np.random.default_rng(0)
+    frame = {"images": {"front": rng.integers(0, 256, (128, 128, 3), np.uint8),
+                        "wrist": rng.integers(0, 256, (128, 128, 3), np.uint8)}}
+    ep_len = 100
+    for i in range(700):  # wraps around; episodes of 100 steps
+        t = i % ep_len
+        o = {**frame, "state": np.full(19, t, np.float32)}
+        n = {**frame, "state": np.full(19, t + 1, np.float32)}
+        buf.add(o, np.zeros(7, np.float32), 0.0, n, t == ep_len - 1, False)
+    per_transition = buf.nbytes() / len(buf)
+    ratio = per_transition / raw_obs
+    print(f"replay bytes/transition {per_transition:.0f} vs one raw observation {raw_obs} (ratio {ratio:.4f}); "
+          f"float32 obs+next_obs would be {8 * 2 * 128 * 128 * 3 + 2 * 19 * 4} (x{8:.0f})")
+    assert len(buf) >= 590
+    assert ratio < 1.10
+
+
+def test_state_round_trip_without_pickle(tmp_path: Path) -> None:
+    spec = _spec()
+    buf = ReplayBuffer(spec, capacity=30, seed=3)
+    for ep in range(4):
+        _run_episode(buf, ep, 6)
+    path = buf.save(tmp_path / "replay.npz")
+    with np.load(path, allow_pickle=False) as z:  # readable without pickle
+        assert all(z[k].dtype != object for k in z.files)
+    back = ReplayBuffer(spec, capacity=30, seed=99)
+    back.load(path)
+    assert len(back) == len(buf) and back.total_added == buf.total_added
+    a, b = buf.sample(32), back.sample(32)  # same RNG state -> same samples
+    np.testing.assert_array_equal(a["obs"]["state"], b["obs"]["state"])
+    np.testing.assert_array_equal(a["next_obs"]["images/cam0"], b["next_obs"]["images/cam0"])
+    # the stream continues where it left off (the open episode's pending frame is kept)
+    _run_episode(back, 9, 3)
+    _check_consistent(back.gather(np.flatnonzero(back.valid)))
+    with pytest.raises(ShapeError, match="capacity"):
+        ReplayBuffer(spec, capacity=31).load(path)
+    with pytest.raises(ShapeError, match="spec"):
+        ReplayBuffer(_spec(img=5), capacity=30).load(path)
+
+
+def test_concat_batches() -> None:
+    buf = ReplayBuffer(_spec(), 40)
+    _run_episode(buf, 0, 10)
+    a, b = buf.sample(3), buf.sample(5)
+    c = concat_batches([a, b])
+    assert c["obs"]["state"].shape == (8, 2) and c["rewards"].shape == (8,)
