@@ -92,25 +92,55 @@ def from_env_action(action: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | 
     return np.clip(a, -1.0, 1.0).astype(np.float32)
 
 
+def env_rng_state(env: Any) -> dict[str, Any]:
+    """The env's RNG state (gymnasium `np_random`), JSON-able, for checkpoints."""
+    return dict(env.unwrapped.np_random.bit_generator.state)
+
+
+def set_env_rng_state(env: Any, state: dict[str, Any]) -> None:
+    """Restore `env_rng_state` output (a resumed run's next unseeded reset continues the same sequence)."""
+    gen = env.unwrapped.np_random
+    gen.bit_generator.state = state
+    env.unwrapped.np_random = gen
+
+
+@dataclasses.dataclass
+class LoopCounters:
+    """Where a run stands; the loop advances it in place (checkpoint it at an episode boundary to resume)."""
+
+    env_step: int = 0
+    episode: int = 0
+    updates: int = 0
+
+
 def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
-                 demo: ReplayBuffer | None = None) -> Iterator[dict[str, Any]]:
+                 demo: ReplayBuffer | None = None, counters: LoopCounters | None = None,
+                 rng: np.random.Generator | None = None) -> Iterator[dict[str, Any]]:
     """Run `cfg.total_steps` env steps with updates; yield a metrics dict after every finished episode.
 
     Each yielded dict has env_step, episode, episode_return, episode_length, updates, plus the mean of the
     agent's update metrics over that episode (when it updated) and `success` when the env's info reports it.
     Transitions with info["intervention"] true also go to the demo buffer (HIL-SERL routing).
+
+    Resumable: the first episode of a run is reset with `cfg.seed`, later ones draw from the env's own RNG
+    (gymnasium's `env.unwrapped.np_random`). `counters` (advanced in place, up to date at every yield), `rng`
+    (the warm-up action sampler) and the env's RNG state (`env_rng_state` / `set_env_rng_state`) are what a
+    checkpoint taken at a yield must hold, with the agent and the buffers, for a resumed run to continue as the
+    same run.
     """
-    rng = np.random.default_rng(cfg.seed)
+    c = counters if counters is not None else LoopCounters()
+    rng = rng if rng is not None else np.random.default_rng(cfg.seed)
     bounds = action_bounds(env)
     act_dim = int(np.prod(online.actions.shape[1:]))
     dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
     sampler = MixedSampler(online, demo, cfg.demo_ratio)
     rows = int(getattr(agent.cfg, "samples_per_update", 256))
-    obs, _ = env.reset(seed=cfg.seed)
-    episode, ep_return, ep_len, updates = 0, 0.0, 0, 0
+    obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
+    ep_return, ep_len = 0.0, 0
     sums: dict[str, float] = {}
     n_metrics = 0
-    for step in range(1, cfg.total_steps + 1):
+    for step in range(c.env_step + 1, cfg.total_steps + 1):
+        c.env_step = step
         if step <= cfg.start_steps:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
@@ -128,37 +158,47 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
         if len(online) >= cfg.learning_starts:
             for _ in range(cfg.updates_per_step):
                 metrics = agent.update(sampler.sample(rows))
-                updates += 1
+                c.updates += 1
                 n_metrics += 1
                 for k, v in metrics.items():
                     sums[k] = sums.get(k, 0.0) + v
         if terminated or truncated:
-            out: dict[str, Any] = {"env_step": step, "episode": episode, "episode_return": ep_return,
-                                   "episode_length": ep_len, "updates": updates}
+            out: dict[str, Any] = {"env_step": step, "episode": c.episode, "episode_return": ep_return,
+                                   "episode_length": ep_len, "updates": c.updates}
             if isinstance(info, dict) and "success" in info:
                 out["success"] = bool(info["success"])
             if n_metrics:
                 out.update({k: v / n_metrics for k, v in sums.items()})
+            c.episode += 1
             yield out
-            episode += 1
             ep_return, ep_len, sums, n_metrics = 0.0, 0, {}, 0
-            obs, _ = env.reset()
+            if step < cfg.total_steps:
+                obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
+
+
+def evaluate_episodes(env: Any, agent: Agent, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
+                      max_steps: int = 100_000) -> list[dict[str, Any]]:
+    """Run `episodes` episodes with the agent's deterministic (default) policy, env seeded with seed+i; one
+    dict per episode: return, length, success (from info["success"], False when the env does not report it)."""
+    bounds = action_bounds(env)
+    dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
+    results = []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=seed + i)
+        total, length, success = 0.0, 0, False
+        for _ in range(max_steps):
+            obs, reward, terminated, truncated, info = env.step(
+                to_env_action(agent.act(obs, deterministic=deterministic), bounds, dtype))
+            total += float(reward)
+            length += 1
+            success = success or bool(isinstance(info, dict) and info.get("success", False))
+            if terminated or truncated:
+                break
+        results.append({"return": total, "length": length, "success": success})
+    return results
 
 
 def evaluate(env: Any, agent: Agent, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
              max_steps: int = 100_000) -> list[float]:
     """Returns of `episodes` episodes with the agent's deterministic (default) policy; env seeded with seed+i."""
-    bounds = action_bounds(env)
-    dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
-    returns = []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
-        total = 0.0
-        for _ in range(max_steps):
-            obs, reward, terminated, truncated, _ = env.step(
-                to_env_action(agent.act(obs, deterministic=deterministic), bounds, dtype))
-            total += float(reward)
-            if terminated or truncated:
-                break
-        returns.append(total)
-    return returns
+    return [r["return"] for r in evaluate_episodes(env, agent, episodes, seed, deterministic, max_steps)]

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("envs.tasks_cli", "list the named task presets (for --task)"),
     "demo": ("envs.demo_cli", "run the scripted expert on the MuJoCo twin and write a PNG strip of camera frames"),
+    "train": ("learners.train_cli", "train an agent in one process (twin preset or any gymnasium env)"),
+    "eval": ("learners.eval_cli", "evaluate a checkpoint: success rate and mean return as one JSON line"),
     "record-demos": ("demos.record_cli", "record teleop (or scripted) demonstration episodes to a directory"),
     "episodes": ("demos.episodes_cli", "inspect, export (PNG strip / mp4) or replay recorded episode files"),
     "record-labels": ("demos.labels_cli", "record success/failure labelled frames for a reward classifier"),
