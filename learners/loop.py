@@ -167,6 +167,8 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                                    "episode_length": ep_len, "updates": c.updates}
             if isinstance(info, dict) and "success" in info:
                 out["success"] = bool(info["success"])
+            if isinstance(info, dict) and "intervention_rate" in info:  # envs.wrappers.InterventionWrapper
+                out["intervention_rate"] = float(info["intervention_rate"])
             if n_metrics:
                 out.update({k: v / n_metrics for k, v in sums.items()})
             c.episode += 1

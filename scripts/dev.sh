@@ -41,6 +41,11 @@ apt_install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 }
 
+pip_quiet() {
+  # pip's output goes to a log; shown only when it fails
+  "$VENV/bin/python" -m pip "$@" >>"$VENV/pip.log" 2>&1 || { cat "$VENV/pip.log" >&2; return 1; }
+}
+
 setup() {
   apt_install_missing "${APT_PKGS[@]}"
   if ! "$PY" -c "import ensurepip, venv" >/dev/null 2>&1; then
@@ -53,8 +58,9 @@ setup() {
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   # The CPU build of torch first (pinned: an unpinned torch pulls a multi-GB CUDA build).
-  "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-  "$VENV/bin/python" -m pip install -q -e ".[sim,learn,dev]"
+  echo "installing Python packages into $VENV (log: $VENV/pip.log)"
+  pip_quiet install "torch==2.13.0"
+  pip_quiet install -e ".[sim,learn,dev]"
   echo "$want" > "$stamp"
 }
 
@@ -79,7 +85,7 @@ case "$cmd" in
     ;;
   bench)
     setup
-    "$VENV/bin/python" -m pip install -q -e ".[sim,learn,dev,bench]"
+    pip_quiet install -e ".[sim,learn,dev,bench]"
     for b in benchmarks/*.py; do "$VENV/bin/python" "$b"; done
     ;;
   *) echo "usage: $0 {setup|demo|test|bench} [args]" >&2; exit 2 ;;

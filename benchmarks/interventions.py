@@ -1,0 +1,148 @@
+"""Benchmark: success vs env steps on a twin task with and without (scripted) human interventions.
+
+Each condition trains RLPD (state observations, scripted demos in the demo buffer) with the same seeds; the
+"interventions" condition wraps the training env in `InterventionWrapper(env, ScriptedHuman)` — the scripted
+human takes over when the policy drifts from the expert's path, and the taken-over transitions go to both the
+online and the demo buffer (HIL-SERL routing in learners.loop). Evaluation always runs the bare policy on a
+clean env (no human). Prints a table, writes benchmarks/results/interventions.json and interventions.png.
+
+Usage::
+
+    python benchmarks/interventions.py                      # twin-pick-cube, 3 seeds, 6000 steps
+    python benchmarks/interventions.py --task twin-reach --steps 1500 --seeds 1 --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episodes: int, demos: Path,
+                  intervene: bool, hidden: int, utd: int, batch: int) -> dict[str, Any]:
+    import torch
+
+    from envs.presets import make_env, twin_task
+    from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
+    from envs.wrappers import GripperPenaltyWrapper, InterventionConfig, InterventionWrapper
+    from learners.config import rlpd_state_config
+    from learners.loop import LoopConfig, LoopCounters, evaluate_episodes, train_online
+    from learners.replay import ReplayBuffer
+    from learners.sac import SACAgent
+    from robot_rl.episodes import load_dir
+    from robot_rl.specs import EnvSpec
+
+    torch.set_num_threads(1)
+    env: Any = GripperPenaltyWrapper(make_env(task, obs_mode="state"))
+    if intervene:
+        human = ScriptedHuman(ScriptedHumanConfig(task=twin_task(task), seed=seed))
+        env = InterventionWrapper(env, human, InterventionConfig(sticky_s=0.0))
+    eval_env = make_env(task, obs_mode="state")
+    spec = EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=10.0)
+    agent = SACAgent(spec, rlpd_state_config(seed=seed, hidden_dims=(hidden, hidden),
+                                             critic_updates_per_actor_update=utd, batch_size=batch))
+    online = ReplayBuffer(spec, steps + 10, seed=seed)
+    demo = ReplayBuffer(spec, 50_000, seed=seed + 1)
+    for ep in load_dir(demos)[0]:
+        demo.add_episode(ep)
+    curve: list[dict[str, Any]] = []
+    interventions: list[float] = []
+    t0 = time.perf_counter()
+    next_eval = eval_every
+    counters = LoopCounters()
+
+    def evaluate_now() -> None:
+        res = evaluate_episodes(eval_env, agent, episodes=eval_episodes, seed=500_000 + seed)
+        curve.append({"env_step": counters.env_step, "success_rate": float(np.mean([r["success"] for r in res])),
+                      "intervention_rate": float(np.mean(interventions[-20:])) if interventions else 0.0,
+                      "demo_buffer": len(demo), "wall_s": time.perf_counter() - t0})
+        print(f"  {'with' if intervene else 'without'} interventions seed {seed}: step {counters.env_step} "
+              f"success {curve[-1]['success_rate']:.0%} intervention rate {curve[-1]['intervention_rate']:.2f}",
+              flush=True)
+
+    for m in train_online(env, agent, online, LoopConfig(total_steps=steps, start_steps=0, learning_starts=100,
+                                                         seed=seed), demo=demo, counters=counters):
+        interventions.append(float(m.get("intervention_rate", 0.0)))
+        if m["env_step"] >= next_eval:
+            next_eval += eval_every
+            evaluate_now()
+    if not curve or curve[-1]["env_step"] < counters.env_step:
+        evaluate_now()  # the run ended mid-episode
+    env.close()
+    eval_env.close()
+    return {"seed": seed, "interventions": intervene, "curve": curve, "wall_s": time.perf_counter() - t0}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", default="twin-pick-cube")
+    p.add_argument("--steps", type=int, default=6000)
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--eval-every", type=int, default=1000)
+    p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--utd", type=int, default=4)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--quick", action="store_true", help="smaller networks (hidden 64, utd 2) for a smoke run")
+    args = p.parse_args()
+    if args.quick:
+        args.hidden, args.utd = 64, 2
+    from demos.record_cli import main as record
+
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        demos = Path(tmp) / "demos"
+        record(["--task", args.task, "--episodes", str(args.demos), "--out", str(demos), "--obs-mode", "state"])
+        for seed in range(args.seeds):
+            for intervene in (False, True):
+                runs.append(run_condition(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos,
+                                          intervene, args.hidden, args.utd, args.batch))
+    print(f"\n{'condition':<26}{'seed':>5}  success by env step")
+    for r in runs:
+        cond = "with interventions" if r["interventions"] else "without interventions"
+        pts = "  ".join(f"{c['env_step']}:{c['success_rate']:.0%}" for c in r["curve"])
+        print(f"{cond:<26}{r['seed']:>5}  {pts}")
+    RESULTS.mkdir(exist_ok=True)
+    out = {"benchmark": "interventions", "task": args.task, "args": vars(args), "runs": runs,
+           "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    (RESULTS / "interventions.json").write_text(json.dumps(out, indent=1))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for intervene, color in ((False, "tab:blue"), (True, "tab:orange")):
+        curves = [r["curve"] for r in runs if r["interventions"] == intervene]
+        n = min(len(cv) for cv in curves)  # evaluations happen at episode ends: align by index
+        steps = np.mean([[c["env_step"] for c in cv[:n]] for cv in curves], axis=0)
+        mean = np.mean([[c["success_rate"] for c in cv[:n]] for cv in curves], axis=0)
+        for cv in curves:
+            ax.plot(steps, [c["success_rate"] for c in cv], color=color, alpha=0.25)
+        ax.plot(steps, mean, color=color, label=("with" if intervene else "without") + " interventions")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("eval success rate")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(f"{args.task}: RLPD + {args.demos} demos, {args.seeds} seed(s)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(RESULTS / "interventions.png", dpi=100)
+    print(f"wrote {RESULTS / 'interventions.json'} and interventions.png")
+
+
+if __name__ == "__main__":
+    main()
