@@ -51,6 +51,7 @@ import numpy.typing as npt
 from controllers import _kernels as _k
 from controllers.gains import ImpedanceGains
 from controllers.kinematics import PANDA_HOME_Q, PANDA_TORQUE_LIMITS_NM
+from controllers.safety import check_finite
 from controllers.transforms import orientation_error, quat_normalize
 from robot_rl.config import Config, require, require_finite
 from robot_rl.errors import SafetyError, ShapeError
@@ -99,15 +100,7 @@ class ImpedanceConfig(Config):
 
 def _vec(name: str, value: object, n: int) -> np.ndarray:
     """float64 (n,) copy of `value`; SafetyError naming the field on a bad shape or NaN/inf."""
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise SafetyError(f"{name}: not a numeric array ({err})") from None
-    if arr.shape != (n,):
-        raise SafetyError(f"{name}: expected shape ({n},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise SafetyError(f"{name}: contains NaN/inf: {arr}")
-    return arr
+    return check_finite(name, value, (n,))
 
 
 def _unit_quat(name: str, value: object) -> np.ndarray:

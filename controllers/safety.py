@@ -97,12 +97,15 @@ def _clip_rpy(box: SafetyBox, rpy: np.ndarray) -> np.ndarray:
                      _clip_angle(rpy[2], box.rot_min_rad[2], box.rot_max_rad[2])])
 
 
-def check_finite(name: str, array: object) -> np.ndarray:
-    """`array` as float64; raises SafetyError naming `name` if it is not numeric or holds NaN/inf."""
+def check_finite(name: str, array: object, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """A float64 copy of `array`; raises SafetyError naming `name` if it is not numeric, holds NaN/inf, or
+    (when `shape` is given) has another shape."""
     try:
-        arr = np.asarray(array, dtype=np.float64)
+        arr = np.array(array, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise SafetyError(f"{name}: not a numeric array ({err})") from None
+    if shape is not None and arr.shape != shape:
+        raise SafetyError(f"{name}: expected shape {shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise SafetyError(f"{name}: contains NaN/inf: {arr}")
     return arr

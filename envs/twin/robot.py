@@ -57,6 +57,7 @@ import numpy as np
 from controllers.gains import gain_profile
 from controllers.impedance import CartesianImpedanceController, ImpedanceConfig
 from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX, PANDA_Q_MIN
+from controllers.safety import check_finite
 from controllers.transforms import mat_to_quat
 from envs.robot import RobotState
 from envs.twin.cameras import TwinCameras
@@ -137,18 +138,6 @@ class TwinRobotConfig(Config):
         if isinstance(data.get("impedance"), dict):
             data["impedance"] = ImpedanceConfig.from_dict(data["impedance"])
         return super().from_dict(data)
-
-
-def _vector(name: str, value: object, n: int) -> np.ndarray:
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise SafetyError(f"{name}: not a numeric array ({err})") from None
-    if arr.shape != (n,):
-        raise SafetyError(f"{name}: expected shape ({n},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise SafetyError(f"{name}: contains NaN/inf: {arr}")
-    return arr
 
 
 class TwinRobot:
@@ -269,8 +258,8 @@ class TwinRobot:
             raise RobotError("TwinRobot is stopped: commands are refused")
         if self._error:
             raise RobotError(f"TwinRobot is in an error state ({self._error}); call clear_errors()")
-        pos = _vector("pos_base_target", pos_base_target, 3)
-        quat = _vector("quat_base_target", quat_base_target, 4)
+        pos = check_finite("pos_base_target", pos_base_target, (3,))
+        quat = check_finite("quat_base_target", quat_base_target, (4,))
         if float(np.linalg.norm(quat)) < 1e-6:
             raise SafetyError(f"quat_base_target: zero quaternion {quat}")
         try:
@@ -298,7 +287,7 @@ class TwinRobot:
     def reset_joints(self, q_rad: np.ndarray) -> None:
         """Teleport the arm to q (7,) with zero velocity and hold that pose (the controller's target := the new
         TCP pose). For "peg_insert" the peg is put back between the closed fingers."""
-        q = _vector("q_rad", q_rad, 7)
+        q = check_finite("q_rad", q_rad, (7,))
         if np.any(q < PANDA_Q_MIN) or np.any(q > PANDA_Q_MAX):
             raise SafetyError(f"q_rad={q} is outside the joint limits")
         self._q[:] = q
