@@ -33,6 +33,18 @@ restart (close + bind again) the actor re-handshakes and resends what is unackno
 delivered exactly once. (If a learner process dies between `recv` and sending the ack, those transitions may
 be delivered again to its successor: at-least-once across crashes.)
 
+Durable learners acknowledge explicitly: `recv_deliveries` hands messages over without acknowledging them (each
+`Delivery` names the actor's session, so a learner can key its own duplicate ledger by (actor_id, session,
+seq)), and `ack(deliveries)` acknowledges them once the learner has made them durable::
+
+    batch = learner.recv_deliveries(timeout=0.1)
+    for d in batch:
+        inbox.write(d.actor_id, d.session, d.msg)                # durable first ...
+    learner.ack(batch)                                           # ... then acknowledged
+
+A delivery that is never acknowledged is not handed over again by this endpoint (its seqs count as received);
+the actor keeps it buffered and a restarted learner receives it again.
+
 Liveness: heartbeats both ways every `heartbeat_s`; an actor that hears nothing for `heartbeat_timeout_s`
 recreates its socket and handshakes again, by itself, while the caller keeps stepping with the last weights.
 Malformed, oversized, wrong-version or wrong-spec messages are answered with an ERROR (code + message),
@@ -171,6 +183,7 @@ class ActorStats:
     weights_received: int
     learner: dict[str, Any]  # the learner's last heartbeat stats
     last_rx_age_s: float
+    session: str = ""  # random per endpoint instance; with actor_id it names this actor's seq space
 
     @property
     def connected(self) -> bool:
@@ -209,6 +222,31 @@ class LearnerStats:
     queued_bytes: int
     weights_version: int
     last_error: str
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Delivery:
+    """A received TRANSITIONS message handed over by `LearnerEndpoint.recv_deliveries`, not yet acknowledged.
+
+    `session` is the sending actor endpoint's random session id: seqs restart at 0 when an actor process
+    restarts, so (actor_id, session, seq) names a transition uniquely.
+    """
+
+    msg: Transitions
+    session: str
+    _peer: Any = dataclasses.field(repr=False, default=None)
+
+    @property
+    def actor_id(self) -> str:
+        return self.msg.actor_id
+
+    @property
+    def seq(self) -> int:
+        return self.msg.seq
+
+    @property
+    def seq_end(self) -> int:
+        return self.msg.seq_end
 
 
 # --------------------------------------------------------------------------------------------------- sans-IO cores
@@ -413,15 +451,20 @@ class _LearnerCore:
         self.queued_bytes += nbytes
 
     # -- outbound
-    def take(self, max_messages: int) -> list[Transitions]:
-        out: list[Transitions] = []
+    def take(self, max_messages: int, auto_ack: bool = True) -> list[Delivery]:
+        out: list[Delivery] = []
         while self.queue and len(out) < max_messages:
             peer, msg, nbytes = self.queue.popleft()
             self.queued_bytes -= nbytes
-            peer.delivered.add(msg.seq, msg.seq_end)
-            peer.ack_due = True
-            out.append(msg)
+            if auto_ack:
+                self.ack(peer, msg)
+            out.append(Delivery(msg, peer.session, peer))
         return out
+
+    def ack(self, peer: _Peer, msg: Transitions) -> None:
+        """Mark `msg` delivered: the next tick acknowledges everything contiguous to its actor."""
+        peer.delivered.add(msg.seq, msg.seq_end)
+        peer.ack_due = True
 
     def _alive(self, peer: _Peer, now: float) -> bool:
         return peer.rid is not None and now - peer.last_seen <= self.config.heartbeat_timeout_s
@@ -676,7 +719,7 @@ class _ActorCore:
         return ActorStats(self.actor_id, self.state, self.next_seq, self.acked, self.sent_messages,
                           self.sent_transitions, self.resent_messages, len(self.unacked), self.unacked_bytes,
                           self.backpressure, self.reconnects, self.errors, self.last_error, self.weights_version,
-                          self.weights_received, dict(self.learner_stats), now - self.last_rx)
+                          self.weights_received, dict(self.learner_stats), now - self.last_rx, self.session)
 
 
 # --------------------------------------------------------------------------------------------------- endpoints
@@ -728,14 +771,34 @@ class LearnerEndpoint(_Endpoint):
     def recv(self, timeout: float = 0.0, max_messages: int = 64) -> list[Transitions]:
         """Received transitions (up to `max_messages`), waiting up to `timeout` s for the first. Returning a
         message acknowledges it to its actor. Arrays are read-only views: copy what you keep."""
+        return [d.msg for d in self._take(timeout, max_messages, auto_ack=True)]
+
+    def recv_deliveries(self, timeout: float = 0.0, max_messages: int = 64) -> list[Delivery]:
+        """Like `recv`, but nothing is acknowledged until `ack(deliveries)`: a durable learner stores the
+        transitions first. Each `Delivery` carries the message and its actor's session."""
+        return self._take(timeout, max_messages, auto_ack=False)
+
+    def ack(self, deliveries: Sequence[Delivery]) -> None:
+        """Acknowledge deliveries from `recv_deliveries` (their actors drop them from their resend buffers).
+        Acknowledging one twice, or one whose actor has since restarted, does nothing harmful."""
+        if not deliveries:
+            return
+        with self._core.cond:
+            for d in deliveries:
+                if not isinstance(d, Delivery) or d._peer is None:
+                    raise ConfigError(f"ack() takes Delivery objects from recv_deliveries(), got {type(d).__name__}")
+                self._core.ack(d._peer, d.msg)
+        self._driver.kick()
+
+    def _take(self, timeout: float, max_messages: int, auto_ack: bool) -> list[Delivery]:
         core = self._core
         if timeout > 0:
             self._driver.wait(lambda: bool(core.queue) or core.closed, timeout)
         else:
             self._driver.kick()
         with core.cond:
-            out = core.take(max_messages)
-        if out:
+            out = core.take(max_messages, auto_ack)
+        if out and auto_ack:
             self._driver.kick()  # acks
         return out
 

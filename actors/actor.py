@@ -1,0 +1,622 @@
+"""The actor loop: step an env with the latest policy, stream transitions to the learner, swap in new weights.
+
+The endpoint (`robot_rl.transport.ActorEndpoint`, ZeroMQ or in memory) and the env are passed in; nothing here
+opens a socket or picks a backend. Per control step::
+
+    policy = swap.current()             # new weights? one pointer exchange, loaded beforehand by a thread
+    action = policy.act(obs) | uniform  # uniform random actions until the first weights arrive
+    obs', r, term, trunc, info = env.step(action)
+    chunk.add(...)                      # copied into preallocated (T+1, ...) arrays: no per-chunk stacking
+    send(chunk) at the episode end or every `chunk_steps` steps (the endpoint queues; I/O on its thread)
+
+Weights: a background thread polls `endpoint.latest_weights()`, builds the policy from the AgentConfig the
+learner sends along (`meta/agent_config`), and loads the arrays into a spare copy; the control loop picks it up
+between steps, so loading never stalls a step. While the learner is away the loop keeps running with the last
+weights; the endpoint buffers unacknowledged transitions (when its buffer is full, chunks wait in a bounded
+local queue) and reconnects by itself.
+
+Pacing (`pace=True`, for simulation): the learner reports how many transitions it can take while holding its
+update-to-data ratio (`env_step_budget`); the actor pauses between steps when it (its share, with several
+actors) has used that up, sending its partial chunk first so the learner always gets what it waits for. It also
+waits for the learner's first report before its first step. Once the learner has gone away it does not wait
+(it keeps going with the last weights); with `pace=False` (hardware: the robot sets the pace) it never waits.
+
+Usage::
+
+    actor = Actor(env, endpoint, ActorConfig(chunk_steps=100, seed=0))
+    actor.run(should_stop=lambda: False, max_steps=1000)
+    actor.stats()            # episodes, success_rate, weights_version, intervention_rate, timings
+    actor.close()            # sends the partial chunk, flushes (bounded), stops the weight loader
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from learners.policy import AgentConfig, Policy, build_policy
+from robot_rl.config import Config, require
+from robot_rl.errors import ConfigError, ShapeError
+from robot_rl.specs import EnvSpec, flatten_value
+from robot_rl.transport import ActorStats
+from robot_rl.wire import TransitionChunk, Weights
+
+log = logging.getLogger("robot_rl.actor")
+
+CONFIG_ARRAY = "meta/agent_config"
+"""Weights entry with the learner's AgentConfig as JSON bytes (see learners.learner)."""
+PUBLISHED_AT_ARRAY = "meta/published_at"
+"""Weights entry with the learner's publish time (wall-clock seconds)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorConfig(Config):
+    """The actor loop's options."""
+
+    chunk_steps: int = 100
+    """Send a chunk at every episode end and at the latest every this many steps."""
+    seed: int = 0
+    """Seed of the first env reset and of the random warm-up actions."""
+    pace: bool = True
+    """Wait for the learner's env-step budget (simulation); False: never wait (hardware)."""
+    pace_poll_s: float = 0.005
+    """Sleep between budget checks while paused."""
+    max_pending_chunks: int = 256
+    """Chunks kept locally while the endpoint's resend buffer is full (beyond: oldest dropped, counted)."""
+    weights_poll_s: float = 0.005
+    """How often the weight loader thread checks for new weights."""
+    report_every_s: float = 1.0
+    """Seconds between stats reports to the learner (heartbeats carry them)."""
+    success_window: int = 20
+    """Episodes in the rolling success / intervention rates."""
+    deterministic: bool = False
+    """Act with the policy's mode instead of sampling."""
+    timing_window: int = 1000
+    """Steps kept for the timing percentiles."""
+    timing_report_every_s: float = 10.0
+    """Seconds between timing percentiles in the reports (computing them costs the control loop ~0.5 ms)."""
+    switch_interval_s: float | None = 0.001
+    """Python's thread switch interval set by `start()` (default 5 ms): the weight loader and the endpoint's
+    I/O thread hand the interpreter back to the control loop within this time. None: leave it as it is."""
+
+    def validate(self) -> None:
+        for name in ("chunk_steps", "max_pending_chunks", "success_window", "timing_window"):
+            require(getattr(self, name) >= 1, name, getattr(self, name), "must be >= 1")
+        for name in ("pace_poll_s", "weights_poll_s", "report_every_s", "timing_report_every_s"):
+            require(getattr(self, name) > 0, name, getattr(self, name), "must be > 0")
+        if self.switch_interval_s is not None:
+            require(0 < self.switch_interval_s <= 0.1, "switch_interval_s", self.switch_interval_s,
+                    "must be in (0, 0.1] or None")
+
+
+class ActorEndpointLike(Protocol):
+    """What the actor needs from `robot_rl.transport.ActorEndpoint`."""
+
+    def send(self, chunk: TransitionChunk, timeout: float = 0.0) -> bool: ...
+
+    def latest_weights(self) -> Weights | None: ...
+
+    def flush(self, timeout: float) -> bool: ...
+
+    def stats(self) -> ActorStats: ...
+
+    def report(self, **stats: Any) -> None: ...
+
+
+# --------------------------------------------------------------------------------------------------- chunks
+
+class ChunkBuilder:
+    """Collects steps into preallocated arrays in the wire layout (obs T+1 rows, per-step T rows).
+
+    Usage::
+
+        b = ChunkBuilder(spec, max_steps=100)
+        b.start(obs, episode=0, step=0)
+        b.add(action, reward, terminated, truncated, intervention, success, next_obs)
+        chunk = b.take(stats={"return": 1.0})      # hands the arrays over; b.start(...) again for the next
+    """
+
+    def __init__(self, spec: EnvSpec, max_steps: int) -> None:
+        self.spec, self.max_steps = spec, int(max_steps)
+        self._obs_specs = {s.name: s for s in spec.observation}
+        self.length = 0
+        self.episode = 0
+        self.first_step = 0
+        self.started = False
+        self._alloc()
+
+    def _alloc(self) -> None:
+        n = self.max_steps
+        self.obs = {name: np.empty((n + 1, *s.shape), np.dtype(s.dtype)) for name, s in self._obs_specs.items()}
+        self.actions = np.empty((n, *self.spec.action.shape), np.dtype(self.spec.action.dtype))
+        self.rewards = np.empty(n, np.float32)
+        self.flags = {k: np.empty(n, bool) for k in ("terminated", "truncated", "intervention", "success")}
+
+    def _write_obs(self, row: int, obs: Any) -> None:
+        flat = flatten_value(obs)
+        if len(flat) != len(self._obs_specs):
+            raise ShapeError(f"observation keys {sorted(flat)} != spec keys {sorted(self._obs_specs)}")
+        for name, arr in self.obs.items():
+            try:
+                arr[row] = flat[name]
+            except (KeyError, ValueError) as err:
+                raise ShapeError(f"observation '{name}' does not fit the spec {self._obs_specs[name]}: {err}") \
+                    from err
+
+    @property
+    def full(self) -> bool:
+        return self.length >= self.max_steps
+
+    def start(self, obs: Any, episode: int, step: int) -> None:
+        """Begin a chunk whose first observation is `obs` (step index `step` of episode `episode`)."""
+        self._write_obs(0, obs)
+        self.length, self.episode, self.first_step, self.started = 0, episode, step, True
+
+    def add(self, action: np.ndarray, reward: float, terminated: bool, truncated: bool, intervention: bool,
+            success: bool, next_obs: Any) -> None:
+        if not self.started or self.full:
+            raise ShapeError("ChunkBuilder.add: start() first and take() when full")
+        t = self.length
+        self.actions[t] = action
+        self.rewards[t] = reward
+        f = self.flags
+        f["terminated"][t], f["truncated"][t] = terminated, truncated
+        f["intervention"][t], f["success"][t] = intervention, success
+        self._write_obs(t + 1, next_obs)
+        self.length = t + 1
+
+    def take(self, stats: Mapping[str, Any] | None = None) -> TransitionChunk:
+        """The collected steps as a chunk (views of this builder's arrays, which it then replaces)."""
+        t = self.length
+        if t < 1:
+            raise ShapeError("ChunkBuilder.take: no steps collected")
+        f = self.flags
+        chunk = TransitionChunk(observations={k: v[: t + 1] for k, v in self.obs.items()},
+                                actions=self.actions[:t], rewards=self.rewards[:t], terminated=f["terminated"][:t],
+                                truncated=f["truncated"][:t], intervention=f["intervention"][:t],
+                                success=f["success"][:t], episode=self.episode, step=self.first_step,
+                                stats=dict(stats) if stats is not None else None)
+        self._alloc()
+        self.started = False
+        self.length = 0
+        return chunk
+
+
+# --------------------------------------------------------------------------------------------------- weights
+
+def config_from_weights(arrays: Mapping[str, Any]) -> AgentConfig:
+    """The AgentConfig the learner sent with its weights (ConfigError when missing or malformed)."""
+    import json
+
+    if CONFIG_ARRAY not in arrays:
+        raise ConfigError(f"weights lack '{CONFIG_ARRAY}': the learner must send its agent config with them")
+    try:
+        data = json.loads(np.asarray(arrays[CONFIG_ARRAY], dtype=np.uint8).tobytes().decode())
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ConfigError(f"weights carry a malformed '{CONFIG_ARRAY}': {err}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"weights carry a malformed '{CONFIG_ARRAY}': not a JSON object")
+    return AgentConfig.from_dict(data)
+
+
+@dataclasses.dataclass
+class _Loaded:
+    policy: Policy
+    version: int
+    published_at: float | None
+    received_at: float
+
+
+class PolicySwap:
+    """Double-buffered policy weights: a thread loads new weights into a spare policy; `current()` (called by
+    the control loop between steps) swaps it in with one pointer exchange.
+
+    Usage::
+
+        swap = PolicySwap(spec, endpoint.latest_weights); swap.start()
+        policy, version = swap.current()          # (None, -1) until the first weights arrived
+        swap.stop()
+    """
+
+    def __init__(self, spec: EnvSpec, poll: Callable[[], Weights | None], poll_s: float = 0.005,
+                 device: str = "cpu", wall_clock: Callable[[], float] = time.time, nice: int = 10) -> None:
+        self.spec, self._poll, self.poll_s, self.device, self.nice = spec, poll, poll_s, device, nice
+        self.wall_clock = wall_clock
+        self._lock = threading.Lock()
+        self._current: _Loaded | None = None
+        self._pending: _Loaded | None = None
+        self._free: Policy | None = None
+        self._cfg: AgentConfig | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.errors = 0
+        self.last_error = ""
+        self.loads = 0
+        self.swaps = 0
+        self.latencies_s: collections.deque[float] = collections.deque(maxlen=1000)
+        """Per swap: wall time from the learner's publish to the control loop using the weights."""
+        self.ready_latencies_s: collections.deque[float] = collections.deque(maxlen=1000)
+        """Per load: wall time from the learner's publish to the weights being ready (loaded) here."""
+
+    def start(self) -> PolicySwap:
+        self._thread = threading.Thread(target=self._run, name="robot-rl-actor-weights", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        _lower_thread_priority(self.nice)
+        while not self._stop.is_set():
+            try:
+                w = self._poll()
+            except Exception as err:  # the endpoint failed (e.g. closed): the control loop notices on send
+                self._note_error(f"weights poll failed: {err}")
+                self._stop.wait(0.5)
+                continue
+            if w is None:
+                self._stop.wait(self.poll_s)
+                continue
+            try:
+                self.load(w)
+            except Exception as err:  # bad weights never kill the actor: keep the last good ones
+                self._note_error(f"weights version {w.version} refused: {err}")
+
+    def _note_error(self, text: str) -> None:
+        self.errors += 1
+        self.last_error = text
+        if self.errors & (self.errors - 1) == 0:
+            log.warning("actor: %s [#%d]", text, self.errors)
+
+    def load(self, weights: Weights) -> None:
+        """Load `weights` into a spare policy and offer it to the control loop (runs on the loader thread; also
+        callable directly, e.g. in tests)."""
+        arrays = weights.arrays
+        cfg = config_from_weights(arrays)
+        published = arrays.get(PUBLISHED_AT_ARRAY)
+        published_at = float(np.asarray(published).reshape(-1)[0]) if published is not None and \
+            np.asarray(published).size else None
+        # writable copies (torch refuses to wrap the read-only received buffers); off the control thread
+        params = {k: np.array(v) for k, v in arrays.items() if not k.startswith("meta/")}
+        time.sleep(0)  # let the control loop run between the copies and the load
+        with self._lock:
+            target = self._pending.policy if self._pending is not None else self._free
+            self._pending = None
+            self._free = None
+            if cfg != self._cfg:  # a (new) learner with another config: build fresh policies
+                target = None
+        if target is None:
+            target = build_policy(self.spec, cfg, device=self.device)
+        target.load_trainable_state(params)
+        loaded = _Loaded(target, int(weights.version), published_at, self.wall_clock())
+        if published_at is not None:
+            self.ready_latencies_s.append(loaded.received_at - published_at)
+        with self._lock:
+            if cfg != self._cfg:
+                self._cfg = cfg
+            self._pending = loaded
+            self.loads += 1
+
+    def current(self) -> tuple[Policy | None, int]:
+        """The policy to act with now and its weights version (None, -1 before any); swaps in loaded weights."""
+        with self._lock:
+            pending = self._pending
+            if pending is not None:
+                old = self._current
+                self._current, self._pending = pending, None
+                if old is not None and old.policy.cfg == pending.policy.cfg:
+                    self._free = old.policy
+                self.swaps += 1
+        if pending is not None and pending.published_at is not None:
+            self.latencies_s.append(self.wall_clock() - pending.published_at)
+        cur = self._current
+        return (cur.policy, cur.version) if cur is not None else (None, -1)
+
+
+def _lower_thread_priority(nice: int) -> None:
+    """Raise the calling thread's nice value by `nice` (Linux: per thread), so that on a busy machine it yields
+    the CPU to the control loop; best effort, silently skipped elsewhere."""
+    if nice <= 0 or not sys.platform.startswith("linux"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except (OSError, AttributeError):
+        pass
+
+
+# --------------------------------------------------------------------------------------------------- actor
+
+def _percentile_ms(values: collections.deque[float], q: float) -> float | None:
+    return float(np.percentile(np.asarray(values), q) * 1000.0) if values else None
+
+
+def action_bounds(spec: EnvSpec) -> tuple[float, float]:
+    """The action Box's uniform bounds (defaults to [-1, 1])."""
+    lo = -1.0 if spec.action.low is None else float(spec.action.low)
+    hi = 1.0 if spec.action.high is None else float(spec.action.high)
+    return lo, hi
+
+
+class Actor:
+    """The actor loop over one env and one endpoint (see the module docstring)."""
+
+    def __init__(self, env: Any, endpoint: ActorEndpointLike, config: ActorConfig | None = None, *,
+                 spec: EnvSpec | None = None, swap: PolicySwap | None = None,
+                 clock: Callable[[], float] = time.monotonic, perf: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.env, self.endpoint = env, endpoint
+        self.cfg = cfg = config or ActorConfig()
+        self.spec = spec if spec is not None else getattr(endpoint, "spec")  # noqa: B009
+        self.clock, self.perf, self.sleep = clock, perf, sleep
+        self.swap = swap if swap is not None else PolicySwap(self.spec, endpoint.latest_weights, cfg.weights_poll_s)
+        self.rng = np.random.default_rng(cfg.seed)
+        self.low, self.high = action_bounds(self.spec)
+        self.builder = ChunkBuilder(self.spec, cfg.chunk_steps)
+        self.pending: collections.deque[TransitionChunk] = collections.deque()
+        self.obs: Any = None
+        self.episode = 0
+        self.ep_step = 0
+        self.ep_return = 0.0
+        self.ep_interventions = 0
+        self.steps = 0
+        self.episodes = 0
+        self.chunks_sent = 0
+        self.dropped_chunks = 0
+        self.intervention_steps = 0
+        self.paused_s = 0.0
+        self.paused = False
+        self.successes: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
+        self.returns: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
+        self.intervention_rates: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
+        self.policy_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
+        self.rest_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
+        self.env_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
+        self.weights_version = -1
+        self._heard_learner = False
+        self._t_report = -math.inf
+        self._t_timings = -math.inf
+        self._t_rate, self._steps_at_rate, self._rate = clock(), 0, 0.0
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        if self.cfg.switch_interval_s is not None:
+            sys.setswitchinterval(self.cfg.switch_interval_s)
+        self.swap.start()
+        self.obs, _ = self.env.reset(seed=self.cfg.seed)
+        self.builder.start(self.obs, self.episode, 0)
+
+    def close(self, flush_s: float = 5.0) -> bool:
+        """Send the partial chunk and whatever waits locally, wait up to `flush_s` for acks, stop the loader.
+        Returns True when everything was acknowledged."""
+        ok = False
+        try:
+            if self.builder.started and self.builder.length:
+                self._queue(self.builder.take(stats=None))
+            self._drain()
+            ok = not self.pending and self.endpoint.flush(flush_s)
+        finally:
+            self.swap.stop()
+        return ok
+
+    # ------------------------------------------------------------------ loop
+    def run(self, should_stop: Callable[[], bool] = lambda: False, max_steps: int = 0, max_episodes: int = 0
+            ) -> None:
+        """Step until `should_stop()`, or `max_steps` steps / `max_episodes` episodes (0: no limit) in this call."""
+        self.start()
+        steps0, eps0 = self.steps, self.episodes
+        while not should_stop():
+            if max_steps and self.steps - steps0 >= max_steps:
+                break
+            if max_episodes and self.episodes - eps0 >= max_episodes:
+                break
+            if not self.wait_for_budget(should_stop):
+                break
+            self.step()
+
+    def wait_for_budget(self, should_stop: Callable[[], bool] = lambda: False) -> bool:
+        """Pause while the learner's budget is used up (pacing); False if `should_stop()` during the wait."""
+        if not self.cfg.pace:
+            return True
+        t0 = None
+        try:
+            while not self._budget_ok():
+                if t0 is None:
+                    t0 = self.clock()
+                    self.paused = True
+                    if self.builder.length:  # the learner may be waiting for exactly these transitions
+                        self._queue(self.builder.take(stats=None))
+                        self.builder.start(self.obs, self.episode, self.ep_step)
+                    self._drain()
+                    self._report(force=True)
+                if should_stop():
+                    return False
+                self.sleep(self.cfg.pace_poll_s)
+                self._drain()
+            return True
+        finally:
+            if t0 is not None:
+                self.paused_s += self.clock() - t0
+                self.paused = False
+
+    def _budget_ok(self) -> bool:
+        """Whether this actor may take another step: its transitions the learner has not acknowledged yet stay
+        below its share of the learner's headroom (budget - received, split over the live actors)."""
+        st = self.endpoint.stats()
+        learner = st.learner
+        if st.state != "connected" or "env_step_budget" not in learner:
+            # never heard from a learner: wait for it; it went away: keep going (the endpoint buffers)
+            return self._heard_learner
+        budget = learner.get("env_step_budget")
+        received = learner.get("env_step")
+        self._heard_learner = True
+        if not isinstance(budget, int) or not isinstance(received, int) or budget < 0:
+            return True
+        n_actors = learner.get("actors")
+        share = (budget - received) / max(1, n_actors if isinstance(n_actors, int) else 1)
+        unreceived = self.steps - (st.acked_upto + 1)  # in the builder, queued, in flight or not yet acked
+        return unreceived < share
+
+    def step(self) -> dict[str, Any]:
+        """One control step (acts, steps the env, stores, sends at chunk ends); returns the step's info."""
+        if not self._started:
+            self.start()
+        t0 = self.perf()
+        policy, version = self.swap.current()
+        if version != self.weights_version:
+            self.weights_version = version
+        t1 = self.perf()
+        if policy is None:
+            action = self.rng.uniform(self.low, self.high, self.spec.action.shape).astype(np.float32)
+        else:
+            action = policy.act(self.obs, deterministic=self.cfg.deterministic)
+            if self.low != -1.0 or self.high != 1.0:
+                action = (self.low + (action + 1.0) * 0.5 * (self.high - self.low)).astype(np.float32)
+        t2 = self.perf()
+        next_obs, reward, terminated, truncated, info = self.env.step(action)
+        t3 = self.perf()
+        info = info if isinstance(info, dict) else {}
+        intervention = bool(info.get("intervention", False))
+        stored = np.asarray(info["intervene_action"], np.float32) if intervention and "intervene_action" in info \
+            else action
+        success = bool(info.get("success", False))
+        self.builder.add(stored, float(reward), bool(terminated), bool(truncated), intervention, success, next_obs)
+        self.steps += 1
+        self.ep_step += 1
+        self.ep_return += float(reward)
+        self.ep_interventions += int(intervention)
+        self.intervention_steps += int(intervention)
+        done = bool(terminated or truncated)
+        if done:
+            stats = {"return": self.ep_return, "length": self.ep_step, "success": success,
+                     "intervention_rate": self.ep_interventions / max(1, self.ep_step),
+                     "weights_version": self.weights_version}
+            self._queue(self.builder.take(stats=stats))
+            self.episodes += 1
+            self.successes.append(float(success))
+            self.returns.append(self.ep_return)
+            self.intervention_rates.append(self.ep_interventions / max(1, self.ep_step))
+        elif self.builder.full:
+            self._queue(self.builder.take(stats=None))
+            self.builder.start(next_obs, self.episode, self.ep_step)
+        self._drain()
+        self._report()
+        t4 = self.perf()
+        self.policy_s.append(t2 - t1)
+        self.env_s.append(t3 - t2)
+        self.rest_s.append((t1 - t0) + (t4 - t3))
+        if done:
+            self.episode += 1
+            self.ep_step, self.ep_return, self.ep_interventions = 0, 0.0, 0
+            self.obs, _ = self.env.reset()
+            self.builder.start(self.obs, self.episode, 0)
+        else:
+            self.obs = next_obs
+        return info
+
+    # ------------------------------------------------------------------ sending
+    def _queue(self, chunk: TransitionChunk) -> None:
+        self.pending.append(chunk)
+        while len(self.pending) > self.cfg.max_pending_chunks:
+            self.pending.popleft()
+            self.dropped_chunks += 1
+            if self.dropped_chunks & (self.dropped_chunks - 1) == 0:
+                log.warning("actor: learner unreachable and buffers full; dropped %d chunk(s) so far",
+                            self.dropped_chunks)
+
+    def _drain(self) -> None:
+        while self.pending:
+            if not self.endpoint.send(self.pending[0], timeout=0.0):
+                return  # backpressure: keep it for the next step
+            self.pending.popleft()
+            self.chunks_sent += 1
+
+    # ------------------------------------------------------------------ stats
+    def stats(self, timings: bool = True) -> dict[str, Any]:
+        """Plain-data stats (also reported to the learner in heartbeats); `timings`: with the step-time and
+        weight-latency percentiles."""
+        now = self.clock()
+        if now - self._t_rate >= 1.0:
+            self._rate = (self.steps - self._steps_at_rate) / (now - self._t_rate)
+            self._t_rate, self._steps_at_rate = now, self.steps
+        sw = self.swap
+        out = {
+            "env_steps": self.steps, "episodes": self.episodes,
+            "success_rate": float(np.mean(self.successes)) if self.successes else None,
+            "return": float(np.mean(self.returns)) if self.returns else None,
+            "intervention_rate": float(np.mean(self.intervention_rates)) if self.intervention_rates else None,
+            "weights_version": self.weights_version, "weights_swaps": sw.swaps, "weights_errors": sw.errors,
+            "chunks_sent": self.chunks_sent, "pending_chunks": len(self.pending),
+            "dropped_chunks": self.dropped_chunks, "paused": self.paused, "paused_s": round(self.paused_s, 3),
+            "env_steps_per_s": round(self._rate, 2),
+        }
+        if timings:
+            out.update({
+                "policy_ms_p50": _percentile_ms(self.policy_s, 50),
+                "policy_ms_p99": _percentile_ms(self.policy_s, 99),
+                "rest_ms_p50": _percentile_ms(self.rest_s, 50), "rest_ms_p99": _percentile_ms(self.rest_s, 99),
+                "env_ms_p50": _percentile_ms(self.env_s, 50),
+                "weights_latency_ms_p50": _percentile_ms(sw.latencies_s, 50),
+                "weights_latency_ms_p99": _percentile_ms(sw.latencies_s, 99),
+            })
+        return out
+
+    def _report(self, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self._t_report < self.cfg.report_every_s:
+            return
+        self._t_report = now
+        timings = now - self._t_timings >= self.cfg.timing_report_every_s
+        if timings:
+            self._t_timings = now
+        self.endpoint.report(**self.stats(timings=timings))
+
+
+# --------------------------------------------------------------------------------------------------- evaluation
+
+def evaluate(env: Any, policy: Policy | None, episodes: int, seed: int = 10_000, deterministic: bool = True,
+             rng_seed: int = 0) -> dict[str, Any]:
+    """Run `episodes` episodes (env seeded with seed+i) with the policy's mode (uniform random actions when
+    `policy` is None); returns success_rate, mean return / length and the per-episode lists."""
+    spec_low, spec_high = -1.0, 1.0
+    rng = np.random.default_rng(rng_seed)
+    successes, returns, lengths = [], [], []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=seed + i)
+        total, n, success = 0.0, 0, False
+        while True:
+            if policy is None:
+                action = rng.uniform(spec_low, spec_high, env.action_space.shape).astype(np.float32)
+            else:
+                action = policy.act(obs, deterministic=deterministic)
+            obs, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            n += 1
+            success = success or bool(isinstance(info, dict) and info.get("success", False))
+            if terminated or truncated:
+                break
+        successes.append(success)
+        returns.append(total)
+        lengths.append(n)
+    return {"episodes": episodes, "success_rate": float(np.mean(successes)) if successes else 0.0,
+            "return": float(np.mean(returns)) if returns else 0.0,
+            "episode_length": float(np.mean(lengths)) if lengths else 0.0,
+            "successes": [bool(s) for s in successes], "returns": returns, "seed": seed,
+            "deterministic": deterministic}

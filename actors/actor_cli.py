@@ -1,0 +1,220 @@
+"""`robot-rl actor`: one actor process (actors.actor over a ZeroMQ endpoint), or a policy evaluation.
+
+Without --robot it runs the task's MuJoCo twin in process; with --robot it drives the env over a robot server
+(`robot-rl robot-server`, RemoteRobot). It acts randomly until the learner's first weights arrive, then with the
+newest weights (swapped between control steps), streams transitions, keeps running while the learner is away
+and reconnects by itself. Stops on Ctrl-C / SIGTERM (flushing what the learner has not acknowledged, bounded by
+--flush-timeout) or after --max-steps / --max-episodes. With --stats-out it writes its final stats as JSON.
+
+--evaluate CKPT runs `--episodes` deterministic episodes with the policy of a learner checkpoint (a checkpoint
+directory or a run's checkpoints/ directory: its newest) instead, prints the success rate and writes --summary.
+
+Usage::
+
+    robot-rl actor --task twin-pick-cube --learner tcp://127.0.0.1:5555 --actor-id a0 --obs-mode state
+    robot-rl actor --task twin-pick-cube --learner tcp://127.0.0.1:5555 --robot tcp://127.0.0.1:5560
+    robot-rl actor --task twin-pick-cube --evaluate runs/pick/checkpoints --episodes 20 --summary eval.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from actors.actor import Actor, ActorConfig, evaluate
+from robot_rl.errors import ConfigError
+from robot_rl.presets import PRESETS, get_preset
+from robot_rl.specs import EnvSpec
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="robot-rl actor", description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--learner", default="tcp://127.0.0.1:5555", help="the learner's address")
+    p.add_argument("--robot", default=None, help="robot server address (default: the twin in this process)")
+    p.add_argument("--actor-id", default=None, help="unique name of this actor (default: host-pid)")
+    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
+    p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
+    p.add_argument("--chunk-steps", type=int, default=ActorConfig().chunk_steps,
+                   help="send transitions at every episode end and at least every N steps")
+    p.add_argument("--no-pace", action="store_true",
+                   help="never wait for the learner's budget (hardware; the sim default paces to the learner)")
+    p.add_argument("--intervene", default=None, choices=("scripted",),
+                   help="human-in-the-loop interventions: 'scripted' = the twin's scripted operator (HIL-SERL)")
+    p.add_argument("--max-steps", type=int, default=0, help="stop after this many env steps (0: never)")
+    p.add_argument("--max-episodes", type=int, default=0, help="stop after this many episodes (0: never)")
+    p.add_argument("--flush-timeout", type=float, default=5.0, help="seconds to wait for acks when stopping")
+    p.add_argument("--stats-out", type=Path, default=None, help="write the final stats here (JSON)")
+    p.add_argument("--keys", default=None, help="CURVE client key directory (robot_rl.keys) for non-loopback")
+    p.add_argument("--insecure", action="store_true", help="allow a non-loopback learner without keys")
+    p.add_argument("--heartbeat", type=float, default=1.0, help="heartbeat interval (s)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    e = p.add_argument_group("evaluation")
+    e.add_argument("--evaluate", type=Path, default=None, help="evaluate this checkpoint instead of acting")
+    e.add_argument("--episodes", type=int, default=20, help="evaluation episodes")
+    e.add_argument("--eval-seed", type=int, default=10_000, help="seed of the first evaluation episode")
+    e.add_argument("--summary", type=Path, default=None, help="write the evaluation result here (JSON)")
+    return p
+
+
+def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
+                   intervene: str | None = None, seed: int = 0) -> Any:
+    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`)."""
+    from envs.presets import make_env, twin_task
+
+    if robot is None:
+        env = make_env(task, obs_mode=obs_mode, image_size=image_size)
+    else:
+        from envs.remote import make_remote_env
+
+        env = make_remote_env(robot, task=twin_task(task), obs_mode=obs_mode, image_size=image_size)
+    if intervene == "scripted":
+        from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
+        from envs.wrappers import InterventionWrapper
+
+        env = InterventionWrapper(env, ScriptedHuman(ScriptedHumanConfig(task=twin_task(task), seed=seed)))
+    return env
+
+
+def env_spec_of(env: Any, task: str) -> EnvSpec:
+    hz = float(getattr(getattr(env.unwrapped, "config", None), "control_hz", 10.0))
+    return EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=hz)
+
+
+def _set_threads(n: int) -> None:
+    if n > 0:
+        import torch
+
+        torch.set_num_threads(n)
+
+
+def run_evaluation(args: argparse.Namespace) -> int:
+    """--evaluate: deterministic episodes with a checkpoint's policy."""
+    import numpy as np
+
+    from learners.policy import AgentConfig, build_policy
+    from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
+
+    path = Path(args.evaluate)
+    if not (path / "meta.json").is_file():
+        found = latest_checkpoint(path) or latest_checkpoint(path / "checkpoints")
+        if found is None:
+            raise ConfigError(f"--evaluate {path}: no checkpoint there (expected a ckpt_* directory, a checkpoints/ "
+                              f"directory or a run directory)")
+        path = found
+    groups, meta = load_checkpoint(path)
+    if not isinstance(meta.get("agent_config"), dict) or "agent" not in groups:
+        raise ConfigError(f"{path}: not a learner checkpoint (no agent group / agent_config)")
+    cfg = AgentConfig.from_dict(meta["agent_config"]).replace(device="cpu")
+    obs_mode = args.obs_mode
+    env = make_actor_env(args.task, obs_mode, args.image_size, args.robot)
+    try:
+        spec = env_spec_of(env, args.task)
+        if isinstance(meta.get("spec"), dict):
+            diff = [f for f in spec.diff(EnvSpec.from_dict(meta["spec"])) if f != "task"]
+            if diff:
+                raise ConfigError(f"{path} was trained on another spec (differs in {diff}); pass the run's "
+                                  f"--obs-mode / --image-size")
+        policy = build_policy(spec, cfg, device="cpu")
+        prefix = "policy/"
+        params = {k[len(prefix):]: np.array(v) for k, v in groups["agent"].items() if k.startswith(prefix)}
+        policy.load_trainable_state({k: params[k] for k in policy.trainable_names() if k in params})
+        t0 = time.monotonic()
+        result = evaluate(env, policy, args.episodes, seed=args.eval_seed, deterministic=True)
+    finally:
+        env.close()
+    result.update(checkpoint=str(path), env_step=int(meta.get("counters", {}).get("env_step", -1)),
+                  updates=int(meta.get("counters", {}).get("updates", -1)), task=args.task,
+                  eval_seconds=round(time.monotonic() - t0, 2))
+    print(f"actor: evaluated {path.name} (env_step {result['env_step']}): success rate "
+          f"{result['success_rate']:.2f} over {args.episodes} deterministic episodes, mean return "
+          f"{result['return']:.3f}", flush=True)
+    if args.summary is not None:
+        args.summary.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.summary.with_name(f".{args.summary.name}.tmp")
+        tmp.write_text(json.dumps(result, indent=1))
+        tmp.replace(args.summary)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    _set_threads(args.threads)
+    get_preset(args.task)  # UnknownTaskError early
+    if args.evaluate is not None:
+        return run_evaluation(args)
+    actor_id = args.actor_id or f"{socket.gethostname()}-{os.getpid()}"
+    from robot_rl.transport import TransportConfig, connect_actor
+
+    keys = None
+    if args.keys is not None:
+        from robot_rl.keys import ClientKeys
+
+        keys = ClientKeys.from_dir(args.keys)
+    env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed)
+    spec = env_spec_of(env, args.task)
+    tcfg = TransportConfig(heartbeat_s=args.heartbeat, heartbeat_timeout_s=5 * args.heartbeat)
+    endpoint = connect_actor(spec, actor_id, args.learner, tcfg, keys=keys, insecure=args.insecure)
+    cfg = ActorConfig(chunk_steps=args.chunk_steps, seed=args.seed, pace=not args.no_pace)
+    actor = Actor(env, endpoint, cfg)
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    prev_term = signal.signal(signal.SIGTERM, _on_signal)
+    prev_int = signal.signal(signal.SIGINT, _on_signal)
+    print(f"actor {actor_id}: {args.task} ({args.obs_mode}, {'robot ' + args.robot if args.robot else 'twin'}) -> "
+          f"learner {args.learner} (pid {os.getpid()})", flush=True)
+    flushed = False
+    try:
+        last = time.monotonic()
+        actor.start()
+
+        def should_stop() -> bool:
+            nonlocal last
+            if not args.quiet and time.monotonic() - last >= 10.0:
+                last = time.monotonic()
+                s = actor.stats()
+                sr = s["success_rate"]
+                print(f"actor {actor_id}: steps {s['env_steps']} episodes {s['episodes']} success "
+                      f"{'-' if sr is None else f'{sr:.2f}'} weights v{s['weights_version']} "
+                      f"{endpoint.stats().state}{' (paused)' if s['paused'] else ''}", file=sys.stderr, flush=True)
+            return stop.is_set()
+
+        actor.run(should_stop, max_steps=args.max_steps, max_episodes=args.max_episodes)
+    finally:  # the signal handlers stay until the end: a second SIGTERM must not cut the flush short
+        try:
+            flushed = actor.close(flush_s=args.flush_timeout)
+        except Exception as err:  # the endpoint failed (e.g. spec mismatch): report below, still clean up
+            print(f"actor {actor_id}: {err}", file=sys.stderr)
+        final = {**actor.stats(), "actor_id": actor_id, "flushed": flushed}
+        st = endpoint.stats()
+        final.update(session=st.session, next_seq=st.next_seq, acked_upto=st.acked_upto, unacked=st.unacked_messages,
+                     reconnects=st.reconnects, resent_messages=st.resent_messages, state=st.state)
+        endpoint.close()
+        env.close()
+        if args.stats_out is not None:
+            args.stats_out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = args.stats_out.with_name(f".{args.stats_out.name}.tmp")
+            tmp.write_text(json.dumps(final, indent=1))
+            tmp.replace(args.stats_out)
+        signal.signal(signal.SIGTERM, prev_term)
+        signal.signal(signal.SIGINT, prev_int)
+    print(f"actor {actor_id}: stopped after {final['env_steps']} steps, {final['episodes']} episodes; sent up to seq "
+          f"{final['next_seq'] - 1}, acked {final['acked_upto']}{'' if flushed else ' (not all acknowledged)'}",
+          flush=True)
+    return 0

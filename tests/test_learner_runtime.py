@@ -1,0 +1,463 @@
+"""learners.learner (distributed learner logic) and actors.actor (actor loop) in one process over InMemoryHub:
+the update-to-data hold, weight versions, duplicates, durability across a crash, per-actor stats, chunks,
+weight swaps and pacing. Tiny networks; a fake clock where time matters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from actors.actor import Actor, ActorConfig, ChunkBuilder, PolicySwap, config_from_weights
+from learners.config import rlpd_state_config
+from learners.learner import (
+    CONFIG_ARRAY,
+    Inbox,
+    Learner,
+    LearnerConfig,
+    RunExistsError,
+    SeqLedger,
+    checkpoint_exists,
+)
+from robot_rl.specs import ArraySpec, EnvSpec
+from robot_rl.transport import Delivery, InMemoryHub, LearnerStats, TransportConfig
+from robot_rl.wire import TransitionChunk, Transitions, Weights
+
+SPEC = EnvSpec("toy", (ArraySpec("state", (3,), "float32"),), ArraySpec("action", (2,), "float32", -1.0, 1.0), 10.0)
+AGENT = rlpd_state_config(hidden_dims=(16, 16), ensemble_size=2, batch_size=8, critic_updates_per_actor_update=1,
+                          device="cpu")
+FAST = TransportConfig(heartbeat_s=0.05, heartbeat_timeout_s=2.0, hello_retry_s=0.05, resend_after_s=0.3,
+                       linger_ms=100, poll_ms=10)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def lcfg(**kw: Any) -> LearnerConfig:
+    base: dict[str, Any] = dict(updates_per_transition=0.5, learning_starts=10, max_ahead=20, publish_every=3,
+                                checkpoint_every=10_000, tensorboard=False, log_every_s=1e6, status_every_s=1e6,
+                                plot_every_s=1e6, capacity=1000, demo_capacity=100, success_window=4)
+    base.update(kw)
+    return LearnerConfig(**base)
+
+
+def make_chunk(t: int, start: float = 0.0, end: str | None = None, success: bool = False,
+               intervention: bool = False) -> TransitionChunk:
+    obs = [{"state": np.full(3, start + i, np.float32)} for i in range(t + 1)]
+    term = [False] * t
+    trunc = [False] * t
+    if end == "terminated":
+        term[-1] = True
+    elif end == "truncated":
+        trunc[-1] = True
+    stats = {"return": float(success), "length": t, "success": success} if end else None
+    return TransitionChunk.from_steps(obs, np.full((t, 2), 0.1, np.float32), np.zeros(t), term, trunc,
+                                      intervention=[intervention] * t, success=[success and i == t - 1 for i in
+                                                                                range(t)], stats=stats)
+
+
+class FakeEndpoint:
+    """Hands over scripted deliveries; records acks, reports and published weights."""
+
+    address = "fake://"
+
+    def __init__(self) -> None:
+        self.inbox: list[Delivery] = []
+        self.acked: list[tuple[str, str, int]] = []
+        self.published: list[tuple[int, dict[str, np.ndarray]]] = []
+        self.reported: dict[str, Any] = {}
+
+    def deliver(self, actor_id: str, session: str, seq: int, chunk: TransitionChunk) -> None:
+        self.inbox.append(Delivery(Transitions(actor_id, seq, chunk), session))
+
+    def recv_deliveries(self, timeout: float = 0.0, max_messages: int = 64) -> list[Delivery]:
+        out, self.inbox = self.inbox[:max_messages], self.inbox[max_messages:]
+        return out
+
+    def ack(self, deliveries: Any) -> None:
+        self.acked += [(d.actor_id, d.session, d.seq) for d in deliveries]
+
+    def publish_weights(self, version: int, arrays: Any) -> None:
+        self.published.append((version, dict(arrays)))
+
+    def report(self, **stats: Any) -> None:
+        self.reported.update(stats)
+
+    def stats(self) -> LearnerStats:
+        return LearnerStats({}, 0, {}, 0, 0, 0, 0, 0, -1, "")
+
+    def close(self) -> None:
+        pass
+
+
+def drain(learner: Learner, max_steps: int = 10_000) -> None:
+    for _ in range(max_steps):
+        r = learner.step(max_wait_s=0.0)
+        if not r["received"] and not r["updates"]:
+            return
+
+
+# --------------------------------------------------------------------------------------------------- ledger/inbox
+
+def test_seq_ledger_covers_overlaps_and_round_trips() -> None:
+    ledger = SeqLedger()
+    ledger.add("a", "s", 0, 5)
+    ledger.add("a", "s", 10, 12)
+    ledger.add("a", "s", 5, 10)
+    assert ledger.sessions() == {"a": {"s": [[0, 12]]}}
+    assert ledger.covers("a", "s", 3, 12) and not ledger.covers("a", "s", 11, 13)
+    assert ledger.overlaps("a", "s", 11, 13) and not ledger.overlaps("a", "t", 0, 1)
+    ledger.add("a", "t", 0, 2)
+    assert ledger.count() == 14 and ledger.count("a") == 14 and ledger.count("b") == 0
+    assert SeqLedger.from_json(json.loads(json.dumps(ledger.to_json()))).sessions() == ledger.sessions()
+
+
+def test_inbox_round_trip_and_cleanup(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path / "inbox")
+    c = make_chunk(3, start=2.0, end="terminated", success=True)
+    inbox.write(1, "a0", "s1", 7, c, task="toy")
+    inbox.write(2, "a0", "s1", 10, make_chunk(2))
+    (tmp_path / "inbox" / "chunk_000000000003.npz").write_bytes(b"torn")  # never acknowledged: skipped
+    recs = inbox.records(after=0)
+    assert [(r.index, r.actor_id, r.session, r.seq) for r in recs] == [(1, "a0", "s1", 7), (2, "a0", "s1", 10)]
+    np.testing.assert_array_equal(recs[0].chunk.observations["state"], c.observations["state"])
+    assert recs[0].chunk.stats == {"return": 1.0, "length": 3, "success": True}
+    assert inbox.delete_upto(2) == 2
+    assert inbox.indices() == [3]
+
+
+# --------------------------------------------------------------------------------------------------- learner
+
+def test_utd_hold_waits_for_data_and_reports_a_budget(tmp_path: Path) -> None:
+    ep = FakeEndpoint()
+    learner = Learner(SPEC, AGENT, lcfg(), ep, tmp_path, clock=Clock())
+    ep.deliver("a0", "s", 0, make_chunk(8))
+    drain(learner)
+    assert learner.received == 8 and learner.updates == 0  # before learning_starts
+    assert ep.reported["env_step_budget"] == 10 + 0 + 20
+    ep.deliver("a0", "s", 8, make_chunk(12, start=8))
+    drain(learner)
+    assert learner.received == 20
+    assert learner.updates == learner.target_updates == 5  # floor(0.5 * (20 - 10))
+    for _ in range(20):  # no new data: no update, however often it is asked
+        learner.step(max_wait_s=0.0)
+    assert learner.updates == 5
+    assert ep.reported["env_step_budget"] == 10 + 10 + 20 and ep.reported["env_step"] == 20
+    ep.deliver("a0", "s", 20, make_chunk(7, start=20))
+    drain(learner)
+    assert learner.updates == 8  # floor(0.5 * 17)
+
+
+def test_weights_are_versioned_and_carry_the_config(tmp_path: Path) -> None:
+    ep = FakeEndpoint()
+    learner = Learner(SPEC, AGENT, lcfg(publish_every=5), ep, tmp_path, clock=Clock())
+    ep.deliver("a0", "s", 0, make_chunk(30))
+    drain(learner)
+    assert learner.updates == 10
+    assert [v for v, _ in ep.published] == [1, 2]  # after updates 5 and 10
+    version, arrays = ep.published[-1]
+    assert config_from_weights(arrays) == AGENT
+    obs = {"state": np.array([0.1, -0.2, 0.3], np.float32)}
+    swap = PolicySwap(SPEC, lambda: None)
+    swap.load(Weights(version, arrays))
+    policy, v = swap.current()
+    assert v == 2 and policy is not None
+    np.testing.assert_allclose(policy.act(obs, deterministic=True), learner.agent.act(obs, deterministic=True),
+                               atol=1e-6)
+
+
+def test_duplicates_are_dropped_and_still_acknowledged(tmp_path: Path) -> None:
+    ep = FakeEndpoint()
+    learner = Learner(SPEC, AGENT, lcfg(), ep, tmp_path, clock=Clock())
+    c = make_chunk(4)
+    ep.deliver("a0", "s1", 0, c)
+    ep.deliver("a0", "s1", 0, c)                  # resent after a lost ack
+    ep.deliver("a0", "s1", 2, make_chunk(4))      # partial overlap: refused
+    ep.deliver("a0", "s2", 0, c)                  # the actor restarted: a new seq space
+    drain(learner)
+    assert learner.received == 8 and len(learner.online) == 8
+    assert learner.duplicates == 2 and learner.actors["a0"].duplicates == 2
+    assert ep.acked == [("a0", "s1", 0), ("a0", "s1", 0), ("a0", "s1", 2), ("a0", "s2", 0)]
+    assert learner.ledger.sessions() == {"a0": {"s1": [[0, 4]], "s2": [[0, 4]]}}
+
+
+def test_chunks_with_non_finite_values_are_rejected_not_trained_on(tmp_path: Path) -> None:
+    ep = FakeEndpoint()
+    learner = Learner(SPEC, AGENT, lcfg(), ep, tmp_path, clock=Clock())
+    bad_reward = make_chunk(3)
+    bad_reward.rewards.setflags(write=True)
+    bad_reward.rewards[1] = np.nan
+    bad_obs = make_chunk(3)
+    bad_obs.observations["state"][2, 0] = np.inf
+    ep.deliver("a0", "s", 0, bad_reward)
+    ep.deliver("a0", "s", 3, bad_obs)
+    ep.deliver("a0", "s", 6, make_chunk(3))
+    drain(learner)
+    assert learner.received == 3 and len(learner.online) == 3
+    assert learner.rejected == 2 and learner.status()["actors"]["a0"]["rejected"] == 2
+    assert len(ep.acked) == 3  # acknowledged: resending them would not make them valid
+
+
+def test_crash_and_resume_keeps_exactly_the_acknowledged_data(tmp_path: Path) -> None:
+    ep = FakeEndpoint()
+    a = Learner(SPEC, AGENT, lcfg(checkpoint_every=10), ep, tmp_path, clock=Clock())
+    for i in range(3):  # 12 transitions: a checkpoint at 12, inbox cleared
+        ep.deliver("a0", "s", 4 * i, make_chunk(4, start=4 * i))
+    drain(a)
+    assert checkpoint_exists(tmp_path) is not None and Inbox(tmp_path / "inbox").indices() == []
+    ep.deliver("a0", "s", 12, make_chunk(4, start=12, end="terminated", success=True))
+    ep.deliver("a1", "x", 0, make_chunk(3, end="truncated", intervention=True))
+    drain(a)
+    assert a.received == 19 and len(Inbox(tmp_path / "inbox").indices()) == 2
+    updates_before = a.updates
+    # crash: no close(); a new process resumes from the checkpoint + inbox
+    with pytest.raises(RunExistsError, match="--resume"):
+        Learner(SPEC, AGENT, lcfg(checkpoint_every=10), FakeEndpoint(), tmp_path, clock=Clock())
+    ep2 = FakeEndpoint()
+    b = Learner(SPEC, AGENT, lcfg(checkpoint_every=10), ep2, tmp_path, resume=True, clock=Clock())
+    assert b.received == 19 and len(b.online) == 19 and b.replayed_chunks == 2
+    assert len(b.demo) == 3 and b.interventions == 3  # the intervention steps are in the demo buffer again
+    assert b.episodes == 2 and b.actors["a0"].episodes == 1 and list(b.successes) == [1.0, 0.0]
+    assert b.ledger.sessions() == {"a0": {"s": [[0, 16]]}, "a1": {"x": [[0, 3]]}}
+    assert b.updates <= updates_before and ep2.published  # restored weights go out at once
+    ep2.deliver("a0", "s", 12, make_chunk(4, start=12))  # written but never acked before the crash: resent
+    ep2.deliver("a0", "s", 16, make_chunk(2, start=16))
+    drain(b)
+    assert b.received == 21 and b.duplicates == 1
+    b.close()
+    ep3 = FakeEndpoint()
+    c = Learner(SPEC, AGENT, lcfg(), ep3, tmp_path, resume=True, clock=Clock())
+    assert c.received == 21 and len(c.online) == 21 and c.replayed_chunks == 0
+
+
+def test_resume_without_a_checkpoint_replays_the_inbox(tmp_path: Path) -> None:
+    ep = FakeEndpoint()
+    a = Learner(SPEC, AGENT, lcfg(), ep, tmp_path, clock=Clock())
+    ep.deliver("a0", "s", 0, make_chunk(5))
+    drain(a)
+    assert checkpoint_exists(tmp_path) is None
+    with pytest.raises(RunExistsError, match="inbox"):
+        Learner(SPEC, AGENT, lcfg(), FakeEndpoint(), tmp_path, clock=Clock())
+    b = Learner(SPEC, AGENT, lcfg(), FakeEndpoint(), tmp_path, resume=True, clock=Clock())
+    assert b.received == 5 and b.ledger.count() == 5
+
+
+def test_resume_refuses_another_agent_config(tmp_path: Path) -> None:
+    a = Learner(SPEC, AGENT, lcfg(), FakeEndpoint(), tmp_path, clock=Clock())
+    a.close()
+    with pytest.raises(Exception, match="hidden_dims"):
+        Learner(SPEC, AGENT.replace(hidden_dims=(8,)), lcfg(), FakeEndpoint(), tmp_path, resume=True)
+
+
+def test_per_actor_stats_and_outputs(tmp_path: Path) -> None:
+    ep = FakeEndpoint()
+    clock = Clock()
+    learner = Learner(SPEC, AGENT, lcfg(log_every_s=1.0, status_every_s=1.0), ep, tmp_path, clock=clock)
+    ep.deliver("a0", "s", 0, make_chunk(5, end="terminated", success=True))
+    ep.deliver("a0", "s", 5, make_chunk(5, end="truncated"))
+    ep.deliver("a1", "t", 0, make_chunk(6, end="terminated", success=True, intervention=True))
+    drain(learner)
+    clock.t = 2.0
+    learner.step(max_wait_s=0.0)
+    st = json.loads((tmp_path / "status.json").read_text())
+    assert st["env_step"] == 16 and st["episodes"] == 3
+    assert st["success_rate"] == pytest.approx(2 / 3)
+    assert st["actors"]["a0"]["success_rate"] == 0.5 and st["actors"]["a0"]["transitions"] == 10
+    assert st["actors"]["a1"]["success_rate"] == 1.0 and st["actors"]["a1"]["interventions"] == 6
+    assert st["demo_size"] == 6
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["env_step"] == 16 and rows[-1]["success_rate"] == pytest.approx(2 / 3)
+    assert "critic_loss" in rows[-1]
+    learner.close()
+    assert (tmp_path / "learning_curve.png").is_file()
+
+
+# --------------------------------------------------------------------------------------------------- actor
+
+class ToyEnv:
+    """A 1-D walk: state = [position, step, goal]; success when |position - goal| < 0.5 (terminates); 6 steps."""
+
+    def __init__(self) -> None:
+        self.t = 0
+        self.pos = 0.0
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {"state": np.array([self.pos, self.t, 2.0], np.float32)}
+
+    def reset(self, seed: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        self.t, self.pos = 0, 0.0
+        return self._obs(), {}
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        assert action.shape == (2,) and np.all(np.abs(action) <= 1.0)
+        self.t += 1
+        self.pos += float(action[0])
+        success = abs(self.pos - 2.0) < 0.5
+        info = {"success": success, "intervention": self.t == 2, "intervene_action": np.array([0.5, 0.5])}
+        return self._obs(), float(success), success, self.t >= 6 and not success, info
+
+
+def test_chunk_builder_layout() -> None:
+    b = ChunkBuilder(SPEC, max_steps=3)
+    b.start({"state": np.zeros(3, np.float32)}, episode=4, step=0)
+    for i in range(3):
+        b.add(np.full(2, i, np.float32), 1.0, False, False, i == 1, False, {"state": np.full(3, i + 1, np.float32)})
+    assert b.full
+    c = b.take()
+    assert c.length == 3 and c.episode == 4 and c.step == 0
+    np.testing.assert_array_equal(c.observations["state"][:, 0], [0, 1, 2, 3])
+    np.testing.assert_array_equal(c.intervention, [False, True, False])
+    b.start({"state": np.full(3, 3, np.float32)}, episode=4, step=3)
+    b.add(np.zeros(2, np.float32), 0.0, True, False, False, True, {"state": np.full(3, 9, np.float32)})
+    c2 = b.take(stats={"success": True})
+    assert c2.step == 3 and c2.stats == {"success": True}
+    np.testing.assert_array_equal(c.observations["state"][:, 0], [0, 1, 2, 3])  # the first chunk kept its arrays
+
+
+def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path) -> None:
+    hub = InMemoryHub(FAST)
+    learner_ep = hub.bind_learner(SPEC)
+    learner = Learner(SPEC, AGENT, lcfg(learning_starts=6, publish_every=2), learner_ep, tmp_path)
+    actor_ep = hub.connect_actor(SPEC, "a0")
+    actor = Actor(ToyEnv(), actor_ep, ActorConfig(chunk_steps=4, seed=3, pace=False))
+    actor.start()
+    assert actor.swap.current() == (None, -1)
+    for _ in range(40):
+        actor.step()
+        learner.step(max_wait_s=0.0)
+    actor.close(flush_s=2.0)
+    drain(learner)
+    st = actor.stats()
+    assert st["env_steps"] == 40 and st["episodes"] == learner.episodes > 0
+    assert learner.received == 40 == len(learner.online)
+    assert learner.ledger.sessions() == {"a0": {actor_ep.stats().session: [[0, 40]]}}
+    # step 2 of each episode is an intervention: every one the actor made reached the learner (and its demo buffer)
+    assert learner.interventions == actor.intervention_steps == len(learner.demo) >= st["episodes"]
+    assert st["intervention_rate"] is not None and st["intervention_rate"] > 0
+    assert st["weights_version"] >= 1 and st["weights_swaps"] >= 1
+    stored = learner.online.actions[: len(learner.online)]
+    assert np.any(np.all(stored == 0.5, axis=1))  # the human's action was stored, not the policy's
+    actor_ep.close()
+    learner_ep.close()
+
+
+class BudgetEndpoint:
+    """An actor endpoint that reports a fixed learner budget and records what is sent."""
+
+    spec = SPEC
+
+    def __init__(self, budget: int, received: int, actors: int = 1) -> None:
+        self.learner = {"env_step": received, "env_step_budget": budget, "actors": actors, "t": 1.0}
+        self.sent: list[TransitionChunk] = []
+
+    def send(self, chunk: TransitionChunk, timeout: float = 0.0) -> bool:
+        self.sent.append(chunk)
+        return True
+
+    def latest_weights(self) -> Weights | None:
+        return None
+
+    def flush(self, timeout: float) -> bool:
+        return True
+
+    def report(self, **stats: Any) -> None:
+        pass
+
+    state = "connected"
+    acked_upto = -1
+
+    def stats(self) -> Any:
+        class S:
+            state = self.state
+            learner = self.learner
+            acked_upto = self.acked_upto
+        return S()
+
+
+def test_pacing_stops_at_the_budget_share_and_sends_the_partial_chunk() -> None:
+    ep = BudgetEndpoint(budget=110, received=100, actors=2)  # 10 transitions of headroom, 2 actors: 5 each
+    actor = Actor(ToyEnv(), ep, ActorConfig(chunk_steps=50, seed=0), spec=SPEC, sleep=lambda s: None)
+    calls = {"n": 0}
+
+    def stop_after_a_few_waits() -> bool:  # called every loop and every wait: stop after 3 paused checks
+        calls["n"] += int(actor.paused)
+        return calls["n"] > 3
+
+    actor.run(stop_after_a_few_waits, max_steps=100)
+    assert actor.steps == 5
+    assert sum(c.length for c in ep.sent) == 5  # paused with a partial chunk: it went out
+    ep.learner = {**ep.learner, "env_step": 105, "env_step_budget": 125}  # the learner took them: 20 headroom
+    ep.acked_upto = 4
+    calls["n"] = 0
+    actor.run(stop_after_a_few_waits, max_steps=100)
+    assert actor.steps == 5 + 10
+
+
+def test_pacing_waits_for_a_first_learner_and_not_for_one_that_went_away() -> None:
+    ep = BudgetEndpoint(budget=0, received=0)
+    ep.learner = {}  # no report yet
+    actor = Actor(ToyEnv(), ep, ActorConfig(chunk_steps=50, seed=0), spec=SPEC, sleep=lambda s: None)
+    waits = {"n": 0}
+
+    def stop_after_waits() -> bool:
+        waits["n"] += int(actor.paused)
+        return waits["n"] > 3
+
+    actor.run(stop_after_waits, max_steps=20)
+    assert actor.steps == 0  # never heard from a learner: waits for it
+    ep.learner = {"env_step": 0, "env_step_budget": 5, "actors": 1, "t": 1.0}
+    waits["n"] = 0
+    actor.run(stop_after_waits, max_steps=20)
+    assert actor.steps == 5
+    ep.state = "connecting"  # the learner went away: keep stepping, the endpoint buffers
+    actor.run(max_steps=20)
+    actor.close()
+    assert actor.steps == 25 and sum(c.length for c in ep.sent) == 25
+    assert CONFIG_ARRAY == "meta/agent_config"
+
+
+# --------------------------------------------------------------------------------------------------- CLIs
+
+def test_learner_and_sim_refuse_an_existing_run_without_resume(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from robot_rl.cli import main
+
+    a = Learner(SPEC, AGENT, lcfg(), FakeEndpoint(), tmp_path, clock=Clock())
+    a.close()  # leaves a checkpoint
+    assert main(["learner", "--task", "twin-reach", "--out", str(tmp_path), "--bind", "tcp://127.0.0.1:0"]) == 1
+    assert "--resume" in capsys.readouterr().err
+    assert main(["sim", "--task", "twin-reach", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "already holds a run" in err and "--resume" in err
+    assert main(["sim", "--task", "twin-nope", "--out", str(tmp_path / "x")]) == 1
+    assert "unknown task" in capsys.readouterr().err
+
+
+def test_sim_display_renders_status() -> None:
+    from robot_rl.sim_cli import milestones, render_status
+
+    st = {"env_step": 12345, "episodes": 40, "success_rate": 0.45, "updates": 6000, "updates_per_s": 18.25,
+          "weights_version": 600, "online_size": 12345, "demo_size": 512,
+          "actors": {"actor-0": {"alive": True, "weights_version": 599, "transitions": 6200, "episodes": 20,
+                                 "success_rate": 0.5, "intervention_rate": 0.0, "env_steps_per_s": 31.0},
+                     "actor-1": {"alive": False, "weights_version": 580, "transitions": 6145, "episodes": 20,
+                                 "success_rate": 0.4, "intervention_rate": None, "paused": True}}}
+    lines = render_status(st, 185.0, "twin-pick-cube", 20000)
+    assert len(lines) == 3
+    assert "12.3k/20.0k env steps" in lines[0] and "3m05s" in lines[0] and "success 0.45" in lines[0]
+    assert "18.2/s" in lines[0] and "weights v600" in lines[0] and "demo 512" in lines[0]
+    assert "actor-0" in lines[1] and "alive" in lines[1] and "v599" in lines[1] and "0.50" in lines[1]
+    assert "away" in lines[2] and "paused" in lines[2]
+    assert render_status({}, 3.0, "t", 10)[0].endswith("waiting for the learner ...")
+    rows = [{"env_step": 100, "wall_s": 10.0, "success_rate": 0.1}, {"env_step": 200, "wall_s": 20.0,
+                                                                     "success_rate": 0.6}]
+    assert milestones(rows) == {"0.25": {"env_step": 200, "wall_s": 20.0}, "0.5": {"env_step": 200, "wall_s": 20.0},
+                                "0.8": None, "0.9": None}
