@@ -6,7 +6,9 @@ One class covers the family; the config picks the recipe (learners.config preset
   soft target updates (tau), optional gradient clipping.
 - UTD: one `update(batch)` call takes `critic_updates_per_actor_update` x `batch_size` rows, splits them into
   that many minibatches, runs a critic (+ target) update on each, then one actor + temperature update on the
-  last minibatch (SERL's `update_high_utd`).
+  last minibatch (SERL's `update_high_utd`). Minibatch i is rows i, i+k, i+2k, ... (k = the ratio), so a batch
+  that is the concatenation of sources (MixedSampler: online rows, then demo rows) gives every minibatch the
+  same mix.
 - RLPD: SAC + symmetric sampling (learners.replay.MixedSampler) + LayerNorm critics + ensemble 10 / subset 2.
 - DrQ (cameras in the observation): random-shift augmentation of obs and next_obs independently, one encoder per
   camera shared by actor and critic (trained by the critic loss; the actor sees detached features), a frozen
@@ -41,7 +43,7 @@ from torch import nn
 from learners.config import AgentConfig
 from learners.encoders import random_shift
 from learners.nets import EnsembleMLP, soft_update
-from learners.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device
+from learners.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
 from robot_rl.errors import ShapeError
 from robot_rl.specs import EnvSpec
 
@@ -90,7 +92,7 @@ class SACAgent:
         self.generator.manual_seed(cfg.seed + 2)
         self.num_updates = 0
         self._critic_loss: Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]] = self._critic_loss_eager
-        self._actor_loss: Callable[..., tuple[torch.Tensor, torch.Tensor]] = self._actor_loss_eager
+        self._actor_loss: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = self._actor_loss_eager
         if cfg.compile:
             self._critic_loss = torch.compile(self._critic_loss_eager)
             self._actor_loss = torch.compile(self._actor_loss_eager)
@@ -126,7 +128,7 @@ class SACAgent:
             raise ShapeError(f"batch actions: expected (B, {self.policy.action_dim}), got {tuple(actions.shape)}")
         out: dict[str, Any] = {"images": images, "state": state, "next_images": next_images,
                                "next_state": next_state, "actions": actions}
-        for key in ("rewards", "terminated", "grasp_penalty"):
+        for key in ("rewards", "terminated", "grasp_penalty", "intervention"):
             if key not in batch:
                 out[key] = torch.zeros(n, device=dev)
                 continue
@@ -160,10 +162,15 @@ class SACAgent:
                       "target_q_mean": target.mean()}
 
     def _actor_loss_eager(self, feats: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor,
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
-        a, logp = self.actor.sample(feats, noise)
+                          bc_actions: torch.Tensor, bc_mask: torch.Tensor,
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        mean, log_std = self.actor(feats)
+        a, logp = tanh_gaussian(mean, log_std, noise)
         q = self.critic(torch.cat([feats, a], -1)).squeeze(-1).mean(0)  # mean over the ensemble (SERL, REDQ)
-        return (alpha * logp - q).mean(), logp
+        # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
+        sq = (torch.tanh(mean) - bc_actions).pow(2).sum(-1)
+        bc = (sq * bc_mask).sum() / bc_mask.sum().clamp_min(1.0)
+        return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc
 
     # ------------------------------------------------------------------ update
     def _step(self, opt: torch.optim.Optimizer, params: Sequence[torch.Tensor], loss: torch.Tensor,
@@ -185,8 +192,9 @@ class SACAgent:
         return enc({k: v[sl] for k, v in images.items()}, st)
 
     def update(self, batch: Mapping[str, Any]) -> dict[str, float]:
-        """critic_updates_per_actor_update critic (+ target) updates on equal minibatches of `batch`, then one
-        actor + temperature update on the last; returns float metrics (critic metrics averaged)."""
+        """critic_updates_per_actor_update critic (+ target) updates on equal minibatches of `batch` (strided rows:
+        minibatch i = rows i::k), then one actor + temperature update on the last; returns float metrics (critic
+        metrics averaged)."""
         cfg = self.cfg
         b = self._split_batch(batch)
         n = b["actions"].shape[0]
@@ -213,7 +221,9 @@ class SACAgent:
         grip_metrics: list[dict[str, torch.Tensor]] = []
         last_feats_detached = None
         for i in range(k):
-            sl = slice(i * mb, (i + 1) * mb)
+            # strided, not contiguous: samplers concatenate their sources (MixedSampler: online rows, then demo
+            # rows), so contiguous chunks would give some critic updates (and the actor) one source only
+            sl = slice(i, None, k)
             alpha = self.log_alpha.detach().exp()
             feats = self._features(bf, images, b["state"], sl)
             with torch.no_grad():
@@ -238,7 +248,9 @@ class SACAgent:
         try:
             alpha = self.log_alpha.detach().exp()
             noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
-            actor_loss, logp = self._actor_loss(last_feats_detached, noise, alpha)
+            last = slice(k - 1, None, k)
+            actor_loss, logp, bc_loss = self._actor_loss(last_feats_detached, noise, alpha, arm_all[last],
+                                                         b["intervention"][last])
             self._step(self.actor_opt, self._actor_params, actor_loss)
         finally:
             self.critic.requires_grad_(True)
@@ -251,6 +263,8 @@ class SACAgent:
                                         for key in critic_metrics[0]}
         if grip_metrics:
             out.update({key: torch.stack([m[key] for m in grip_metrics]).mean() for key in grip_metrics[0]})
+        if cfg.bc_weight > 0:
+            out["bc_loss"] = bc_loss.detach()
         out.update(actor_loss=actor_loss.detach(), entropy=entropy, temperature=self.log_alpha.detach().exp(),
                    temperature_loss=temp_loss.detach())
         keys = list(out)
