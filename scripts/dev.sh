@@ -2,7 +2,7 @@
 # One entry point for setting up and running robot-rl on a fresh Debian 12 / Python 3.11 machine.
 #
 #   bash scripts/dev.sh setup   # system packages (if missing) + .venv with robot-rl[sim,learn,dev]
-#   bash scripts/dev.sh demo    # setup, then the main job on its embedded default
+#   bash scripts/dev.sh demo    # setup, then the main job (robot-rl sim --task twin-pick-cube) or `demo ARGS` for sim ARGS
 #   bash scripts/dev.sh test    # setup, then lint, type-check and the test suite
 #   bash scripts/dev.sh bench   # setup (+ bench extra), then the benchmarks under benchmarks/
 #
@@ -75,7 +75,9 @@ case "$cmd" in
   setup) setup ;;
   demo)
     setup
-    "$VENV/bin/robot-rl" demo "$@"
+    # the main job: train on the MuJoCo twin, learner + actors + robot servers as separate processes over ZeroMQ
+    if [ $# -eq 0 ]; then set -- --task twin-pick-cube; fi
+    "$VENV/bin/robot-rl" sim "$@"
     ;;
   test)
     setup
