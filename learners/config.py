@@ -80,6 +80,10 @@ class AgentConfig(Config):
     """Subtract gamma * alpha * log pi(a'|s') in the critic target (off in SERL/HIL-SERL)."""
     grad_clip_norm: float | None = None
     """Clip each network's gradient to this global L2 norm (None = no clipping)."""
+    bc_weight: float = 0.0
+    """Behaviour-cloning term in the actor loss: bc_weight x mean squared error between the policy's mode
+    tanh(mean) and the stored action, over the batch rows marked as human actions (`intervention`: demo steps
+    and interventions), arm dims only. 0 (default) = pure SAC/RLPD; see learners.sac for when it helps."""
 
     # --- images (DrQ path; used only when the observation has cameras)
     encoder: str = "resnet10"
@@ -144,6 +148,8 @@ class AgentConfig(Config):
                 self.target_entropy_per_dim, "must be finite")
         if self.target_entropy is not None:
             require(math.isfinite(self.target_entropy), "target_entropy", self.target_entropy, "must be finite")
+        require(math.isfinite(self.bc_weight) and self.bc_weight >= 0, "bc_weight", self.bc_weight,
+                "must be a finite number >= 0")
         if self.grad_clip_norm is not None:
             require(self.grad_clip_norm > 0, "grad_clip_norm", self.grad_clip_norm, "must be > 0 or None")
         require(self.encoder in ENCODERS, "encoder", self.encoder, f"must be one of {ENCODERS}")
