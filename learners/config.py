@@ -37,6 +37,15 @@ ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
 class AgentConfig(Config):
     """SAC-family agent (SAC, RLPD, DrQ, optional HIL-SERL gripper head). Defaults: SERL DrQ/RLPD (see module)."""
 
+    # --- inputs
+    state_select: tuple[str, ...] = ()
+    """Use only these state leaves / elements (learners.obs: 'leaf', 'leaf[i]', 'leaf[a:b]'); () = all of them.
+    E.g. ('object', 'state[0:3]') on the twin: the object state and the TCP position, without the orientation,
+    twist, gripper and wrench that a few demos let a network memorise episodes by."""
+    state_scale: float = 1.0
+    """Multiply the state vector by this before the networks: Adam moves every weight by about the learning rate
+    per step, so inputs of ~0.1 (positions in metres) are learned ~10x slower than unit-sized ones."""
+
     # --- networks
     hidden_dims: tuple[int, ...] = (256, 256)
     """Hidden layer sizes of the actor MLP and of every critic ensemble member."""
@@ -127,6 +136,12 @@ class AgentConfig(Config):
     """Seed of the network initialisation and of the agent's own random streams."""
 
     def validate(self) -> None:
+        from learners.obs import parse_select
+
+        for entry in self.state_select:
+            parse_select(entry)  # syntax only; leaf names are checked against the spec when a policy is built
+        require(math.isfinite(self.state_scale) and self.state_scale > 0, "state_scale", self.state_scale,
+                "must be a finite number > 0")
         require(len(self.hidden_dims) > 0 and all(h > 0 for h in self.hidden_dims), "hidden_dims",
                 self.hidden_dims, "must be a non-empty tuple of positive ints")
         require(self.activation in ACTIVATIONS, "activation", self.activation, f"must be one of {ACTIVATIONS}")

@@ -3,24 +3,43 @@
 Any Box or (nested) Dict observation works: uint8 (H, W, C) leaves are cameras; every other leaf is flattened and
 concatenated, in the spec's sorted slash-path order, into one float32 state vector.
 
+An optional selection keeps only some state leaves, or some (flat) elements of them: entries "leaf" (all of it),
+"leaf[i]" or "leaf[a:b]" (numpy-style, on the flattened leaf). Within a leaf the kept elements stay in their
+order; leaves stay in spec order; leaves not named are dropped (cameras are unaffected). Replay buffers and
+episode files keep the whole observation; only what the networks see changes.
+
 Usage::
 
     layout = ObsLayout.from_spec(spec)
     images, state = layout.to_torch(obs, device, batched=False)   # {name: uint8 (1, H, W, C)}, float (1, D)
+    ObsLayout.from_spec(spec, select=("object", "state[0:3]")).state_dim   # twin reach: goal + TCP position = 6
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from robot_rl.errors import ShapeError
+from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import ArraySpec, EnvSpec, flatten_value
+
+_SELECT_RE = re.compile(r"^(?P<leaf>[^\[\]]+?)(\[(?P<a>-?\d*)(?P<colon>:)?(?P<b>-?\d*)\])?$")
+
+
+def parse_select(entry: str) -> tuple[str, int | None, int | None, bool]:
+    """'leaf' / 'leaf[i]' / 'leaf[a:b]' -> (leaf, a, b, is_slice); ConfigError on anything else."""
+    m = _SELECT_RE.match(entry.strip())
+    if m is None or (m.group(2) is not None and not m.group("colon") and not m.group("a")):
+        raise ConfigError(f"state selection entry {entry!r}: expected 'leaf', 'leaf[i]' or 'leaf[a:b]'")
+    a = int(m.group("a")) if m.group("a") else None
+    b = int(m.group("b")) if m.group("b") else None
+    return m.group("leaf").strip(), a, b, bool(m.group("colon"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,17 +48,59 @@ class ObsLayout:
 
     cameras: tuple[ArraySpec, ...]
     state: tuple[ArraySpec, ...]
+    state_index: tuple[tuple[int, ...] | None, ...] = ()
+    """Per entry of `state`: the flat element indices kept (None = the whole leaf); empty = keep everything."""
+    state_scale: float = 1.0
+    """The state vector is multiplied by this (after the selection) before it reaches the networks."""
 
     @classmethod
-    def from_spec(cls, spec: EnvSpec) -> ObsLayout:
+    def from_spec(cls, spec: EnvSpec, select: Sequence[str] = (), state_scale: float = 1.0) -> ObsLayout:
+        """The layout of `spec`; `select` (see the module docstring) keeps only some state leaves/elements;
+        `state_scale` multiplies the state vector."""
         if not spec.observation:
             raise ShapeError("the observation spec has no entries")
-        return cls(tuple(s for s in spec.observation if s.is_image),
-                   tuple(s for s in spec.observation if not s.is_image))
+        cameras = tuple(s for s in spec.observation if s.is_image)
+        state = tuple(s for s in spec.observation if not s.is_image)
+        if not select:
+            return cls(cameras, state, (), float(state_scale))
+        by_name = {s.name: s for s in state}
+        kept: dict[str, set[int] | None] = {}
+        for entry in select:
+            leaf, a, b, is_slice = parse_select(entry)
+            if leaf not in by_name:
+                what = "a camera" if any(c.name == leaf for c in cameras) else "not a state leaf"
+                raise ConfigError(f"state selection {entry!r}: '{leaf}' is {what}; state leaves: "
+                                  f"{sorted(by_name)}")
+            n = math.prod(by_name[leaf].shape)
+            if a is None and b is None and not is_slice:
+                kept[leaf] = None
+                continue
+            if is_slice:
+                idx = set(range(n)[slice(a, b)])
+            else:
+                assert a is not None
+                if not -n <= a < n:
+                    raise ConfigError(f"state selection {entry!r}: index {a} out of range for '{leaf}' ({n} values)")
+                idx = {a % n}
+            if not idx:
+                raise ConfigError(f"state selection {entry!r} selects nothing from '{leaf}' ({n} values)")
+            if leaf not in kept or kept[leaf] is not None:
+                prev = kept.get(leaf)
+                kept[leaf] = idx if prev is None else prev | idx
+        leaves = tuple(s for s in state if s.name in kept)
+        index = tuple(None if kept[s.name] is None else tuple(sorted(kept[s.name] or ())) for s in leaves)
+        return cls(cameras, leaves, index, float(state_scale))
+
+    def _index(self, i: int) -> tuple[int, ...] | None:
+        return self.state_index[i] if self.state_index else None
 
     @property
     def state_dim(self) -> int:
-        return sum(math.prod(s.shape) for s in self.state)
+        total = 0
+        for i, s in enumerate(self.state):
+            idx = self._index(i)
+            total += math.prod(s.shape) if idx is None else len(idx)
+        return total
 
     def flat(self, obs: Any, batched: bool) -> dict[str, Any]:
         """Flatten and check every leaf: shape (spec) or (B, spec) when batched; raises ShapeError naming it."""
@@ -75,11 +136,16 @@ class ObsLayout:
         state: torch.Tensor | None = None
         if self.state:
             parts = []
-            for s in self.state:
+            for i, s in enumerate(self.state):
                 t = torch.as_tensor(flat[s.name])
                 t = t.reshape(t.shape[0] if batched else 1, -1)
+                idx = self._index(i)
+                if idx is not None:
+                    t = t[:, list(idx)]
                 parts.append(t.to(device=device, dtype=torch.float32, non_blocking=True))
             state = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+            if self.state_scale != 1.0:
+                state = state * self.state_scale
         return images, state
 
 

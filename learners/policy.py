@@ -116,7 +116,7 @@ class Policy(nn.Module):
             raise ConfigError(f"gripper_head=True needs an action with >= 2 dims (arm + gripper), got {act.shape}")
         self.spec = spec
         self.cfg = cfg
-        self.layout = ObsLayout.from_spec(spec)
+        self.layout = ObsLayout.from_spec(spec, cfg.state_select, cfg.state_scale)
         self.action_dim = int(act.shape[0])
         self.arm_dim = self.action_dim - (1 if cfg.gripper_head else 0)
         self.encoder = ObservationEncoder(self.layout, cfg)

@@ -19,7 +19,8 @@ One class covers the family; the config picks the recipe (learners.config preset
 
 The update is pure torch: no I/O, no clocks. Batches (learners.replay.ReplayBuffer.sample) are dicts of numpy
 arrays or tensors: obs / next_obs (flat {slash/path: (B, ...)} or nested dicts, or a (B, ...) array for a Box
-observation), actions (B, A) in [-1, 1], rewards (B,), terminated (B,), optional grasp_penalty (B,).
+observation), actions (B, A) in [-1, 1], rewards (B,), terminated (B,), optional grasp_penalty (B,) and
+intervention (B,) (human rows: the rows the optional behaviour-cloning term, cfg.bc_weight, imitates).
 
 Usage::
 

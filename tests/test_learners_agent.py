@@ -267,3 +267,84 @@ def test_train_online_with_dict_images_routes_interventions_and_rescales_actions
     assert np.abs(acts).max() > 1.0 and np.abs(acts).max() <= 2.0  # rescaled to the env's [-2, 2]
     assert np.abs(online.actions[online.valid]).max() <= 1.0        # stored in the agent's [-1, 1]
     assert len(evaluate(env, agent, episodes=2)) == 2
+
+
+def test_every_critic_minibatch_and_the_actor_see_the_same_source_mix() -> None:
+    # samplers concatenate their sources (MixedSampler: online rows first, then demo rows); contiguous minibatches
+    # would give the first critic updates only online rows and the later ones (and the actor) only demo rows
+    agent = SACAgent(_spec(), _cfg(critic_updates_per_actor_update=4, bc_weight=1.0))
+    batch = _batch(32)
+    batch["rewards"] = np.r_[np.zeros(16), np.ones(16)].astype(np.float32)  # online 0, demo 1
+    batch["intervention"] = np.r_[np.zeros(16, bool), np.ones(16, bool)]
+    seen_rewards: list[float] = []
+    seen_human: list[float] = []
+    critic_loss, actor_loss = agent._critic_loss, agent._actor_loss
+
+    def spy_critic(*args: torch.Tensor) -> object:
+        seen_rewards.append(float(args[4].mean()))
+        return critic_loss(*args)
+
+    def spy_actor(*args: torch.Tensor) -> object:
+        seen_human.append(float(args[4].float().mean()))
+        return actor_loss(*args)
+
+    agent._critic_loss, agent._actor_loss = spy_critic, spy_actor
+    agent.update(batch)
+    assert seen_rewards == [0.5, 0.5, 0.5, 0.5]
+    assert seen_human == [0.5]
+
+
+def test_bc_weight_imitates_human_rows_only() -> None:
+    rng = np.random.default_rng(0)
+    states = rng.standard_normal((64, 5)).astype(np.float32)
+    target = np.tanh(states[:, :3]).astype(np.float32)  # the "human" action, a function of the state
+    human = np.arange(64) < 32  # a sampler puts the demo rows last; here first, either works
+    actions = np.where(human[:, None], target, -target).astype(np.float32)  # policy rows do the opposite
+    batch = {"obs": {"state": states}, "next_obs": {"state": states}, "actions": actions,
+             "rewards": np.zeros(64, np.float32), "terminated": np.ones(64, bool), "intervention": human}
+
+    def error(bc_weight: float) -> float:
+        agent = SACAgent(_spec(), _cfg(bc_weight=bc_weight, batch_size=32, hidden_dims=(32, 32), actor_lr=3e-3))
+        for _ in range(300):
+            m = agent.update(batch)
+        assert ("bc_loss" in m) == (bc_weight > 0)
+        act = agent.policy.act({"state": states}, deterministic=True, batched=True)
+        return float(np.abs(act - target).mean())
+
+    with_bc, without = error(10.0), error(0.0)
+    print(f"mean |policy - human action|: {with_bc:.3f} with BC, {without:.3f} without")
+    assert with_bc < 0.25 and without > 2 * with_bc
+
+
+def test_state_select_feeds_only_the_chosen_elements() -> None:
+    from learners.obs import ObsLayout
+    from robot_rl.errors import ConfigError
+
+    spec = EnvSpec("t", (ArraySpec("object", (3,), "float32"), ArraySpec("state", (19,), "float32")),
+                   ArraySpec("action", (7,), "float32", -1.0, 1.0), 10.0)
+    assert ObsLayout.from_spec(spec).state_dim == 22
+    layout = ObsLayout.from_spec(spec, ("object", "state[0:3]", "state[12]"))
+    assert layout.state_dim == 7
+    obs = {"object": np.arange(3, dtype=np.float32), "state": 10 + np.arange(19, dtype=np.float32)}
+    _, st = layout.to_torch(obs, "cpu", batched=False)
+    assert st is not None and st.tolist() == [[0, 1, 2, 10, 11, 12, 22]]
+    assert ObsLayout.from_spec(spec, ("state[-2:]",)).to_torch(obs, "cpu", False)[1].tolist() == [[27, 28]]
+    for bad, match in (("goal", "not a state leaf"), ("state[19]", "out of range"), ("state[5:5]", "nothing"),
+                       ("state[", "expected")):
+        with pytest.raises(ConfigError, match=match):
+            ObsLayout.from_spec(spec, (bad,))
+    with pytest.raises(ConfigError):
+        _cfg(state_select=("state[0:",))
+    agent = SACAgent(spec, _cfg(state_select=("object", "state[0:3]")))
+    assert agent.policy.trainable_state()["actor.trunk.hidden.0.weight"].shape == (16, 6)
+    a = agent.act(obs, deterministic=True)
+    other = {"object": obs["object"], "state": obs["state"].copy()}
+    other["state"][3:] = -50.0  # elements the agent does not see
+    np.testing.assert_array_equal(agent.act(other, deterministic=True), a)
+    other["state"][0] = 5.0
+    assert not np.array_equal(agent.act(other, deterministic=True), a)
+    m = agent.update({"obs": {k: np.stack([v] * 16) for k, v in obs.items()},
+                      "next_obs": {k: np.stack([v] * 16) for k, v in other.items()},
+                      "actions": np.zeros((16, 7), np.float32), "rewards": np.zeros(16, np.float32),
+                      "terminated": np.zeros(16, bool)})
+    assert np.isfinite(list(m.values())).all()
