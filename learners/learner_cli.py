@@ -16,7 +16,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
+import json
 import logging
 import os
 import signal
@@ -68,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--critic-updates", type=int, default=None, help="critic updates per actor update")
     g.add_argument("--encoder", default=None, choices=("resnet10", "conv"), help="camera encoder (pixels)")
     g.add_argument("--encoder-weights", default=None, help="local ResNet-10 safetensors file (pixels)")
+    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="any other AgentConfig field (repeatable; VALUE as JSON, else a string), e.g. bc_weight=1.0")
     g.add_argument("--device", default="cpu", help="torch device (cpu, cuda, auto)")
     g.add_argument("--seed", type=int, default=0, help="seed of the networks and samplers")
     s = p.add_argument_group("schedule")
@@ -107,7 +111,20 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     if args.ensemble is not None:
         base = AGENTS[args.agent]().ensemble_subsample
         overrides["ensemble_subsample"] = None if base is None else min(base, args.ensemble)
+    for item in args.set:
+        field, sep, text = item.partition("=")
+        if not sep or not field:
+            raise ConfigError(f"--set {item!r}: expected FIELD=VALUE")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        overrides[field.strip()] = tuple(value) if isinstance(value, list) else value
     overrides.update(device=args.device, seed=args.seed)
+    known = {f.name for f in dataclasses.fields(AgentConfig)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(f"unknown agent option(s) {unknown}; AgentConfig fields: {sorted(known)}")
     return AGENTS[args.agent](**overrides)
 
 

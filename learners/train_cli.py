@@ -74,10 +74,24 @@ class TrainConfig(Config):
     """No updates before the online buffer holds this many transitions (HIL-SERL: 100)."""
     utd: int | None = None
     """Critic updates per actor update (None: the algorithm's default)."""
+    updates_per_step: int = 1
+    """Agent updates (each: utd critic updates + 1 actor update) per env step."""
     batch_size: int | None = None
     """Minibatch size (None: the algorithm's default)."""
     hidden: int | None = None
     """Width of the two hidden layers of actor and critics (None: 256)."""
+    state_select: str | None = None
+    """Comma-separated state leaves/elements the networks see, e.g. 'object,state[0:3]' (None: all; see
+    learners.obs). Demos and replay keep the whole observation."""
+    state_scale: float | None = None
+    """Multiply the state vector by this before the networks (None: 1)."""
+    discount: float | None = None
+    """Discount factor (None: the algorithm's default)."""
+    ensemble: int | None = None
+    """Critic ensemble size (None: the algorithm's default); the target min uses a random subset of
+    min(2, ensemble) members."""
+    bc_weight: float | None = None
+    """Behaviour-cloning weight on demo/intervention rows in the actor loss (None: 0, plain RLPD/SAC)."""
     encoder: str = "conv"
     """Image encoder: conv (small, trained from scratch) or resnet10 (needs encoder_weights)."""
     encoder_weights: str | None = None
@@ -96,6 +110,8 @@ class TrainConfig(Config):
     """torch CPU threads (1 is best on a shared 2-core machine)."""
     seed: int = 0
     """Seed of the agent, the env resets and the warm-up actions."""
+    max_minutes: float = 0.0
+    """Wall-clock budget: stop (evaluate, checkpoint) at the first evaluation after this many minutes; 0 = none."""
 
     def validate(self) -> None:
         require((self.task is None) != (self.env_id is None), "task/env_id", (self.task, self.env_id),
@@ -106,6 +122,8 @@ class TrainConfig(Config):
         require(self.eval_episodes >= 1, "eval_episodes", self.eval_episodes, "must be >= 1")
         require(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "must be >= 1")
         require(self.threads >= 1, "threads", self.threads, "must be >= 1")
+        require(self.updates_per_step >= 1, "updates_per_step", self.updates_per_step, "must be >= 1")
+        require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
 
     def agent_config(self, has_cameras: bool) -> AgentConfig:
         """The AgentConfig for this run: the algorithm's preset plus the overrides given."""
@@ -117,6 +135,17 @@ class TrainConfig(Config):
             over["batch_size"] = self.batch_size
         if self.hidden is not None:
             over["hidden_dims"] = (self.hidden, self.hidden)
+        if self.state_select:
+            over["state_select"] = tuple(e.strip() for e in self.state_select.split(",") if e.strip())
+        if self.state_scale is not None:
+            over["state_scale"] = self.state_scale
+        if self.discount is not None:
+            over["discount"] = self.discount
+        if self.ensemble is not None:
+            over["ensemble_size"] = self.ensemble
+            over["ensemble_subsample"] = min(2, self.ensemble)
+        if self.bc_weight is not None:
+            over["bc_weight"] = self.bc_weight
         if self.algo == "sac":
             return sac_config(**over)
         if self.algo == "hil-serl":
@@ -242,11 +271,12 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     metrics = MetricsLog(out / "metrics.jsonl")
     tb = ScalarWriter(out / "tb")
     loop_cfg = LoopConfig(total_steps=cfg.max_env_steps, start_steps=cfg.start_steps,
-                          learning_starts=cfg.learning_starts, seed=cfg.seed)
+                          learning_starts=cfg.learning_starts, updates_per_step=cfg.updates_per_step, seed=cfg.seed)
     last_eval = run.counters.env_step // cfg.eval_every
     last_ckpt = run.counters.env_step // cfg.checkpoint_every
     window: list[dict[str, Any]] = []
     t0, updates0 = time.perf_counter(), run.counters.updates
+    started = t0
     row: dict[str, Any] = {}
 
     def evaluate_now() -> dict[str, Any]:
@@ -289,10 +319,15 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
             if step // cfg.eval_every > last_eval or done:
                 last_eval = step // cfg.eval_every
                 row = evaluate_now()
+                if cfg.max_minutes > 0 and time.perf_counter() - started > 60.0 * cfg.max_minutes and not done:
+                    log(f"[train] stopping at env step {step}: --max-minutes {cfg.max_minutes} reached")
+                    done = True
             if step // cfg.checkpoint_every > last_ckpt or done:
                 last_ckpt = step // cfg.checkpoint_every
                 path = run.training_run().save(out / "checkpoints", extra_meta=checkpoint_meta())
                 log(f"[train] checkpoint {path.name}")
+            if done:
+                break
         if not row or row.get("env_step") != run.counters.env_step:
             row = evaluate_now()  # the run ended mid-episode: evaluate what we have
             run.training_run().save(out / "checkpoints", extra_meta=checkpoint_meta())
@@ -318,7 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
         default = f.default
         kind = {"max_env_steps": int, "start_steps": int, "learning_starts": int, "utd": int, "batch_size": int,
                 "hidden": int, "eval_every": int, "eval_episodes": int, "checkpoint_every": int,
-                "replay_capacity": int, "threads": int, "seed": int, "image_size": int}.get(f.name, str)
+                "replay_capacity": int, "threads": int, "seed": int, "image_size": int, "ensemble": int,
+                "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
+                "max_minutes": float}.get(f.name, str)
         choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10")}.get(f.name)
         p.add_argument(flag, type=kind, default=default, choices=choices, help=f"(default: {default})")
     return p

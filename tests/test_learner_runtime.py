@@ -461,3 +461,22 @@ def test_sim_display_renders_status() -> None:
                                                                      "success_rate": 0.6}]
     assert milestones(rows) == {"0.25": {"env_step": 200, "wall_s": 20.0}, "0.5": {"env_step": 200, "wall_s": 20.0},
                                 "0.8": None, "0.9": None}
+
+
+def test_learner_cli_agent_options() -> None:
+    from learners.learner_cli import agent_config, build_parser
+    from robot_rl.errors import ConfigError
+
+    def cfg(*extra: str) -> Any:
+        return agent_config(build_parser().parse_args(["--task", "twin-reach", "--out", "/nonexistent", *extra]))
+
+    base = cfg()
+    assert (base.hidden_dims, base.batch_size, base.critic_updates_per_actor_update) == ((128, 128), 128, 1)
+    assert base.ensemble_size == 10 and base.ensemble_subsample == 2 and base.device == "cpu"
+    c = cfg("--hidden", "64,64", "--ensemble", "2", "--set", "bc_weight=0.5", "--set", "activation=relu")
+    assert c.hidden_dims == (64, 64) and c.ensemble_subsample == 2 and c.bc_weight == 0.5 and c.activation == "relu"
+    assert cfg("--obs-mode", "pixels").encoder == "conv"
+    with pytest.raises(ConfigError, match="unknown agent option"):
+        cfg("--set", "no_such_field=1")
+    with pytest.raises(ConfigError, match="FIELD=VALUE"):
+        cfg("--set", "bc_weight")
