@@ -1,0 +1,75 @@
+"""CI learning test: RLPD with 20 scripted demos learns the twin reach task (state observations), end to end through
+the real command-line entry points: `robot-rl record-demos` (demos.record_cli) records the demos, `robot-rl train`
+(learners.train_cli) trains and evaluates every 1000 env steps (20 deterministic episodes, fixed env seeds),
+`robot-rl eval` re-evaluates the final checkpoint on 20 other env seeds.
+
+Asserted: some evaluation reaches >= 90 % success; the stochastic training episodes succeed more often at the end
+than in the first 1000 steps (the policy improves from its own online experience); the final checkpoint still
+succeeds in >= 75 % of 20 fresh episodes.
+
+The recipe (flags below) and why, measured while developing (one shared 2-core machine, torch 2.13 CPU):
+- `--state-select object,state[0:3]`: the networks see the goal and the TCP position only. With 20 demos every
+  other proprio element lets a network memorise episodes instead of generalising: the reset orientation noise makes
+  the euler angles an episode id; the twist and the wrist force follow the previous action (copycat). Behaviour
+  cloning on the same 20 demos succeeds in 5-15 % of episodes with the whole 22-D state, 85-90 % with these 6.
+- `--state-scale 10`: positions are ~0.1 m; Adam moves each weight by ~lr per step whatever the input size, so
+  small inputs learn slowly (on a point-mass copy of the task: 35 % vs 0-10 % after 2500 steps).
+- `--discount 0.9`: with the sparse terminal reward and 0.99, Q is nearly flat and overestimated (1.3-1.8 where
+  the true maximum is 1.0; demo, random and policy actions within a few %); 0.9 makes a wasted step cost 10 %.
+- `--bc-weight 30`: behaviour cloning on the demo rows in the actor loss. Without it (pure RLPD) no configuration
+  tried got past 30 % within 3000-8000 steps on the twin (the point-mass copy needs ~7500 steps for 85 %).
+- fast networks: 256 wide, ensemble 4 (subset 2), 1 critic update per actor update, 2 updates per env step.
+
+Robustness (3000 steps, ~105 s of training on a quiet machine): seeds 0 / 1 / 2 reach 90 / 100 / 90 % at their
+best evaluation, 85 / 95 / 85 % at the last one, 70 / 90 / 75 % on the fresh seeds; training-episode success goes
+from 57 / 33 / 41 % (first 1000 steps) to 85 / 94 / 89 %. Not hidden: the same pipeline with the actor trained by
+the BC term alone (no Q) does as well or better on seed 0 (85 / 100 / 100 %, fresh 95 %): with these 20 demos the
+critic's gradient does not yet add precision, the demos do the work; the learning test guards the whole pipeline
+(demos -> buffers -> updates -> policy -> eval) against regressions such as the minibatch bug it was written for
+(learners.sac: every critic minibatch and the actor now see the online/demo mix, see test_learners_agent).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from robot_rl.metrics import read_metrics
+
+RECIPE = ["--state-select", "object,state[0:3]", "--state-scale", "10", "--discount", "0.9", "--bc-weight", "30",
+          "--hidden", "256", "--batch-size", "128", "--utd", "1", "--updates-per-step", "2", "--ensemble", "4"]
+STEPS = 3000
+SEED = 1
+
+
+@pytest.mark.slow
+def test_rlpd_with_scripted_demos_learns_twin_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("mujoco")
+    pytest.importorskip("torch")
+    from demos import record_cli
+    from learners import train_cli
+
+    demos, run = tmp_path / "demos", tmp_path / "run"
+    assert record_cli.main(["--task", "twin-reach", "--episodes", "20", "--out", str(demos), "--obs-mode", "state",
+                            "--seed", "0"]) == 0
+    t0 = time.perf_counter()
+    assert train_cli.main(["--task", "twin-reach", "--obs-mode", "state", "--demos", str(demos),
+                           "--max-env-steps", str(STEPS), "--eval-every", "1000", "--eval-episodes", "20",
+                           "--checkpoint-every", str(STEPS), "--seed", str(SEED), "--device", "cpu", "--threads", "1",
+                           *RECIPE, "--out", str(run)]) == 0
+    train_s = time.perf_counter() - t0
+    rows = read_metrics(run / "metrics.jsonl")
+    assert [r["env_step"] for r in rows][-1] == STEPS
+    capsys.readouterr()
+    assert train_cli.eval_main(["--checkpoint", str(run), "--episodes", "20", "--seed", "5000000"]) == 0
+    fresh = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    with capsys.disabled():
+        print(f"\ntwin reach: eval success {[r['success_rate'] for r in rows]} at {[r['env_step'] for r in rows]} "
+              f"env steps, training episodes {[round(r['train_success_rate'], 2) for r in rows]}; fresh seeds "
+              f"{fresh['success_rate']:.0%} (mean length {fresh['mean_length']:.1f}); training {train_s:.0f} s")
+    assert max(r["success_rate"] for r in rows) >= 0.9, rows
+    assert rows[-1]["train_success_rate"] > rows[0]["train_success_rate"], rows
+    assert fresh["success_rate"] >= 0.75, fresh
