@@ -20,8 +20,10 @@ The three twin tasks (numbers chosen for the twin's scene; see each class for th
 | task      | success                                                | max steps | object obs (dim)               |
 |-----------|--------------------------------------------------------|-----------|--------------------------------|
 | reach     | TCP within 2 cm of the goal                            | 50        | goal (3)                       |
-| pick_cube | cube bottom >= 5 cm above the table, held in the hand  | 100       | cube pos (3) + cube quat (4)   |
+| pick_cube | cube bottom >= 5 cm above the table, held in the hand  | 100       | cube pos (3) + quat (4) [^sym] |
 | peg_insert| peg bottom within 4 mm of the hole bottom, centred     | 100       | peg bottom (3) + hole (3)      |
+
+[^sym]: the cube's orientation up to its 24 symmetries (`canonical_cube_quat`): a yaw reads in [-pi/4, pi/4].
 """
 
 from __future__ import annotations
@@ -90,6 +92,48 @@ class Task:
     def success(self, state: RobotState) -> bool:
         """Whether `state` completes the task."""
         return False
+
+
+def _cube_symmetries_wxyz() -> np.ndarray:
+    """The 24 rotations that map a cube onto itself, as unit quaternions wxyz (one sign each), shape (24, 4).
+
+    Up to sign they are the quaternions whose entries are a permutation of (1, 0, 0, 0) (identity, 180 deg about
+    an axis), (1, 1, 0, 0) / sqrt(2) with any signs (90 deg about an axis, 180 deg about a face diagonal) or
+    (1, 1, 1, 1) / 2 with any signs (120 deg about a body diagonal).
+    """
+    import itertools
+
+    found: list[np.ndarray] = []
+    for pattern in ((1.0, 0.0, 0.0, 0.0), (1.0, 1.0, 0.0, 0.0), (1.0, 1.0, 1.0, 1.0)):
+        base = np.asarray(pattern) / np.linalg.norm(pattern)
+        for perm in set(itertools.permutations(base)):
+            for signs in itertools.product((1.0, -1.0), repeat=4):
+                q = np.asarray(perm) * np.asarray(signs)
+                q = -q if q[np.flatnonzero(np.abs(q) > 1e-9)[0]] < 0 else q  # one sign per rotation
+                if not any(np.allclose(q, f) for f in found):
+                    found.append(q)
+    return np.stack(found)
+
+
+CUBE_SYMMETRIES_WXYZ = _cube_symmetries_wxyz()
+
+
+def canonical_cube_quat(quat_wxyz: np.ndarray) -> np.ndarray:
+    """The orientation of a cube up to its 24 symmetries: of the 24 quaternions q * s (s a cube symmetry) that
+    describe the same physical cube, the one closest to the identity (largest |w|), sign fixed to w >= 0.
+
+    A cube turned by yaw theta reads as a yaw in [-pi/4, pi/4]; physically equal cubes read equal. This is what a
+    policy needs (which way to turn the hand), without the 8-fold ambiguity of the raw quaternion's yaw.
+    """
+    q = np.asarray(quat_wxyz, np.float64)
+    # w of q * s is dot(q, conj(s)); the group is closed under conj, so pick h maximising |q . h|, use s = conj(h)
+    h = CUBE_SYMMETRIES_WXYZ[int(np.argmax(np.abs(CUBE_SYMMETRIES_WXYZ @ q)))]
+    s = h * np.array([1.0, -1.0, -1.0, -1.0])
+    w1, x1, y1, z1 = q
+    w2, x2, y2, z2 = s
+    out = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                    w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+    return -out if out[0] < 0 else out
 
 
 def _rel(state: RobotState, key: str, origin_pos_m: np.ndarray) -> np.ndarray:
@@ -171,8 +215,7 @@ class PickCubeTask(Task):
         return 7
 
     def object_obs(self, state: RobotState, origin_pos_m: np.ndarray) -> np.ndarray:
-        quat = np.asarray(state.objects["cube_quat"], np.float64)
-        quat = -quat if quat[0] < 0 else quat  # q and -q are the same rotation: one representative
+        quat = canonical_cube_quat(np.asarray(state.objects["cube_quat"], np.float64))  # up to the cube's symmetry
         return np.concatenate([_rel(state, "cube_pos", origin_pos_m), quat]).astype(np.float32)
 
     def success(self, state: RobotState) -> bool:

@@ -122,3 +122,47 @@ def test_peg_misaligned_by_3mm_does_not_go_in() -> None:
     robot.command(hole + np.array([0.003, 0, PEG_BOTTOM_PAST_TCP_M + HOLE_DEPTH_M - 0.01]), q_down, 1.0)
     robot.wait(1.5)
     assert robot.state().objects["peg_pos"][2] > HOLE_DEPTH_M - 0.002
+
+
+def _yaw_quat(yaw: float) -> np.ndarray:
+    return np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+
+
+def test_cube_symmetry_group_and_canonical_orientation() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from controllers.transforms import quat_to_mat
+    from envs.tasks import CUBE_SYMMETRIES_WXYZ, canonical_cube_quat
+
+    group = CUBE_SYMMETRIES_WXYZ
+    assert group.shape == (24, 4) and np.allclose(np.linalg.norm(group, axis=1), 1.0)
+    mats = [quat_to_mat(g) for g in group]
+    for R in mats:  # each maps the cube's face normals (the axes, both signs) onto face normals
+        assert np.allclose(np.abs(R).sum(axis=0), 1.0) and np.allclose(np.abs(R).sum(axis=1), 1.0)
+    assert len({tuple(np.round(R, 6).ravel()) for R in mats}) == 24  # 24 distinct rotations
+
+    for yaw in np.linspace(-np.pi, np.pi, 37):  # a yaw-only cube reads as a yaw in [-pi/4, pi/4]
+        c = canonical_cube_quat(_yaw_quat(yaw))
+        canon_yaw = 2 * np.arctan2(c[3], c[0])
+        assert abs(canon_yaw) <= np.pi / 4 + 1e-9 and np.allclose(c[1:3], 0.0)
+        assert np.isclose(np.cos(4 * canon_yaw), np.cos(4 * yaw))  # the same cube: equal modulo 90 degrees
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.floats(-1, 1), min_size=4, max_size=4), st.integers(0, 23))
+    def check(raw: list[float], k: int) -> None:
+        q = np.asarray(raw)
+        if np.linalg.norm(q) < 1e-3:
+            return
+        q = q / np.linalg.norm(q)
+        c = canonical_cube_quat(q)
+        # the same physical cube: c = q * s for a symmetry s (rotation matrices equal up to a face permutation)
+        rel = quat_to_mat(q).T @ quat_to_mat(c)
+        assert any(np.allclose(rel, R, atol=1e-9) for R in mats)
+        assert c[0] >= 0 and c[0] >= np.cos(np.pi / 3) - 1e-9  # never farther than the group allows from identity
+        turned = quat_mul(q, group[k])  # any other description of the same cube gives the same reading ...
+        c2 = canonical_cube_quat(turned)
+        if np.sort(np.abs(group @ q))[-2] < np.abs(group @ q).max() - 1e-6:  # ... away from exact ties
+            assert np.allclose(c2, c, atol=1e-9)
+
+    check()
