@@ -72,12 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--encoder-weights", default=None, help="local ResNet-10 safetensors file (pixels)")
     g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="any other AgentConfig field (repeatable; VALUE as JSON, else a string), e.g. bc_weight=1.0")
+    g.add_argument("--no-recipe", action="store_true",
+                   help="ignore the task preset's training recipe (robot_rl.presets): plain agent defaults + flags")
     g.add_argument("--device", default="cpu", help="torch device (cpu, cuda, auto)")
     g.add_argument("--seed", type=int, default=0, help="seed of the networks and samplers")
     s = p.add_argument_group("schedule")
     d = LearnerConfig()
-    s.add_argument("--utd", type=float, default=d.updates_per_transition,
-                   help="agent updates per received transition (each: --critic-updates critic updates)")
+    s.add_argument("--utd", type=float, default=None,
+                   help="agent updates per received transition (each: --critic-updates critic updates); default: "
+                        f"the task's recipe, else {d.updates_per_transition}")
     s.add_argument("--learning-starts", type=int, default=d.learning_starts, help="transitions before learning")
     s.add_argument("--max-ahead", type=int, default=d.max_ahead, help="transitions actors may run ahead")
     s.add_argument("--publish-every", type=int, default=d.publish_every, help="publish weights every N updates")
@@ -100,6 +103,8 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     overrides: dict[str, Any] = dict(PIXEL_DEFAULTS if args.obs_mode == "pixels" else STATE_DEFAULTS)
     if args.agent != "rlpd":
         overrides = {}
+    if not args.no_recipe:
+        overrides.update(get_preset(args.task).recipe(args.obs_mode))
     for flag, field in (("hidden", "hidden_dims"), ("ensemble", "ensemble_size"), ("batch", "batch_size"),
                         ("critic_updates", "critic_updates_per_actor_update"), ("encoder", "encoder"),
                         ("encoder_weights", "encoder_weights")):
@@ -174,7 +179,11 @@ def main(argv: list[str]) -> int:
         _, meta = load_checkpoint(existing)
         if isinstance(meta.get("agent_config"), dict):
             cfg = AgentConfig.from_dict(meta["agent_config"])
-    lcfg = LearnerConfig(updates_per_transition=args.utd, learning_starts=args.learning_starts,
+    utd = args.utd
+    if utd is None:
+        recipe_utd = float(get_preset(args.task).updates_per_step)
+        utd = LearnerConfig().updates_per_transition if args.no_recipe else recipe_utd
+    lcfg = LearnerConfig(updates_per_transition=utd, learning_starts=args.learning_starts,
                          max_ahead=args.max_ahead, publish_every=args.publish_every,
                          checkpoint_every=args.checkpoint_every, max_env_steps=args.max_env_steps,
                          capacity=args.capacity, log_every_s=args.log_every, tensorboard=not args.no_tensorboard,

@@ -74,8 +74,11 @@ class TrainConfig(Config):
     """No updates before the online buffer holds this many transitions (HIL-SERL: 100)."""
     utd: int | None = None
     """Critic updates per actor update (None: the algorithm's default)."""
-    updates_per_step: int = 1
-    """Agent updates (each: utd critic updates + 1 actor update) per env step."""
+    updates_per_step: int | None = None
+    """Agent updates (each: utd critic updates + 1 actor update) per env step (None: the task's recipe, else 1)."""
+    no_recipe: bool = False
+    """Ignore the task preset's training recipe (robot_rl.presets: state selection, discount, BC weight, network
+    sizes, updates per step): the algorithm's plain defaults plus the flags given."""
     batch_size: int | None = None
     """Minibatch size (None: the algorithm's default)."""
     hidden: int | None = None
@@ -122,13 +125,26 @@ class TrainConfig(Config):
         require(self.eval_episodes >= 1, "eval_episodes", self.eval_episodes, "must be >= 1")
         require(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "must be >= 1")
         require(self.threads >= 1, "threads", self.threads, "must be >= 1")
-        require(self.updates_per_step >= 1, "updates_per_step", self.updates_per_step, "must be >= 1")
+        require(self.updates_per_step is None or self.updates_per_step >= 1, "updates_per_step",
+                self.updates_per_step, "must be >= 1")
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
 
+    def recipe(self, has_cameras: bool) -> dict[str, Any]:
+        """The task preset's AgentConfig overrides ({} for --env-id runs and with no_recipe)."""
+        if self.task is None or self.no_recipe:
+            return {}
+        return get_preset(self.task).recipe("pixels" if has_cameras else "state")
+
+    def steps_per_update(self) -> int:
+        """Agent updates per env step: the flag, else the task's recipe, else 1."""
+        if self.updates_per_step is not None:
+            return self.updates_per_step
+        return 1 if self.task is None or self.no_recipe else get_preset(self.task).updates_per_step
+
     def agent_config(self, has_cameras: bool) -> AgentConfig:
-        """The AgentConfig for this run: the algorithm's preset plus the overrides given."""
-        over: dict[str, Any] = {"seed": self.seed, "device": self.device, "encoder": self.encoder,
-                                "encoder_weights": self.encoder_weights}
+        """The AgentConfig for this run: the algorithm's defaults, the task's recipe, then the flags given."""
+        over: dict[str, Any] = self.recipe(has_cameras)
+        over.update(seed=self.seed, device=self.device, encoder=self.encoder, encoder_weights=self.encoder_weights)
         if self.utd is not None:
             over["critic_updates_per_actor_update"] = self.utd
         if self.batch_size is not None:
@@ -271,7 +287,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     metrics = MetricsLog(out / "metrics.jsonl")
     tb = ScalarWriter(out / "tb")
     loop_cfg = LoopConfig(total_steps=cfg.max_env_steps, start_steps=cfg.start_steps,
-                          learning_starts=cfg.learning_starts, updates_per_step=cfg.updates_per_step, seed=cfg.seed)
+                          learning_starts=cfg.learning_starts, updates_per_step=cfg.steps_per_update(),
+                          seed=cfg.seed)
     last_eval = run.counters.env_step // cfg.eval_every
     last_ckpt = run.counters.env_step // cfg.checkpoint_every
     window: list[dict[str, Any]] = []
@@ -357,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
                 "max_minutes": float}.get(f.name, str)
         choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10")}.get(f.name)
+        if default is False:
+            p.add_argument(flag, action="store_true", help="(flag)")
+            continue
         p.add_argument(flag, type=kind, default=default, choices=choices, help=f"(default: {default})")
     return p
 

@@ -470,9 +470,15 @@ def test_learner_cli_agent_options() -> None:
     def cfg(*extra: str) -> Any:
         return agent_config(build_parser().parse_args(["--task", "twin-reach", "--out", "/nonexistent", *extra]))
 
-    base = cfg()
+    base = cfg("--no-recipe")
     assert (base.hidden_dims, base.batch_size, base.critic_updates_per_actor_update) == ((128, 128), 128, 1)
     assert base.ensemble_size == 10 and base.ensemble_subsample == 2 and base.device == "cpu"
+    assert base.bc_weight == 0 and base.state_select == ()
+    tuned = cfg()  # the task preset's recipe (robot_rl.presets), below explicit flags
+    assert tuned.state_select == ("object", "state[0:3]") and tuned.discount == 0.9 and tuned.bc_weight == 30
+    assert (tuned.hidden_dims, tuned.ensemble_size, tuned.ensemble_subsample) == ((256, 256), 4, 2)
+    assert cfg("--hidden", "64,64", "--set", "discount=0.99").discount == 0.99
+    assert cfg("--obs-mode", "pixels").state_select == ("state[0:3]", "state[5]", "state[12]")
     c = cfg("--hidden", "64,64", "--ensemble", "2", "--set", "bc_weight=0.5", "--set", "activation=relu")
     assert c.hidden_dims == (64, 64) and c.ensemble_subsample == 2 and c.bc_weight == 0.5 and c.activation == "relu"
     assert cfg("--obs-mode", "pixels").encoder == "conv"
