@@ -3,13 +3,15 @@
 Each condition trains RLPD (state observations, scripted demos in the demo buffer) with the same seeds; the
 "interventions" condition wraps the training env in `InterventionWrapper(env, ScriptedHuman)` — the scripted
 human takes over when the policy drifts from the expert's path, and the taken-over transitions go to both the
-online and the demo buffer (HIL-SERL routing in learners.loop). Evaluation always runs the bare policy on a
-clean env (no human). Prints a table, writes benchmarks/results/interventions.json and interventions.png.
+online and the demo buffer (HIL-SERL routing in learners.loop). Both use the task preset's training recipe
+(robot_rl.presets, what `robot-rl train --task T` uses). Evaluation always runs the bare, deterministic policy
+on a clean env (no human), on the same env seeds for both conditions. Prints a table, writes
+benchmarks/results/interventions.json and interventions.png.
 
 Usage::
 
-    python benchmarks/interventions.py                      # twin-pick-cube, 3 seeds, 6000 steps
-    python benchmarks/interventions.py --task twin-reach --steps 1500 --seeds 1 --quick
+    python benchmarks/interventions.py                      # twin-pick-cube, 3 seeds, 4000 steps
+    python benchmarks/interventions.py --task twin-reach --steps 1500 --seeds 1
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episodes: int, demos: Path,
-                  intervene: bool, hidden: int, utd: int, batch: int) -> dict[str, Any]:
+                  intervene: bool) -> dict[str, Any]:
     import torch
 
     from envs.presets import make_env, twin_task
@@ -42,6 +44,7 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
     from learners.replay import ReplayBuffer
     from learners.sac import SACAgent
     from robot_rl.episodes import load_dir
+    from robot_rl.presets import get_preset
     from robot_rl.specs import EnvSpec
 
     torch.set_num_threads(1)
@@ -51,8 +54,8 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
         env = InterventionWrapper(env, human, InterventionConfig(sticky_s=0.0))
     eval_env = make_env(task, obs_mode="state")
     spec = EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=10.0)
-    agent = SACAgent(spec, rlpd_state_config(seed=seed, hidden_dims=(hidden, hidden),
-                                             critic_updates_per_actor_update=utd, batch_size=batch))
+    preset = get_preset(task)
+    agent = SACAgent(spec, rlpd_state_config(**{**preset.recipe("state"), "seed": seed}))
     online = ReplayBuffer(spec, steps + 10, seed=seed)
     demo = ReplayBuffer(spec, 50_000, seed=seed + 1)
     for ep in load_dir(demos)[0]:
@@ -72,8 +75,9 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
               f"success {curve[-1]['success_rate']:.0%} intervention rate {curve[-1]['intervention_rate']:.2f}",
               flush=True)
 
-    for m in train_online(env, agent, online, LoopConfig(total_steps=steps, start_steps=0, learning_starts=100,
-                                                         seed=seed), demo=demo, counters=counters):
+    loop = LoopConfig(total_steps=steps, start_steps=0, learning_starts=100,
+                      updates_per_step=preset.updates_per_step, seed=seed)
+    for m in train_online(env, agent, online, loop, demo=demo, counters=counters):
         interventions.append(float(m.get("intervention_rate", 0.0)))
         if m["env_step"] >= next_eval:
             next_eval += eval_every
@@ -88,18 +92,12 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="twin-pick-cube")
-    p.add_argument("--steps", type=int, default=6000)
+    p.add_argument("--steps", type=int, default=4000)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--eval-every", type=int, default=1000)
-    p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
-    p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--utd", type=int, default=4)
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--quick", action="store_true", help="smaller networks (hidden 64, utd 2) for a smoke run")
     args = p.parse_args()
-    if args.quick:
-        args.hidden, args.utd = 64, 2
     from demos.record_cli import main as record
 
     runs = []
@@ -109,14 +107,18 @@ def main() -> None:
         for seed in range(args.seeds):
             for intervene in (False, True):
                 runs.append(run_condition(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos,
-                                          intervene, args.hidden, args.utd, args.batch))
+                                          intervene))
     print(f"\n{'condition':<26}{'seed':>5}  success by env step")
     for r in runs:
         cond = "with interventions" if r["interventions"] else "without interventions"
         pts = "  ".join(f"{c['env_step']}:{c['success_rate']:.0%}" for c in r["curve"])
         print(f"{cond:<26}{r['seed']:>5}  {pts}")
     RESULTS.mkdir(exist_ok=True)
+    from robot_rl.presets import get_preset
+
+    preset = get_preset(args.task)
     out = {"benchmark": "interventions", "task": args.task, "args": vars(args), "runs": runs,
+           "recipe": {"agent": preset.recipe("state"), "updates_per_step": preset.updates_per_step},
            "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     (RESULTS / "interventions.json").write_text(json.dumps(out, indent=1))
     import matplotlib
