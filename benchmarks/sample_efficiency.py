@@ -1,0 +1,208 @@
+"""Sample efficiency: evaluation success rate vs env steps of `robot-rl train` (RLPD + scripted demos), per seed.
+
+For each seed this records nothing new (the demos are recorded once with `robot-rl record-demos`, scripted expert,
+seed 0) and runs the real training entry point (`learners.train_cli.main`) into its own run directory, then reads
+that run's metrics.jsonl (one row per evaluation: deterministic policy, `--eval-episodes` episodes). Prints a table
+(success per evaluation and seed, the first env step at >= 90 % success), writes JSON and a PNG (one curve per
+seed + the mean) to benchmarks/results/.
+
+Training uses the task preset's recipe (robot_rl.presets, the same as `robot-rl train --task T` with no
+flags); anything after `--` goes to `robot-rl train` and wins. Modes:
+
+    python benchmarks/sample_efficiency.py                                  # TwinPickCube, state, 3 seeds, 20k steps
+    python benchmarks/sample_efficiency.py --steps 5000 --seeds 0           # shorter
+    python benchmarks/sample_efficiency.py --task twin-reach --steps 6000   # the CI learning test's task
+    python benchmarks/sample_efficiency.py --obs-mode pixels --image-size 64 --steps 3000 --seeds 0 \\
+        --budget-min 20                                                     # 64x64 cameras, small conv encoder
+    python benchmarks/sample_efficiency.py --steps 2000 -- --utd 4 --batch-size 256   # override the recipe
+
+Pixels mode uses the small conv encoder trained from scratch (`--encoder conv`, DrQ augmentation) on both
+cameras; `--device auto` (the default) runs it on CUDA when there is one, unchanged. `--budget-min` stops a seed's
+run at its first evaluation after that many minutes (`robot-rl train --max-minutes`); 0 = no budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+from robot_rl.metrics import read_metrics  # noqa: E402
+
+SUCCESS_BAR = 0.9
+
+
+def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int, out: Path) -> Path:
+    """Scripted demos via `robot-rl record-demos` (skipped when `out` already holds enough episodes)."""
+    from demos import record_cli
+    from robot_rl.episodes import episode_paths
+
+    have = len(episode_paths(out)) if out.is_dir() else 0
+    if have < episodes:
+        argv = ["--task", task, "--episodes", str(episodes - have), "--out", str(out), "--obs-mode", obs_mode,
+                "--seed", str(have)]
+        if image_size is not None:
+            argv += ["--image-size", str(image_size)]
+        if record_cli.main(argv) != 0:
+            raise SystemExit(f"recording demos into {out} failed")
+    return out
+
+
+def run_seed(train_argv: list[str], out: Path) -> dict[str, Any]:
+    """One `robot-rl train` run in this process; its metrics rows and wall time."""
+    from learners import train_cli
+
+    t0 = time.perf_counter()
+    if train_cli.main([*train_argv, "--out", str(out)]) != 0:
+        raise SystemExit(f"robot-rl train failed for {out}")
+    return {"rows": read_metrics(out / "metrics.jsonl"), "wall_s": time.perf_counter() - t0}
+
+
+def first_step_at(rows: list[dict[str, Any]], bar: float) -> int | None:
+    for r in rows:
+        if r.get("success_rate") is not None and r["success_rate"] >= bar:
+            return int(r["env_step"])
+    return None
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    from robot_rl.extras import optional_import
+
+    matplotlib = optional_import("matplotlib", extra="sim", purpose="benchmark plots")
+    matplotlib.use("Agg")
+    plt = optional_import("matplotlib.pyplot", extra="sim")
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    grid: dict[int, list[float]] = {}
+    for run in result["runs"]:
+        xs = [r["env_step"] for r in run["curve"]]
+        ys = [r["success_rate"] for r in run["curve"]]
+        ax.plot(xs, ys, marker="o", markersize=3, alpha=0.6, label=f"seed {run['seed']}")
+        for x, y in zip(xs, ys, strict=True):
+            grid.setdefault(x, []).append(y)
+    n = len(result["runs"])
+    mean = sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == n)
+    if n > 1 and mean:
+        ax.plot([m[0] for m in mean], [m[1] for m in mean], color="black", linewidth=2, label="mean")
+    ax.axhline(SUCCESS_BAR, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel(f"success ({result['eval_episodes']} eval episodes)")
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{result['task']} ({result['obs_mode']}), {result['demos']} scripted demos")
+    fig.tight_layout()
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", default="twin-pick-cube")
+    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"))
+    p.add_argument("--image-size", type=int, default=64, help="pixels mode: camera image size")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--steps", type=int, default=20_000, help="env steps per seed")
+    p.add_argument("--eval-every", type=int, default=1000)
+    p.add_argument("--eval-episodes", type=int, default=20)
+    p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
+    p.add_argument("--budget-min", type=float, default=0.0, help="wall-clock budget per seed in minutes (0 = none)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = p.parse_args(argv)
+
+    import torch
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="sample_efficiency_"))
+    pixels = args.obs_mode == "pixels"
+    image_size = args.image_size if pixels else None
+    demos = record_demos(args.task, args.obs_mode, image_size,
+                         args.demos, work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}")
+    from robot_rl.presets import get_preset
+
+    preset = get_preset(args.task)
+    recipe = {"agent": preset.recipe(args.obs_mode), "updates_per_step": preset.updates_per_step}
+    tag = f"{args.task}_{args.obs_mode}{image_size or ''}"
+    runs = []
+    for seed in args.seeds:
+        out = work / f"run_{tag}_seed{seed}_{time.strftime('%H%M%S')}"
+        train_argv = ["--task", args.task, "--obs-mode", args.obs_mode, "--demos", str(demos),
+                      "--max-env-steps", str(args.steps), "--eval-every", str(args.eval_every),
+                      "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", str(args.steps),
+                      "--seed", str(seed), "--device", args.device, "--threads", str(args.threads),
+                      *(["--image-size", str(image_size), "--replay-capacity", "30000"] if image_size else []),
+                      *extra]
+        if args.budget_min > 0:
+            train_argv += ["--max-minutes", str(args.budget_min)]
+        print(f"[sample-efficiency] seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}", flush=True)
+        res = run_seed(train_argv, out)
+        rows = res["rows"]
+        curve = [{"env_step": r["env_step"], "success_rate": r["success_rate"], "return": r.get("return"),
+                  "updates": r.get("updates"), "train_success_rate": r.get("train_success_rate")} for r in rows]
+        runs.append({"seed": seed, "curve": curve, "wall_s": res["wall_s"],
+                     "stopped_by_budget": bool(rows) and rows[-1]["env_step"] < args.steps,
+                     "first_step_at_90": first_step_at(rows, SUCCESS_BAR),
+                     "final_success_rate": rows[-1]["success_rate"] if rows else None,
+                     "best_success_rate": max((r["success_rate"] for r in rows), default=None),
+                     "env_steps_done": rows[-1]["env_step"] if rows else 0,
+                     "updates_per_s": float(np.mean([r["updates_per_s"] for r in rows[1:]])) if len(rows) > 1
+                     else None, "run_dir": str(out)})
+    dev = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
+    result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
+              "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
+              "eval_episodes": args.eval_episodes, "seeds": args.seeds, "recipe": recipe, "extra_flags": extra,
+              "budget_min": args.budget_min, "device": dev, "threads": args.threads,
+              "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
+              "success_bar": SUCCESS_BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+    steps = sorted({c["env_step"] for r in runs for c in r["curve"]})
+    print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}), {args.demos} demos, "
+          f"success over {args.eval_episodes} deterministic eval episodes:")
+    header = f"{'env steps':>9} " + " ".join(f"{'seed ' + str(r['seed']):>8}" for r in runs) + f" {'mean':>6}"
+    print(header)
+    print("-" * len(header))
+    for s in steps:
+        vals = [next((c["success_rate"] for c in r["curve"] if c["env_step"] == s), None) for r in runs]
+        shown = " ".join(f"{v:>8.0%}" if v is not None else f"{'-':>8}" for v in vals)
+        have = [v for v in vals if v is not None]
+        print(f"{s:>9} {shown} {np.mean(have):>6.0%}" if have else f"{s:>9} {shown}")
+    for r in runs:
+        print(f"seed {r['seed']}: first >= {SUCCESS_BAR:.0%} at {r['first_step_at_90'] or 'never'}, final "
+              f"{r['final_success_rate']}, {r['env_steps_done']} env steps in {r['wall_s'] / 60:.1f} min"
+              f"{' (budget)' if r['stopped_by_budget'] else ''}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"sample_efficiency_{tag}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(path)
+    plot(result, path.with_suffix(".png"))
+    print(f"wrote {path} and {path.with_suffix('.png').name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
