@@ -7,9 +7,9 @@ Subcommands (PATH is an episode directory or one episode file):
   the other episodes are still listed.
 - `export PATH [--video] [--frames N] [--out OUT] [--fps F]`: per episode, a PNG strip of its cameras (rows =
   cameras, columns = N frames sampled evenly over time, first and last included), or with `--video` an mp4
-  (the cameras side by side, every frame) when an `ffmpeg` binary is on PATH, else the PNG strip with a
-  warning. Files go to OUT (default PATH/export) named after the episode. An episode without camera images
-  (recorded in state mode) gets an error line.
+  (the cameras side by side, every frame) through `ffmpeg` (the one on PATH, else the binary bundled by the
+  `video` extra's imageio-ffmpeg), else the PNG strip with a warning. Files go to OUT (default PATH/export)
+  named after the episode. An episode without camera images (recorded in state mode) gets an error line.
 - `replay PATH [--task T] [--tolerance M]`: replays each episode's actions on the twin from the same seed
   (`info["seed"]`; state observations, success does not end the replay early) and reports the drift: the
   max and final distance (m) between the recorded and replayed TCP positions (`obs/state[:, :3]`, the TCP
@@ -198,9 +198,20 @@ def video_frames(ep: Episode, file: str = "episode", pad: int = 2) -> list[np.nd
     return frames
 
 
+def bundled_ffmpeg() -> str | None:
+    """The ffmpeg binary shipped in the imageio-ffmpeg wheel (`pip install robot-rl[video]`), or None."""
+    try:
+        import imageio_ffmpeg  # type: ignore[import-untyped]
+
+        exe = str(imageio_ffmpeg.get_ffmpeg_exe())
+    except Exception:  # not installed, or no binary for this platform
+        return None
+    return exe if os.access(exe, os.X_OK) else None
+
+
 def find_ffmpeg() -> str | None:
-    """The `ffmpeg` binary on PATH, or None."""
-    return shutil.which("ffmpeg")
+    """The `ffmpeg` binary on PATH, else the bundled one (see `bundled_ffmpeg`), else None."""
+    return shutil.which("ffmpeg") or bundled_ffmpeg()
 
 
 def write_mp4(path: str | os.PathLike[str], frames: Sequence[np.ndarray], fps: float, ffmpeg: str) -> Path:
@@ -235,7 +246,8 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     out_dir = Path(args.out) if args.out is not None else (source if source.is_dir() else source.parent) / "export"
     ffmpeg = find_ffmpeg() if args.video else None
     if args.video and ffmpeg is None:
-        print("warning: no ffmpeg binary on PATH; writing PNG strips instead of mp4", file=err)
+        print("warning: no ffmpeg binary on PATH (or `pip install robot-rl[video]`); writing PNG strips instead of "
+              "mp4", file=err)
     problems: list[RobotRLError] = list(errors)
     written = 0
     for f, ep in loaded:

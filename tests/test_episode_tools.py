@@ -237,12 +237,48 @@ def test_export_video_reports_an_ffmpeg_failure(recordings: dict[str, Path], tmp
 
 def test_export_video_falls_back_to_png_without_ffmpeg(recordings: dict[str, Path], tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from demos import episodes_cli
+
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(episodes_cli, "bundled_ffmpeg", lambda: None)  # as without the video extra
     rc, _, err = run(["export", str(recordings["pixels"]), "--video", "--out", str(tmp_path / "vid")])
     assert rc == EXIT_OK
-    assert "no ffmpeg binary on PATH" in err
+    assert "no ffmpeg binary on PATH" in err and "robot-rl[video]" in err
     assert [p.suffix for p in (tmp_path / "vid").iterdir()] == [".png"]
+
+
+def test_export_video_writes_a_real_mp4_that_decodes_back(recordings: dict[str, Path], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through a real ffmpeg (the imageio-ffmpeg wheel of the video/dev extras): encode, decode, compare."""
+    import subprocess
+
+    from demos import episodes_cli
+
+    ffmpeg = episodes_cli.bundled_ffmpeg()
+    if ffmpeg is None:
+        pytest.skip("imageio-ffmpeg (the video extra) is not installed")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no system ffmpeg: the bundled one must be found
+    rc, _out, err = run(["export", str(recordings["pixels"]), "--video", "--out", str(tmp_path / "vid"), "--fps",
+                         "10"])
+    assert rc == EXIT_OK, err
+    (src,) = episode_paths(recordings["pixels"])
+    ep = load_episode(src)
+    frames = episodes_cli.video_frames(ep, str(src))
+    h, w, _ = frames[0].shape
+    mp4 = tmp_path / "vid" / f"{src.stem}.mp4"
+    assert mp4.read_bytes()[4:8] == b"ftyp"  # an ISO-BMFF (mp4) file, not a PNG fallback
+    decoded = subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-i", str(mp4), "-f", "rawvideo",
+                              "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout
+    assert len(decoded) == len(frames) * h * w * 3  # every frame, at the written size
+    back = np.frombuffer(decoded, np.uint8).reshape(len(frames), h, w, 3).astype(np.int16)
+    err_per_frame = np.abs(back - np.stack(frames).astype(np.int16)).mean(axis=(1, 2, 3))
+    assert err_per_frame.max() < 10.0, err_per_frame  # lossy (yuv420p), but the same pictures in the same order
+    if len(frames) > 1:  # and not just similar-looking: frame order matters where the frames differ
+        moving = [i for i in range(1, len(frames)) if np.abs(np.int16(frames[i]) - frames[0]).mean() > 3 * 10.0]
+        for i in moving[:1]:
+            assert np.abs(back[i] - np.int16(frames[0])).mean() > err_per_frame[i]
 
 
 # ------------------------------------------------------------------------------------------------- replay
