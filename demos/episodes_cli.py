@@ -201,7 +201,7 @@ def video_frames(ep: Episode, file: str = "episode", pad: int = 2) -> list[np.nd
 def bundled_ffmpeg() -> str | None:
     """The ffmpeg binary shipped in the imageio-ffmpeg wheel (`pip install robot-rl[video]`), or None."""
     try:
-        import imageio_ffmpeg  # type: ignore[import-untyped]
+        import imageio_ffmpeg
 
         exe = str(imageio_ffmpeg.get_ffmpeg_exe())
     except Exception:  # not installed, or no binary for this platform
