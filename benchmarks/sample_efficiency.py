@@ -81,6 +81,11 @@ def first_step_at(rows: list[dict[str, Any]], bar: float) -> int | None:
     return None
 
 
+def _bin(env_step: int, every: int) -> int:
+    """An evaluation's env step rounded to the nearest multiple of the evaluation period."""
+    return int(round(env_step / every) * every) if every > 0 else int(env_step)
+
+
 def plot(result: dict[str, Any], path: Path) -> None:
     from robot_rl.extras import optional_import
 
@@ -93,8 +98,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
         xs = [r["env_step"] for r in run["curve"]]
         ys = [r["success_rate"] for r in run["curve"]]
         ax.plot(xs, ys, marker="o", markersize=3, alpha=0.6, label=f"seed {run['seed']}")
-        for x, y in zip(xs, ys, strict=True):
-            grid.setdefault(x, []).append(y)
+        for x, y in zip(xs, ys, strict=True):  # evaluations run at episode ends: bin to the eval period
+            grid.setdefault(_bin(x, result["eval_every"]), []).append(y)
     n = len(result["runs"])
     mean = sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == n)
     if n > 1 and mean:
@@ -179,14 +184,15 @@ def main(argv: list[str] | None = None) -> int:
               "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
               "success_bar": SUCCESS_BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
-    steps = sorted({c["env_step"] for r in runs for c in r["curve"]})
+    ev = args.eval_every
+    steps = sorted({_bin(c["env_step"], ev) for r in runs for c in r["curve"]})
     print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}), {args.demos} demos, "
           f"success over {args.eval_episodes} deterministic eval episodes:")
     header = f"{'env steps':>9} " + " ".join(f"{'seed ' + str(r['seed']):>8}" for r in runs) + f" {'mean':>6}"
     print(header)
     print("-" * len(header))
     for s in steps:
-        vals = [next((c["success_rate"] for c in r["curve"] if c["env_step"] == s), None) for r in runs]
+        vals = [next((c["success_rate"] for c in r["curve"] if _bin(c["env_step"], ev) == s), None) for r in runs]
         shown = " ".join(f"{v:>8.0%}" if v is not None else f"{'-':>8}" for v in vals)
         have = [v for v in vals if v is not None]
         print(f"{s:>9} {shown} {np.mean(have):>6.0%}" if have else f"{s:>9} {shown}")
