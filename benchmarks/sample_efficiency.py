@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                      "env_steps_done": rows[-1]["env_step"] if rows else 0,
                      "updates_per_s": float(np.mean([r["updates_per_s"] for r in rows[1:]])) if len(rows) > 1
                      else None, "run_dir": str(out)})
-    dev = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
               "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds, "recipe": recipe, "extra_flags": extra,
