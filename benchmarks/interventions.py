@@ -33,7 +33,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episodes: int, demos: Path,
-                  intervene: bool) -> dict[str, Any]:
+                  intervene: bool, human_cfg: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from envs.presets import make_env, twin_task
@@ -50,7 +50,7 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
     torch.set_num_threads(1)
     env: Any = GripperPenaltyWrapper(make_env(task, obs_mode="state"))
     if intervene:
-        human = ScriptedHuman(ScriptedHumanConfig(task=twin_task(task), seed=seed))
+        human = ScriptedHuman(ScriptedHumanConfig(task=twin_task(task), seed=seed, **human_cfg))
         env = InterventionWrapper(env, human, InterventionConfig(sticky_s=0.0))
     eval_env = make_env(task, obs_mode="state")
     spec = EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=10.0)
@@ -97,9 +97,16 @@ def main() -> None:
     p.add_argument("--eval-every", type=int, default=1000)
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
+    p.add_argument("--cos-threshold", type=float, default=0.5,
+                   help="human: a step drifts when cos(policy, expert translation) is below this")
+    p.add_argument("--patience", type=int, default=3, help="human: drifting steps before it takes over")
+    p.add_argument("--takeover", type=int, default=10, help="human: steps it keeps control")
+    p.add_argument("--budget", type=float, default=0.5, help="human: most intervention steps per episode (fraction)")
     args = p.parse_args()
     from demos.record_cli import main as record
 
+    human_cfg = {"cos_threshold": args.cos_threshold, "patience_steps": args.patience,
+                 "takeover_steps": args.takeover, "max_intervention_fraction": args.budget}
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         demos = Path(tmp) / "demos"
@@ -107,17 +114,24 @@ def main() -> None:
         for seed in range(args.seeds):
             for intervene in (False, True):
                 runs.append(run_condition(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos,
-                                          intervene))
+                                          intervene, human_cfg))
     print(f"\n{'condition':<26}{'seed':>5}  success by env step")
     for r in runs:
         cond = "with interventions" if r["interventions"] else "without interventions"
         pts = "  ".join(f"{c['env_step']}:{c['success_rate']:.0%}" for c in r["curve"])
         print(f"{cond:<26}{r['seed']:>5}  {pts}")
+    for intervene in (False, True):
+        curves = [r["curve"] for r in runs if r["interventions"] == intervene]
+        n = min(len(cv) for cv in curves)
+        mean = [float(np.mean([cv[i]["success_rate"] for cv in curves])) for i in range(n)]
+        rate = float(np.mean([c["intervention_rate"] for cv in curves for c in cv]))
+        print(f"{'mean ' + ('with' if intervene else 'without'):<26}{'':>5}  "
+              + "  ".join(f"{m:.0%}" for m in mean) + (f"   (intervention rate {rate:.2f})" if intervene else ""))
     RESULTS.mkdir(exist_ok=True)
     from robot_rl.presets import get_preset
 
     preset = get_preset(args.task)
-    out = {"benchmark": "interventions", "task": args.task, "args": vars(args), "runs": runs,
+    out = {"benchmark": "interventions", "task": args.task, "args": vars(args), "human": human_cfg, "runs": runs,
            "recipe": {"agent": preset.recipe("state"), "updates_per_step": preset.updates_per_step},
            "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     (RESULTS / "interventions.json").write_text(json.dumps(out, indent=1))

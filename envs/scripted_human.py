@@ -156,6 +156,10 @@ class ScriptedHuman:
                 self._remaining = min(cfg.takeover_steps, left)
                 self.takeovers += 1
                 self._drift = 0
+                # the expert's phase followed states the policy produced (e.g. a hover that timed its descent
+                # out into "grasp"): take over from a fresh plan, as a person would, not from a stale phase
+                self.expert.reset()
+                expert = self.expert.act(state).astype(np.float64)
         active = self._remaining > 0
         self._last_active = active
         if active:

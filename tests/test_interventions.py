@@ -356,3 +356,27 @@ def test_demos_teleop_device_plugs_in_without_envs_importing_demos() -> None:
         assert info["success"] and info["intervention_rate"] == 1.0
     finally:
         env.close()
+
+
+def test_takeover_replans_from_the_state_not_from_a_stale_expert_phase() -> None:
+    # While the policy is in control the expert's phase follows the policy's states (a hover can time its
+    # descent out into "grasp"); a takeover must start from a fresh plan for the state it finds.
+    env = make_twin_env("pick_cube", obs_mode="state")
+    try:
+        env.reset(seed=3)
+        state = env.robot.state()  # TCP 25 cm up, gripper open, cube on the table
+        human = ScriptedHuman(ScriptedHumanConfig(task="pick_cube", patience_steps=2, check_gripper=False))
+        human.expert._set_phase("grasp")  # stale: what the expert would say right above a cube it thinks is caught
+        assert human.expert.act(state)[6] == 1.0  # the stale plan closes the gripper here
+        human.expert._set_phase("grasp")
+        away = -human.expert.act(state)[:3]
+        cmds = []
+        for _ in range(3):
+            human.observe_policy_action(np.r_[away / max(np.linalg.norm(away), 1e-9), np.zeros(4)])
+            cmds.append(human.poll(state))
+        assert [c.active for c in cmds] == [False, True, True]
+        assert human.expert.phase == "approach" and cmds[1].gripper == -1.0  # replanned: open, go to the hover
+        fresh = ScriptedExpert("pick_cube").act(state)
+        np.testing.assert_allclose(cmds[1].delta_ee, fresh[:6])
+    finally:
+        env.close()
