@@ -743,12 +743,18 @@ class _Endpoint:
     _core: _LearnerCore | _ActorCore
     _driver: _Driver
 
-    def report(self, **stats: Any) -> None:
+    def report(self, *, block: bool = True, **stats: Any) -> bool:
         """Plain scalars sent to the other side in heartbeats (a learner: update step, buffer size; an actor:
-        episodes, success rate); they show up in the peer's `stats()`."""
+        episodes, success rate); they show up in the peer's `stats()`. With `block=False` (a control loop) the
+        call returns False instead of waiting while the I/O thread holds the endpoint's lock: report again."""
         plain = to_plain(stats, where="report")
-        with self._core.cond:
+        if not self._core.cond.acquire(blocking=block):
+            return False
+        try:
             self._core.reported.update(plain)
+        finally:
+            self._core.cond.release()
+        return True
 
     def close(self) -> None:
         raise NotImplementedError

@@ -322,6 +322,74 @@ def test_chunk_builder_layout() -> None:
     np.testing.assert_array_equal(c.observations["state"][:, 0], [0, 1, 2, 3])  # the first chunk kept its arrays
 
 
+def _fill_chunk(b: ChunkBuilder, value: float, steps: int = 3) -> Any:
+    b.start({"state": np.full(3, value, np.float32)}, episode=0, step=0)
+    for i in range(steps):
+        b.add(np.full(2, value, np.float32), value, False, False, False, False,
+              {"state": np.full(3, value + i + 1, np.float32)})
+    return b.take()
+
+
+def test_chunk_builder_recycles_array_sets_only_once_nothing_holds_them() -> None:
+    import gc
+
+    from robot_rl.errors import ConfigError
+    from robot_rl.wire import encode
+
+    b = ChunkBuilder(SPEC, max_steps=3, pool_size=2)
+    assert b.sets_allocated == 2  # two sets allocated (and touched) up front
+    c0 = _fill_chunk(b, 10.0)
+    base0 = id(c0.observations["state"].base)  # an id: holding the array would keep the set lent
+    frames = encode(Transitions("a", 0, _fill_chunk(b, 20.0)))  # the 2nd set, now held only by encoded frames
+    assert b.sets_allocated == 3  # both pooled sets lent: a fresh, unpooled one, nothing held is overwritten
+    c2 = _fill_chunk(b, 30.0)
+    np.testing.assert_array_equal(c0.observations["state"][:, 0], [10, 11, 12, 13])
+    np.testing.assert_array_equal(np.frombuffer(frames[1], np.float32).reshape(4, 3)[:, 0], [20, 21, 22, 23])
+    assert b.sets_allocated == 4
+    del frames, c2
+    gc.collect()
+    c3 = _fill_chunk(b, 40.0)  # written into the unpooled set; its take() finds the 2nd pooled set free
+    c4 = _fill_chunk(b, 50.0)  # written into the 2nd pooled set; set 0 is still held by c0: fresh again
+    assert b.sets_allocated == 5
+    np.testing.assert_array_equal(c0.observations["state"][:, 0], [10, 11, 12, 13])
+    np.testing.assert_array_equal(c3.observations["state"][:, 0], [40, 41, 42, 43])
+    np.testing.assert_array_equal(c4.observations["state"][:, 0], [50, 51, 52, 53])
+    del c0, c3, c4
+    gc.collect()
+    seen = set()
+    for k in range(6):  # chunks consumed one at a time (as an actor whose sends are acked): pooled sets only
+        c = _fill_chunk(b, 60.0 + k)
+        np.testing.assert_array_equal(c.observations["state"][:, 0], 60.0 + k + np.arange(4))
+        seen.add(id(c.observations["state"].base))
+        del c
+    assert b.sets_allocated == 5 and base0 in seen
+    with pytest.raises(ConfigError, match="pool_size"):
+        ChunkBuilder(SPEC, max_steps=3, pool_size=0)
+
+
+def test_chunk_builder_writes_images_and_casts_or_refuses_other_inputs() -> None:
+    from robot_rl.errors import ShapeError
+
+    spec = EnvSpec("img", (ArraySpec("images/cam", (4, 5, 3), "uint8"), ArraySpec("state", (3,), "float32")),
+                   ArraySpec("action", (2,), "float32", -1.0, 1.0), 10.0)
+    b = ChunkBuilder(spec, max_steps=2)
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 256, (4, 5, 3), dtype=np.uint8) for _ in range(3)]
+    b.start({"images": {"cam": frames[0]}, "state": np.arange(3.0)}, episode=0, step=0)  # float64 state: cast
+    b.add(np.zeros(2, np.float32), 0.0, False, False, False, False,
+          {"images": {"cam": frames[1][::-1]}, "state": [1, 2, 3]})  # a non-contiguous view, a list
+    b.add(np.zeros(2, np.float32), 0.0, False, False, False, False,
+          {"images": {"cam": frames[2]}, "state": np.ones(3, np.float32)})
+    c = b.take()
+    np.testing.assert_array_equal(c.observations["images/cam"], np.stack([frames[0], frames[1][::-1], frames[2]]))
+    np.testing.assert_array_equal(c.observations["state"], [[0, 1, 2], [1, 2, 3], [1, 1, 1]])
+    b.start({"images": {"cam": frames[0]}, "state": np.zeros(3)}, episode=1, step=0)
+    for bad in (frames[0][:, :4], frames[0].astype(np.float32)[:3]):  # wrong shape (same or other dtype)
+        with pytest.raises(ShapeError, match="images/cam"):
+            b.add(np.zeros(2, np.float32), 0.0, False, False, False, False,
+                  {"images": {"cam": bad}, "state": [0, 0, 0]})
+
+
 def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path) -> None:
     hub = InMemoryHub(FAST)
     learner_ep = hub.bind_learner(SPEC)

@@ -318,6 +318,26 @@ def test_heartbeats_flow_both_ways_with_reported_stats(net: Net) -> None:
                  step=lambda: learner.recv(timeout=0))
     assert learner.stats().actors["a0"].reported["success_rate"] == 0.5
     assert until(lambda: actor.stats().learner.get("update_step") == 12, step=lambda: learner.recv(timeout=0))
+    # a control loop's report never waits for the I/O thread: while another thread holds the endpoint's lock
+    # it returns False (and reports nothing); once the lock is free the same report goes through
+    import threading
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:
+        with actor._core.cond:
+            held.set()
+            release.wait(5.0)
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    assert held.wait(5.0)
+    assert actor.report(block=False, episodes=7) is False
+    release.set()
+    holder.join()
+    assert actor._core.reported["episodes"] == 3
+    assert until(lambda: actor.report(block=False, episodes=7))  # (the I/O thread takes the lock briefly too)
+    assert actor._core.reported["episodes"] == 7
 
 
 def test_dead_learner_is_detected_and_the_actor_reconnects_by_itself(net: Net) -> None:
