@@ -206,7 +206,7 @@ class ChunkBuilder:
                     and src.ndim >= 1 and src.flags.c_contiguous and src.nbytes:
                 # a memcpy that keeps the GIL: numpy's copy of an image row releases it, and getting it back
                 # waits for whichever thread took it (measured: 2-8 ms on 5% of 10 Hz steps; this: < 0.5 ms)
-                memoryview(arr[row]).cast("B")[:] = memoryview(src).cast("B")
+                arr[row].data.cast("B")[:] = src.data.cast("B")
                 continue
             try:
                 arr[row] = flat[name]
