@@ -97,11 +97,11 @@ def main() -> None:
     p.add_argument("--eval-every", type=int, default=1000)
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
-    p.add_argument("--cos-threshold", type=float, default=0.5,
+    p.add_argument("--cos-threshold", type=float, default=0.0,
                    help="human: a step drifts when cos(policy, expert translation) is below this")
-    p.add_argument("--patience", type=int, default=3, help="human: drifting steps before it takes over")
+    p.add_argument("--patience", type=int, default=5, help="human: drifting steps before it takes over")
     p.add_argument("--takeover", type=int, default=10, help="human: steps it keeps control")
-    p.add_argument("--budget", type=float, default=0.5, help="human: most intervention steps per episode (fraction)")
+    p.add_argument("--budget", type=float, default=0.3, help="human: most intervention steps per episode (fraction)")
     args = p.parse_args()
     from demos.record_cli import main as record
 
