@@ -69,6 +69,9 @@ class AgentConfig(Config):
     """Critic (+ target) updates per actor/temperature update within one `update()` call (SERL's utd_ratio)."""
     discount: float = 0.97
     """Discount factor gamma."""
+    n_step: int = 1
+    """Multi-step returns: the critic targets sum up to this many rewards of the stored episode before
+    bootstrapping (learners.replay.ReplayBuffer.gather); 1 = the one-step SAC target."""
     actor_lr: float = 3e-4
     """Adam learning rate of the actor (and of the gripper head)."""
     critic_lr: float = 3e-4
@@ -93,6 +96,9 @@ class AgentConfig(Config):
     """Behaviour-cloning term in the actor loss: bc_weight x mean squared error between the policy's mode
     tanh(mean) and the stored action, over the batch rows marked as human actions (`intervention`: demo steps
     and interventions), arm dims only. 0 (default) = pure SAC/RLPD; see learners.sac for when it helps."""
+    q_normalize: bool = False
+    """Divide the actor's Q term by the batch's mean |Q| (TD3+BC): the BC weight is then relative to a unit-scale
+    Q term, whatever the reward scale and discount."""
 
     # --- images (DrQ path; used only when the observation has cameras)
     encoder: str = "resnet10"
@@ -155,6 +161,7 @@ class AgentConfig(Config):
         require(self.critic_updates_per_actor_update >= 1, "critic_updates_per_actor_update",
                 self.critic_updates_per_actor_update, "must be >= 1")
         require(0.0 < self.discount <= 1.0, "discount", self.discount, "must be in (0, 1]")
+        require(self.n_step >= 1, "n_step", self.n_step, "must be >= 1")
         for name in ("actor_lr", "critic_lr", "temperature_lr", "temperature_init"):
             v = getattr(self, name)
             require(math.isfinite(v) and v > 0, name, v, "must be a finite number > 0")

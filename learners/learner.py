@@ -407,7 +407,7 @@ class Learner:
         self.agent = SACAgent(spec, agent_cfg)
         self.online = ReplayBuffer(spec, cfg.capacity, seed=cfg.seed)
         self.demo = ReplayBuffer(spec, cfg.demo_capacity, seed=cfg.seed + 1)
-        self.sampler = MixedSampler(self.online, self.demo, cfg.demo_ratio)
+        self.sampler = MixedSampler(self.online, self.demo, cfg.demo_ratio, self.agent.cfg.n_step)
         self.inbox = Inbox(self.out / "inbox", fsync=cfg.inbox_fsync)
         self.metrics_log = MetricsLog(self.out / "metrics.jsonl")
         self.ledger = SeqLedger()

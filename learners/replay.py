@@ -200,20 +200,47 @@ class ReplayBuffer:
         idx[bad] = valid[self.rng.integers(0, valid.size, size=int(bad.sum()))]
         return idx
 
-    def gather(self, idx: np.ndarray) -> Batch:
-        """The transitions at slots `idx` as a batch dict of numpy arrays."""
-        nxt = (idx + 1) % self.capacity
-        batch: Batch = {
-            "obs": {name: arr[idx] for name, arr in self.frames.items()},
-            "next_obs": {name: arr[nxt] for name, arr in self.frames.items()},
-            "actions": self.actions[idx],
-        }
-        for name, arr in self.fields.items():
+    def gather(self, idx: np.ndarray, n_step: int = 1) -> Batch:
+        """The transitions at slots `idx` as a batch dict of numpy arrays.
+
+        n_step > 1 adds multi-step returns: each row follows its episode for up to `n_step` transitions (fewer where
+        the episode ends or the stored stream breaks), `next_obs` is the frame after the last of them, `terminated`
+        says whether the last one terminated, and the extra keys hold the pieces of the return: `n_rewards` and
+        `n_grasp_penalty` (B, n_step) float32 (0 past the chain's end) and `n_steps` (B,) int64 (1..n_step). The
+        first-step `rewards`, `grasp_penalty`, `truncated` and `intervention` are kept as they are."""
+        if n_step < 1:
+            raise ShapeError(f"n_step must be >= 1, got {n_step}")
+        idx = np.asarray(idx)
+        f = self.fields
+        batch: Batch = {"obs": {name: arr[idx] for name, arr in self.frames.items()}, "actions": self.actions[idx]}
+        for name, arr in f.items():
             batch[name] = arr[idx]
+        last = idx.copy()
+        if n_step > 1:
+            ended = f["terminated"] | f["truncated"]
+            n_rewards = np.zeros((idx.size, n_step), np.float32)
+            n_penalty = np.zeros((idx.size, n_step), np.float32)
+            n_rewards[:, 0], n_penalty[:, 0] = f["rewards"][idx], f["grasp_penalty"][idx]
+            steps = np.ones(idx.size, np.int64)
+            going = ~ended[idx]
+            for j in range(1, n_step):
+                cand = (idx + j) % self.capacity
+                # the next transition continues this one iff it starts at this one's next frame: a valid slot right
+                # after a transition that did not end (a new segment always leaves the old final frame invalid)
+                going &= self.valid[cand]
+                last = np.where(going, cand, last)
+                steps += going
+                n_rewards[:, j] = np.where(going, f["rewards"][cand], 0.0)
+                n_penalty[:, j] = np.where(going, f["grasp_penalty"][cand], 0.0)
+                going &= ~ended[cand]
+            batch["terminated"] = f["terminated"][last]
+            batch.update(n_rewards=n_rewards, n_grasp_penalty=n_penalty, n_steps=steps)
+        nxt = (last + 1) % self.capacity
+        batch["next_obs"] = {name: arr[nxt] for name, arr in self.frames.items()}
         return batch
 
-    def sample(self, n: int) -> Batch:
-        return self.gather(self.sample_indices(n))
+    def sample(self, n: int, n_step: int = 1) -> Batch:
+        return self.gather(self.sample_indices(n), n_step)
 
     # ------------------------------------------------------------------ memory / state
     def nbytes(self) -> int:
@@ -301,14 +328,18 @@ def concat_batches(parts: list[Batch]) -> Batch:
 
 class MixedSampler:
     """RLPD symmetric sampling: round(demo_ratio x n) rows from the demo buffer, the rest from the online buffer
-    (all from whichever buffer has data while the other is empty)."""
+    (all from whichever buffer has data while the other is empty); `n_step` > 1 gathers multi-step returns
+    (ReplayBuffer.gather)."""
 
-    def __init__(self, online: ReplayBuffer, demo: ReplayBuffer | None = None, demo_ratio: float = 0.5) -> None:
+    def __init__(self, online: ReplayBuffer, demo: ReplayBuffer | None = None, demo_ratio: float = 0.5,
+                 n_step: int = 1) -> None:
         if not 0.0 <= demo_ratio <= 1.0:
             raise ShapeError(f"demo_ratio must be in [0, 1], got {demo_ratio}")
+        if n_step < 1:
+            raise ShapeError(f"n_step must be >= 1, got {n_step}")
         if demo is not None and online.spec.diff(demo.spec):
             raise ShapeError(f"demo and online buffers have different specs: {online.spec.diff(demo.spec)}")
-        self.online, self.demo, self.demo_ratio = online, demo, demo_ratio
+        self.online, self.demo, self.demo_ratio, self.n_step = online, demo, demo_ratio, n_step
 
     def counts(self, n: int) -> tuple[int, int]:
         """(online rows, demo rows) for a batch of n."""
@@ -323,9 +354,9 @@ class MixedSampler:
         n_online, n_demo = self.counts(n)
         parts = []
         if n_online:
-            parts.append(self.online.sample(n_online))
+            parts.append(self.online.sample(n_online, self.n_step))
         if n_demo and self.demo is not None:
-            parts.append(self.demo.sample(n_demo))
+            parts.append(self.demo.sample(n_demo, self.n_step))
         if not parts:
             raise ReplayEmptyError("cannot sample: both the online and the demo buffer are empty")
         return concat_batches(parts)

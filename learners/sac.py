@@ -20,7 +20,10 @@ One class covers the family; the config picks the recipe (learners.config preset
 The update is pure torch: no I/O, no clocks. Batches (learners.replay.ReplayBuffer.sample) are dicts of numpy
 arrays or tensors: obs / next_obs (flat {slash/path: (B, ...)} or nested dicts, or a (B, ...) array for a Box
 observation), actions (B, A) in [-1, 1], rewards (B,), terminated (B,), optional grasp_penalty (B,) and
-intervention (B,) (human rows: the rows the optional behaviour-cloning term, cfg.bc_weight, imitates).
+intervention (B,) (human rows: the rows the optional behaviour-cloning term, cfg.bc_weight, imitates), and for
+multi-step targets (cfg.n_step > 1, learners.replay.ReplayBuffer.gather) n_rewards / n_grasp_penalty (B, n) and
+n_steps (B,): the critic target is then sum_j gamma^j r_j + gamma^k (1 - terminated) min Q'(s_k, a'), with
+next_obs = s_k, the frame after the row's last step.
 
 Usage::
 
@@ -137,6 +140,26 @@ class SACAgent:
             if t.shape != (n,):
                 raise ShapeError(f"batch '{key}': expected ({n},), got {tuple(np.shape(batch[key]))}")
             out[key] = t
+        # the discounted return up to the bootstrap and the bootstrap's weight gamma^k (1 - terminated)
+        gamma = self.cfg.discount
+        if "n_steps" in batch:  # multi-step rows (learners.replay.ReplayBuffer.gather(n_step=...))
+            steps = torch.as_tensor(batch["n_steps"]).to(dev, torch.float32).reshape(-1)
+            seqs = {}
+            for key in ("n_rewards", "n_grasp_penalty"):
+                if key not in batch:
+                    raise ShapeError(f"batch has 'n_steps' but no '{key}'")
+                seqs[key] = torch.as_tensor(batch[key]).to(dev, torch.float32)
+                if seqs[key].dim() != 2 or seqs[key].shape[0] != n:
+                    raise ShapeError(f"batch '{key}': expected ({n}, n_step), got {tuple(seqs[key].shape)}")
+            if steps.shape != (n,) or bool((steps < 1).any()) or bool((steps > seqs["n_rewards"].shape[1]).any()):
+                raise ShapeError(f"batch 'n_steps': expected ({n},) values in [1, n_step]")
+            powers = gamma ** torch.arange(seqs["n_rewards"].shape[1], device=dev, dtype=torch.float32)
+            out["returns"] = seqs["n_rewards"] @ powers
+            out["grasp_penalty_returns"] = seqs["n_grasp_penalty"] @ powers
+            out["bootstrap"] = gamma ** steps * (1.0 - out["terminated"])
+        else:
+            out["returns"], out["grasp_penalty_returns"] = out["rewards"], out["grasp_penalty"]
+            out["bootstrap"] = gamma * (1.0 - out["terminated"])
         for name, t in list(images.items()) + list(next_images.items()):
             if t.shape[0] != n:
                 raise ShapeError(f"batch camera '{name}' has {t.shape[0]} rows, actions have {n}")
@@ -147,15 +170,16 @@ class SACAgent:
 
     # ------------------------------------------------------------------ losses (pure functions of tensors)
     def _critic_loss_eager(self, feats: torch.Tensor, next_feats: torch.Tensor, target_feats: torch.Tensor,
-                           arm: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, noise: torch.Tensor,
+                           arm: torch.Tensor, returns: torch.Tensor, bootstrap: torch.Tensor, noise: torch.Tensor,
                            members: torch.Tensor, alpha: torch.Tensor,
                            ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """returns: discounted reward sum up to the bootstrap; bootstrap: gamma^k (1 - terminated), both (B,)."""
         with torch.no_grad():
             next_a, next_logp = self.actor.sample(next_feats, noise)
             tq = self.target_critic(torch.cat([target_feats, next_a], -1), members).squeeze(-1).min(0).values
             if self.cfg.backup_entropy:
                 tq = tq - alpha * next_logp
-            target = rewards + self.cfg.discount * mask * tq
+            target = returns + bootstrap * tq
         q = self.critic(torch.cat([feats, arm], -1)).squeeze(-1)  # (N, B)
         loss = (q - target.unsqueeze(0)).pow(2).mean()
         return loss, {"critic_loss": loss.detach(), "q_mean": q.detach().mean(),
@@ -168,6 +192,8 @@ class SACAgent:
         mean, log_std = self.actor(feats)
         a, logp = tanh_gaussian(mean, log_std, noise)
         q = self.critic(torch.cat([feats, a], -1)).squeeze(-1).mean(0)  # mean over the ensemble (SERL, REDQ)
+        if self.cfg.q_normalize:
+            q = q / q.detach().abs().mean().clamp_min(1e-3)
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
         sq = (torch.tanh(mean) - bc_actions).pow(2).sum(-1)
         bc = (sq * bc_mask).sum() / bc_mask.sum().clamp_min(1.0)
@@ -216,7 +242,6 @@ class SACAgent:
             bf = self.encoder.backbone_features(images)
             nbf = self.encoder.backbone_features(next_images)
         arm_all = b["actions"][:, : self.arm_dim]
-        mask_all = 1.0 - b["terminated"]
         members_n = cfg.ensemble_subsample or cfg.ensemble_size
         critic_metrics: list[dict[str, torch.Tensor]] = []
         grip_metrics: list[dict[str, torch.Tensor]] = []
@@ -232,8 +257,8 @@ class SACAgent:
                 target_feats = self._features(nbf, next_images, b["next_state"], sl, target=True)
             noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
             members = torch.randperm(cfg.ensemble_size, generator=gen, device=self.device)[:members_n]
-            loss, info = self._critic_loss(feats, next_feats, target_feats, arm_all[sl], b["rewards"][sl],
-                                           mask_all[sl], noise, members, alpha)
+            loss, info = self._critic_loss(feats, next_feats, target_feats, arm_all[sl], b["returns"][sl],
+                                           b["bootstrap"][sl], noise, members, alpha)
             norm = self._step(self.critic_opt, self._critic_params, loss)
             if norm is not None:
                 info["critic_grad_norm"] = norm.detach()
@@ -279,8 +304,7 @@ class SACAgent:
         with torch.no_grad():  # double DQN: online argmax, target value
             best = self.gripper(next_feats).argmax(-1, keepdim=True)
             next_q = self.target_gripper(target_feats).gather(-1, best).squeeze(-1)
-            reward = b["rewards"][sl] + b["grasp_penalty"][sl]
-            target = reward + self.cfg.discount * (1.0 - b["terminated"][sl]) * next_q
+            target = b["returns"][sl] + b["grasp_penalty_returns"][sl] + b["bootstrap"][sl] * next_q
         q = self.gripper(feats).gather(-1, idx.unsqueeze(-1)).squeeze(-1)
         loss = (q - target).pow(2).mean()
         self._step(self.gripper_opt, list(self.gripper.parameters()), loss)

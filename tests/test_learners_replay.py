@@ -193,3 +193,92 @@ def test_concat_batches() -> None:
     a, b = buf.sample(3), buf.sample(5)
     c = concat_batches([a, b])
     assert c["obs"]["state"].shape == (8, 2) and c["rewards"].shape == (8,)
+
+
+def _nstep_reference(episodes: list[list[tuple[float, bool, bool]]], n: int
+                     ) -> dict[tuple[int, int], tuple[list[float], bool, int]]:
+    """(episode, t) -> (the up-to-n rewards, terminated at the last of them, index of the bootstrap frame), by
+    walking each stored episode directly."""
+    out = {}
+    for ep, steps in enumerate(episodes):
+        for t in range(len(steps)):
+            rewards, term, j = [], False, t
+            while j < len(steps) and len(rewards) < n:
+                r, te, tr = steps[j]
+                rewards.append(r)
+                term = te
+                j += 1
+                if te or tr:
+                    break
+            out[(ep, t)] = (rewards, term, j)
+    return out
+
+
+@pytest.mark.parametrize("n_step", [1, 3, 5])
+def test_n_step_gather_matches_walking_each_episode(n_step: int) -> None:
+    """Multi-step rows: rewards of the same episode only, stop at termination, truncation and a broken stream,
+    next_obs = the frame after the last step taken, also across the ring's wraparound."""
+    rng = np.random.default_rng(n_step)
+    buf = ReplayBuffer(_spec(), capacity=37)  # small: the ring wraps several times
+    episodes: list[list[tuple[float, bool, bool]]] = []
+    for ep in range(12):
+        length = int(rng.integers(1, 9))
+        end = rng.choice(["terminated", "truncated", "cut"])  # "cut": the stream just stops (end_segment)
+        steps = []
+        for t in range(length):
+            last = t == length - 1
+            te, tr = last and end == "terminated", last and end == "truncated"
+            r = float(ep * 1000 + t)
+            buf.add(_obs(ep, t), np.array([ep, t], np.float32), r, _obs(ep, t + 1), terminated=te, truncated=tr)
+            steps.append((r, te, tr))
+        if end == "cut":
+            buf.end_segment()
+        episodes.append(steps)
+    ref = _nstep_reference(episodes, n_step)
+    batch = buf.gather(np.flatnonzero(buf.valid), n_step=n_step)
+    assert len(batch["actions"]) == len(buf) > 10
+    for i in range(len(batch["actions"])):
+        ep, t = (int(v) for v in batch["obs"]["state"][i])
+        rewards, term, j = ref[(ep, t)]
+        assert batch["rewards"][i] == rewards[0]
+        assert list(batch["next_obs"]["state"][i]) == [ep, j], (ep, t)
+        assert bool(batch["terminated"][i]) == term
+        if n_step > 1:
+            assert batch["n_steps"][i] == len(rewards)
+            np.testing.assert_array_equal(batch["n_rewards"][i], rewards + [0.0] * (n_step - len(rewards)))
+        assert batch["next_obs"]["images/cam0"][i, 0, 0, 0] == (ep * 7 + j) % 256
+
+
+def test_n_step_returns_in_the_critic_target() -> None:
+    """The agent's target with multi-step rows: sum_j gamma^j r_j + gamma^k (1 - terminated) Q'; a one-step batch
+    and the same rows given as n_step=1 multi-step rows train identically."""
+    import torch
+
+    from learners.config import AgentConfig
+    from learners.sac import SACAgent
+
+    spec = EnvSpec("r", (ArraySpec("state", (2,), "float32"),), ArraySpec("action", (2,), "float32", -1, 1), 10.0)
+    cfg = AgentConfig(batch_size=8, critic_updates_per_actor_update=1, hidden_dims=(16,), ensemble_size=2,
+                      discount=0.9, device="cpu")
+    rng = np.random.default_rng(0)
+    one = {"obs": {"state": rng.standard_normal((8, 2)).astype(np.float32)},
+           "next_obs": {"state": rng.standard_normal((8, 2)).astype(np.float32)},
+           "actions": rng.uniform(-1, 1, (8, 2)).astype(np.float32),
+           "rewards": rng.standard_normal(8).astype(np.float32), "terminated": rng.random(8) < 0.3}
+    multi = {**one, "n_rewards": one["rewards"][:, None].copy(), "n_grasp_penalty": np.zeros((8, 1), np.float32),
+             "n_steps": np.ones(8, np.int64)}
+    a, b = SACAgent(spec, cfg), SACAgent(spec, cfg)
+    ma, mb = a.update(one), b.update(multi)
+    assert ma["critic_loss"] == pytest.approx(mb["critic_loss"], rel=1e-6)
+    # k steps: the agent's returns and bootstrap weights follow the formula
+    nr = np.array([[1.0, 2.0, 4.0], [1.0, 0.0, 0.0], [0.5, 0.5, 0.0]] + [[0.0, 0.0, 0.0]] * 5, np.float32)
+    steps = np.array([3, 1, 2, 1, 1, 1, 1, 1])
+    term = np.zeros(8, bool)
+    term[1] = True
+    parts = a._split_batch({**one, "terminated": term, "n_rewards": nr, "n_grasp_penalty": np.zeros_like(nr),
+                            "n_steps": steps})
+    np.testing.assert_allclose(parts["returns"][:3].numpy(), [1 + 0.9 * 2 + 0.81 * 4, 1.0, 0.5 + 0.45], rtol=1e-6)
+    np.testing.assert_allclose(parts["bootstrap"][:3].numpy(), [0.9 ** 3, 0.0, 0.81], rtol=1e-6)
+    with pytest.raises(ShapeError, match="n_steps"):
+        a._split_batch({**one, "n_rewards": nr, "n_grasp_penalty": np.zeros_like(nr), "n_steps": steps * 2})
+    assert torch.isfinite(parts["returns"]).all()
