@@ -96,9 +96,6 @@ class AgentConfig(Config):
     """Behaviour-cloning term in the actor loss: bc_weight x mean squared error between the policy's mode
     tanh(mean) and the stored action, over the batch rows marked as human actions (`intervention`: demo steps
     and interventions), arm dims only. 0 (default) = pure SAC/RLPD; see learners.sac for when it helps."""
-    q_normalize: bool = False
-    """Divide the actor's Q term by the batch's mean |Q| (TD3+BC): the BC weight is then relative to a unit-scale
-    Q term, whatever the reward scale and discount."""
 
     # --- images (DrQ path; used only when the observation has cameras)
     encoder: str = "resnet10"

@@ -192,8 +192,6 @@ class SACAgent:
         mean, log_std = self.actor(feats)
         a, logp = tanh_gaussian(mean, log_std, noise)
         q = self.critic(torch.cat([feats, a], -1)).squeeze(-1).mean(0)  # mean over the ensemble (SERL, REDQ)
-        if self.cfg.q_normalize:
-            q = q / q.detach().abs().mean().clamp_min(1e-3)
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
         sq = (torch.tanh(mean) - bc_actions).pow(2).sum(-1)
         bc = (sq * bc_mask).sum() / bc_mask.sum().clamp_min(1.0)
