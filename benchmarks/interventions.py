@@ -10,7 +10,7 @@ benchmarks/results/interventions.json and interventions.png.
 
 Usage::
 
-    python benchmarks/interventions.py                      # twin-pick-cube, 3 seeds, 4000 steps
+    python benchmarks/interventions.py                      # twin-pick-cube, 3 seeds, 8000 steps, 2 at a time
     python benchmarks/interventions.py --task twin-reach --steps 1500 --seeds 1
 """
 
@@ -92,11 +92,12 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="twin-pick-cube")
-    p.add_argument("--steps", type=int, default=4000)
+    p.add_argument("--steps", type=int, default=8000)
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--eval-every", type=int, default=1000)
+    p.add_argument("--eval-every", type=int, default=2000)
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
+    p.add_argument("--jobs", type=int, default=2, help="runs in parallel processes (1 core each)")
     p.add_argument("--cos-threshold", type=float, default=0.0,
                    help="human: a step drifts when cos(policy, expert translation) is below this")
     p.add_argument("--patience", type=int, default=5, help="human: drifting steps before it takes over")
@@ -107,14 +108,20 @@ def main() -> None:
 
     human_cfg = {"cos_threshold": args.cos_threshold, "patience_steps": args.patience,
                  "takeover_steps": args.takeover, "max_intervention_fraction": args.budget}
-    runs = []
+    runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         demos = Path(tmp) / "demos"
         record(["--task", args.task, "--episodes", str(args.demos), "--out", str(demos), "--obs-mode", "state"])
-        for seed in range(args.seeds):
-            for intervene in (False, True):
-                runs.append(run_condition(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos,
-                                          intervene, human_cfg))
+        jobs = [(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos, intervene, human_cfg)
+                for seed in range(args.seeds) for intervene in (False, True)]
+        if args.jobs <= 1:
+            runs = [run_condition(*job) for job in jobs]
+        else:  # independent runs in parallel processes (spawned: no forked torch/MuJoCo state)
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                runs = list(pool.map(run_condition, *zip(*jobs, strict=True)))
     print(f"\n{'condition':<26}{'seed':>5}  success by env step")
     for r in runs:
         cond = "with interventions" if r["interventions"] else "without interventions"

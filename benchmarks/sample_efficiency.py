@@ -10,6 +10,7 @@ Training uses the task preset's recipe (robot_rl.presets, the same as `robot-rl 
 flags); anything after `--` goes to `robot-rl train` and wins. Modes:
 
     python benchmarks/sample_efficiency.py                                  # TwinPickCube, state, 3 seeds, 20k steps
+    python benchmarks/sample_efficiency.py --jobs 2                         # two seeds at a time (1 core each)
     python benchmarks/sample_efficiency.py --steps 5000 --seeds 0           # shorter
     python benchmarks/sample_efficiency.py --task twin-reach --steps 6000   # the CI learning test's task
     python benchmarks/sample_efficiency.py --obs-mode pixels --image-size 64 --steps 3000 --seeds 0 \\
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-min", type=float, default=0.0, help="wall-clock budget per seed in minutes (0 = none)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel processes")
     p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = p.parse_args(argv)
@@ -153,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe = {"agent": preset.recipe(args.obs_mode), "updates_per_step": preset.updates_per_step}
     tag = f"{args.task}_{args.obs_mode}{image_size or ''}"
     runs = []
+    jobs: list[tuple[int, list[str], Path]] = []
     for seed in args.seeds:
         out = work / f"run_{tag}_seed{seed}_{time.strftime('%H%M%S')}"
         train_argv = ["--task", args.task, "--obs-mode", args.obs_mode, "--demos", str(demos),
@@ -164,7 +167,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget_min > 0:
             train_argv += ["--max-minutes", str(args.budget_min)]
         print(f"[sample-efficiency] seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}", flush=True)
-        res = run_seed(train_argv, out)
+        jobs.append((seed, train_argv, out))
+    if args.jobs <= 1:
+        results = [run_seed(argv, out) for _, argv, out in jobs]
+    else:  # seeds in parallel processes (spawned: no forked torch/MuJoCo state); 1 core each at --threads 1
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(run_seed, [j[1] for j in jobs], [j[2] for j in jobs]))
+    for (seed, _, out), res in zip(jobs, results, strict=True):
         rows = res["rows"]
         curve = [{"env_step": r["env_step"], "success_rate": r["success_rate"], "return": r.get("return"),
                   "updates": r.get("updates"), "train_success_rate": r.get("train_success_rate")} for r in rows]
@@ -180,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
               "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds, "recipe": recipe, "extra_flags": extra,
-              "budget_min": args.budget_min, "device": dev, "threads": args.threads,
+              "budget_min": args.budget_min, "device": dev, "threads": args.threads, "jobs": args.jobs,
               "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
               "success_bar": SUCCESS_BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
