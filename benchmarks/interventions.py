@@ -33,7 +33,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episodes: int, demos: Path,
-                  intervene: bool, human_cfg: dict[str, Any]) -> dict[str, Any]:
+                  intervene: bool, human_cfg: dict[str, Any], takeover_terminal: bool = False) -> dict[str, Any]:
     import torch
 
     from envs.presets import make_env, twin_task
@@ -76,7 +76,8 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
               flush=True)
 
     loop = LoopConfig(total_steps=steps, start_steps=0, learning_starts=100,
-                      updates_per_step=preset.updates_per_step, seed=seed)
+                      updates_per_step=preset.updates_per_step, seed=seed,
+                      takeover_terminal=takeover_terminal)
     for m in train_online(env, agent, online, loop, demo=demo, counters=counters):
         interventions.append(float(m.get("intervention_rate", 0.0)))
         if m["env_step"] >= next_eval:
@@ -98,12 +99,19 @@ def main() -> None:
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel processes (1 core each)")
-    p.add_argument("--cos-threshold", type=float, default=0.0,
+    p.add_argument("--tag", default="", help="suffix of the result files (interventions<tag>.json/.png)")
+    p.add_argument("--only", choices=("with", "without"), default=None, help="run one condition only")
+    p.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    p.add_argument("--takeover-terminal", action=argparse.BooleanOptionalAction, default=True,
+                   help="relabel the policy step before each takeover as terminal (learners.loop; default on)")
+    p.add_argument("--cos-threshold", type=float, default=-0.3,
                    help="human: a step drifts when cos(policy, expert translation) is below this")
-    p.add_argument("--patience", type=int, default=5, help="human: drifting steps before it takes over")
-    p.add_argument("--takeover", type=int, default=10, help="human: steps it keeps control")
+    p.add_argument("--patience", type=int, default=10, help="human: drifting steps before it takes over")
+    p.add_argument("--takeover", type=int, default=20, help="human: steps it keeps control")
     p.add_argument("--budget", type=float, default=0.3, help="human: most intervention steps per episode (fraction)")
     args = p.parse_args()
+    args.seed_list = list(range(args.first_seed, args.first_seed + args.seeds))
+    args.conditions = [c == "with" for c in ([args.only] if args.only else ["without", "with"])]
     from demos.record_cli import main as record
 
     human_cfg = {"cos_threshold": args.cos_threshold, "patience_steps": args.patience,
@@ -112,8 +120,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         demos = Path(tmp) / "demos"
         record(["--task", args.task, "--episodes", str(args.demos), "--out", str(demos), "--obs-mode", "state"])
-        jobs = [(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos, intervene, human_cfg)
-                for seed in range(args.seeds) for intervene in (False, True)]
+        jobs = [(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos, intervene, human_cfg,
+                 args.takeover_terminal) for seed in args.seed_list for intervene in args.conditions]
         if args.jobs <= 1:
             runs = [run_condition(*job) for job in jobs]
         else:  # independent runs in parallel processes (spawned: no forked torch/MuJoCo state)
@@ -127,7 +135,7 @@ def main() -> None:
         cond = "with interventions" if r["interventions"] else "without interventions"
         pts = "  ".join(f"{c['env_step']}:{c['success_rate']:.0%}" for c in r["curve"])
         print(f"{cond:<26}{r['seed']:>5}  {pts}")
-    for intervene in (False, True):
+    for intervene in args.conditions:
         curves = [r["curve"] for r in runs if r["interventions"] == intervene]
         n = min(len(cv) for cv in curves)
         mean = [float(np.mean([cv[i]["success_rate"] for cv in curves])) for i in range(n)]
@@ -141,7 +149,7 @@ def main() -> None:
     out = {"benchmark": "interventions", "task": args.task, "args": vars(args), "human": human_cfg, "runs": runs,
            "recipe": {"agent": preset.recipe("state"), "updates_per_step": preset.updates_per_step},
            "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    (RESULTS / "interventions.json").write_text(json.dumps(out, indent=1))
+    (RESULTS / f"interventions{args.tag}.json").write_text(json.dumps(out, indent=1))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -150,6 +158,8 @@ def main() -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     for intervene, color in ((False, "tab:blue"), (True, "tab:orange")):
         curves = [r["curve"] for r in runs if r["interventions"] == intervene]
+        if not curves:
+            continue
         n = min(len(cv) for cv in curves)  # evaluations happen at episode ends: align by index
         steps = np.mean([[c["env_step"] for c in cv[:n]] for cv in curves], axis=0)
         mean = np.mean([[c["success_rate"] for c in cv[:n]] for cv in curves], axis=0)
@@ -163,8 +173,8 @@ def main() -> None:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(RESULTS / "interventions.png", dpi=100)
-    print(f"wrote {RESULTS / 'interventions.json'} and interventions.png")
+    fig.savefig(RESULTS / f"interventions{args.tag}.png", dpi=100)
+    print(f"wrote {RESULTS / f'interventions{args.tag}.json'} and interventions{args.tag}.png")
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from learners.config import AgentConfig
-from learners.replay import MixedSampler, ReplayBuffer
+from learners.replay import MixedSampler, ReplayBuffer, takeover_terminated
 from learners.sac import SACAgent
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
@@ -116,6 +116,10 @@ class LearnerConfig(Config):
     """Most messages taken from the endpoint per step."""
     seed: int = 0
     """Seed of the replay samplers."""
+    takeover_terminal: bool = True
+    """Store the policy step right before each human takeover as terminal (learners.replay.takeover_terminated):
+    to the critic, drifting until someone steps in ends the episode with nothing rather than earning the value
+    of the rescue. Within a chunk; a takeover on a chunk's first step leaves the previous chunk as it was."""
 
     def validate(self) -> None:
         require(math.isfinite(self.updates_per_transition) and self.updates_per_transition >= 0,
@@ -566,6 +570,9 @@ class Learner:
         return ActorRecord(successes=collections.deque(maxlen=w), returns=collections.deque(maxlen=w))
 
     def _store(self, rec: ActorRecord, chunk: TransitionChunk) -> None:
+        if self.cfg.takeover_terminal and chunk.length > 1 and bool(np.any(chunk.intervention)):
+            chunk = dataclasses.replace(chunk, terminated=takeover_terminated(chunk.terminated, chunk.truncated,
+                                                                              chunk.intervention))
         self.online.add_episode(chunk)
         n_int = int(np.count_nonzero(chunk.intervention))
         if n_int:

@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--capacity", type=int, default=d.capacity, help="online replay slots")
     s.add_argument("--log-every", type=float, default=d.log_every_s, help="seconds between metrics rows")
     s.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard scalars")
+    s.add_argument("--takeover-terminal", action=argparse.BooleanOptionalAction, default=d.takeover_terminal,
+                   help="store the policy step before each human takeover as terminal (learners.replay)")
     n = p.add_argument_group("network")
     n.add_argument("--keys", default=None, help="CURVE key directory (robot_rl.keys) for non-loopback binds")
     n.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without keys")
@@ -187,7 +189,7 @@ def main(argv: list[str]) -> int:
                          max_ahead=args.max_ahead, publish_every=args.publish_every,
                          checkpoint_every=args.checkpoint_every, max_env_steps=args.max_env_steps,
                          capacity=args.capacity, log_every_s=args.log_every, tensorboard=not args.no_tensorboard,
-                         seed=args.seed)
+                         seed=args.seed, takeover_terminal=args.takeover_terminal)
     demos = load_demos(args.demos, spec) if args.demos is not None and not (args.resume and existing) else []
     from robot_rl.transport import TransportConfig, bind_learner
 

@@ -50,6 +50,10 @@ class LoopConfig(Config):
     """Fraction of each batch from the demo buffer when one is given and non-empty (RLPD: 0.5)."""
     seed: int = 0
     """Seed of the env resets and of the random warm-up actions."""
+    takeover_terminal: bool = True
+    """When a human takes over (info["intervention"] starts), relabel the policy's previous transition as
+    terminal: to the critic, drifting until someone steps in ends the episode with nothing, instead of earning
+    the value of the human's rescue (benchmarks/interventions.py: without it, interventions slowed learning)."""
 
     def validate(self) -> None:
         require(self.total_steps >= 1, "total_steps", self.total_steps, "must be >= 1")
@@ -137,6 +141,7 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
     rows = int(getattr(agent.cfg, "samples_per_update", 256))
     obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
     ep_return, ep_len = 0.0, 0
+    prev_intervention = False
     sums: dict[str, float] = {}
     n_metrics = 0
     for step in range(c.env_step + 1, cfg.total_steps + 1):
@@ -150,6 +155,9 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
         if intervention and "intervene_action" in info:  # the human's action, in env units -> [-1, 1]
             action = from_env_action(np.asarray(info["intervene_action"]), bounds)
         penalty = float(info.get("grasp_penalty", 0.0)) if isinstance(info, dict) else 0.0
+        if intervention and not prev_intervention and cfg.takeover_terminal and ep_len > 0:
+            online.terminate_last()
+        prev_intervention = intervention
         route_transition(online, demo, obs, action, float(reward), next_obs, bool(terminated), bool(truncated),
                          intervention, penalty)
         ep_return += float(reward)
@@ -173,7 +181,7 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                 out.update({k: v / n_metrics for k, v in sums.items()})
             c.episode += 1
             yield out
-            ep_return, ep_len, sums, n_metrics = 0.0, 0, {}, 0
+            ep_return, ep_len, sums, n_metrics, prev_intervention = 0.0, 0, {}, 0, False
             if step < cfg.total_steps:
                 obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
 

@@ -96,6 +96,7 @@ class ReplayBuffer:
         self._filled = 0         # slots ever written (capped at capacity)
         self._count = 0          # valid transitions
         self._added = 0          # transitions ever added
+        self._last_added = -1    # slot of the most recently added transition
 
     # ------------------------------------------------------------------ writing
     def __len__(self) -> int:
@@ -158,7 +159,19 @@ class ReplayBuffer:
         self._last = nxt
         self._open = not (terminated or truncated)
         self._added += 1
+        self._last_added = slot
         return slot
+
+    def terminate_last(self) -> bool:
+        """Relabel the most recently added transition as `terminated` (no bootstrap past it) and end its segment;
+        e.g. the policy step after which a human took over (learners.loop, `takeover_terminal`). False when
+        there is nothing to relabel (no transition yet, or it already ended its episode)."""
+        s = self._last_added
+        if s < 0 or not self.valid[s] or self.fields["terminated"][s] or self.fields["truncated"][s]:
+            return False
+        self.fields["terminated"][s] = True
+        self._open = False
+        return True
 
     def end_segment(self) -> None:
         """Force the next `add` to start a new segment (e.g. after an actor reconnects)."""
@@ -256,7 +269,8 @@ class ReplayBuffer:
         out.update({f"fields/{k}": v[:n] for k, v in self.fields.items()})
         out["valid"] = self.valid[:n]
         meta = {"capacity": self.capacity, "last": self._last, "open": self._open, "filled": self._filled,
-                "count": self._count, "added": self._added, "spec": self.spec.to_dict(),
+                "count": self._count, "added": self._added, "last_added": self._last_added,
+                "spec": self.spec.to_dict(),
                 "rng": self.rng.bit_generator.state}
         out["meta_json"] = np.array(json.dumps(meta))
         return out
@@ -294,6 +308,7 @@ class ReplayBuffer:
         self.valid[:n] = arrays["valid"]
         self._last, self._open, self._filled = int(meta["last"]), bool(meta["open"]), n
         self._count, self._added = int(self.valid.sum()), int(meta["added"])
+        self._last_added = int(meta.get("last_added", -1))
         self.rng.bit_generator.state = meta["rng"]
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -360,6 +375,22 @@ class MixedSampler:
         if not parts:
             raise ReplayEmptyError("cannot sample: both the online and the demo buffer are empty")
         return concat_batches(parts)
+
+
+def takeover_terminated(terminated: Any, truncated: Any, intervention: Any) -> np.ndarray:
+    """`terminated` (T,) bool with each policy step that a human takeover follows marked terminal: step t-1 when
+    intervention[t] starts a takeover (intervention[t-1] false) and step t-1 did not already end the episode.
+    The rule behind learners.loop's and the learner's `takeover_terminal` for a stored run of consecutive steps
+    (a takeover at step 0 refers to a step outside the run and is left alone)."""
+    term = np.array(terminated, dtype=bool, copy=True).reshape(-1)
+    trunc = np.asarray(truncated, dtype=bool).reshape(-1)
+    human = np.asarray(intervention, dtype=bool).reshape(-1)
+    if not term.shape == trunc.shape == human.shape:
+        raise ShapeError(f"terminated/truncated/intervention lengths differ: {term.shape} {trunc.shape} {human.shape}")
+    starts = np.flatnonzero(human[1:] & ~human[:-1])  # t - 1 for each takeover start t >= 1
+    keep = ~(term[starts] | trunc[starts])
+    term[starts[keep]] = True
+    return term
 
 
 def route_transition(online: ReplayBuffer, demo: ReplayBuffer | None, obs: Any, action: Any, reward: float,

@@ -554,3 +554,21 @@ def test_learner_cli_agent_options() -> None:
         cfg("--set", "no_such_field=1")
     with pytest.raises(ConfigError, match="FIELD=VALUE"):
         cfg("--set", "bc_weight")
+
+
+@pytest.mark.parametrize("takeover_terminal", [True, False])
+def test_learner_stores_the_step_before_a_takeover_as_terminal(tmp_path: Path, takeover_terminal: bool) -> None:
+    ep = FakeEndpoint()
+    learner = Learner(SPEC, AGENT, lcfg(takeover_terminal=takeover_terminal), ep, tmp_path, clock=Clock())
+    obs = [{"state": np.full(3, i, np.float32)} for i in range(7)]
+    human = [False, False, True, True, False, True]  # takeovers start at steps 2 and 5
+    chunk = TransitionChunk.from_steps(obs, np.zeros((6, 2), np.float32), np.zeros(6), [False] * 6,
+                                       [False] * 5 + [True], intervention=human, success=[False] * 6)
+    ep.deliver("a0", "s", 0, chunk)
+    drain(learner)
+    batch = learner.online.gather(np.flatnonzero(learner.online.valid))
+    ended = sorted(int(s) for s in batch["obs"]["state"][batch["terminated"], 0])
+    assert ended == ([1, 4] if takeover_terminal else [])
+    assert len(learner.online) == 6 and len(learner.demo) == 3 and not learner.demo.fields["terminated"].any()
+    np.testing.assert_array_equal(batch["next_obs"]["state"][:, 0], batch["obs"]["state"][:, 0] + 1)
+    learner.close()

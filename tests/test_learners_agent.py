@@ -269,6 +269,45 @@ def test_train_online_with_dict_images_routes_interventions_and_rescales_actions
     assert len(evaluate(env, agent, episodes=2)) == 2
 
 
+@pytest.mark.parametrize("takeover_terminal", [False, True])
+def test_takeover_terminal_relabels_the_policy_step_before_each_takeover(takeover_terminal: bool) -> None:
+    from learners.loop import LoopConfig, train_online
+    from learners.replay import ReplayBuffer
+
+    env = _FakeImageEnv()  # interventions at steps 3, 6, 9 of each 10-step episode (1-based), truncated at 10
+    spec = EnvSpec.from_spaces("fake", env.observation_space, env.action_space, 10.0)
+    agent = SACAgent(spec, _cfg(encoder="conv", conv_channels=(8, 8), image_latent_dim=16, proprio_latent_dim=8,
+                                batch_size=4, critic_updates_per_actor_update=2))
+    online, demo = ReplayBuffer(spec, 100), ReplayBuffer(spec, 100)
+    cfg = LoopConfig(total_steps=20, start_steps=20, learning_starts=50, takeover_terminal=takeover_terminal)
+    list(train_online(env, agent, online, cfg, demo=demo))
+    batch = online.gather(np.flatnonzero(online.valid))
+    step = batch["obs"]["state"][:, 0].astype(int) + 1          # 1-based step of each stored transition
+    terminal = sorted(set(step[batch["terminated"]].tolist()))
+    assert terminal == ([2, 5, 8] if takeover_terminal else [])  # the policy steps right before a takeover
+    assert not batch["intervention"][batch["terminated"]].any()  # the human's own steps are never relabelled
+    assert len(online) == 20 and not demo.fields["terminated"][demo.valid].any()
+    # a relabelled step ends its segment: the human's step after it starts a new one (its frame stored again)
+    assert online._filled == 2 * 11 + (6 if takeover_terminal else 0)
+    nxt = batch["next_obs"]["state"][:, 0].astype(int)
+    np.testing.assert_array_equal(nxt, step)                      # next_obs is still the true successor
+
+
+def test_terminate_last_relabels_only_an_open_transition() -> None:
+    from learners.replay import ReplayBuffer
+
+    spec = _spec()
+    buf = ReplayBuffer(spec, 10)
+    assert not buf.terminate_last()                               # nothing added yet
+    obs = {"state": np.zeros(5, np.float32)}
+    nxt = {"state": np.ones(5, np.float32)}
+    slot = buf.add(obs, np.zeros(3), 0.0, nxt, False, False)
+    assert buf.terminate_last() and buf.fields["terminated"][slot]
+    assert not buf.terminate_last()                               # already ended
+    buf.add(nxt, np.zeros(3), 0.0, obs, False, True)
+    assert not buf.terminate_last()                               # truncated: ended already
+
+
 def test_every_critic_minibatch_and_the_actor_see_the_same_source_mix() -> None:
     # samplers concatenate their sources (MixedSampler: online rows first, then demo rows); contiguous minibatches
     # would give the first critic updates only online rows and the later ones (and the actor) only demo rows

@@ -282,3 +282,19 @@ def test_n_step_returns_in_the_critic_target() -> None:
     with pytest.raises(ShapeError, match="n_steps"):
         a._split_batch({**one, "n_rewards": nr, "n_grasp_penalty": np.zeros_like(nr), "n_steps": steps * 2})
     assert torch.isfinite(parts["returns"]).all()
+
+
+def test_takeover_terminated_marks_the_step_before_each_takeover_start() -> None:
+    from learners.replay import takeover_terminated
+
+    human = np.array([0, 0, 1, 1, 0, 1, 0, 0, 1, 1], bool)
+    term = np.zeros(10, bool)
+    trunc = np.zeros(10, bool)
+    out = takeover_terminated(term, trunc, human)
+    assert np.flatnonzero(out).tolist() == [1, 4, 7]   # steps 2, 5, 8 start takeovers
+    assert not term.any()                              # the input is not modified
+    trunc[4] = True                                    # a step that already ended its episode stays as it was
+    assert np.flatnonzero(takeover_terminated(term, trunc, human)).tolist() == [1, 7]
+    assert not takeover_terminated(term, trunc, np.r_[True, np.zeros(9, bool)]).any()  # starts at step 0: no-op
+    with pytest.raises(ShapeError):
+        takeover_terminated(term, trunc, human[:5])
