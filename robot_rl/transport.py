@@ -730,6 +730,11 @@ class _Driver(Protocol):
     def kick(self) -> None:
         """Get pending work moving (wake the I/O thread / pump the hub)."""
 
+    def refresh(self) -> None:
+        """Before a read (stats, the latest weights, the queue): the in-memory hub pumps; the ZeroMQ I/O thread
+        needs nothing, it takes arrivals and timers by itself (waking it for every read of a control loop that
+        polls every few ms cost an actor ~70 % of a core)."""
+
     def wait(self, pred: Callable[[], bool], timeout: float) -> bool:
         """Wait up to `timeout` s until `pred()` (evaluated under the core's lock) holds."""
 
@@ -801,7 +806,7 @@ class LearnerEndpoint(_Endpoint):
         if timeout > 0:
             self._driver.wait(lambda: bool(core.queue) or core.closed, timeout)
         else:
-            self._driver.kick()
+            self._driver.refresh()
         with core.cond:
             out = core.take(max_messages, auto_ack)
         if out and auto_ack:
@@ -821,7 +826,7 @@ class LearnerEndpoint(_Endpoint):
         self._driver.kick()
 
     def stats(self) -> LearnerStats:
-        self._driver.kick()
+        self._driver.refresh()
         with self._core.cond:
             return self._core.stats(self._core.clock())
 
@@ -875,7 +880,7 @@ class ActorEndpoint(_Endpoint):
 
     def latest_weights(self) -> Weights | None:
         """The newest weights not yet returned, or None (never blocks). Arrays are read-only."""
-        self._driver.kick()
+        self._driver.refresh()
         with self._core.cond:
             if not self._core.weights_new:
                 return None
@@ -899,7 +904,7 @@ class ActorEndpoint(_Endpoint):
             return not core.unacked
 
     def stats(self) -> ActorStats:
-        self._driver.kick()
+        self._driver.refresh()
         with self._core.cond:
             return self._core.stats(self._core.clock())
 
@@ -955,6 +960,10 @@ class _ZmqDriverBase:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
+        # registered and looked up by file descriptor: zmq.Poller reports a plain socket by its fd, so a lookup by
+        # the socket object never matched, the wake-up byte was never read and the I/O thread spun at 100 % CPU
+        # after the first kick (stealing the GIL from the learner's updates and the actor's control loop)
+        self._wake_fd = self._wake_r.fileno()
         self._stop = False
         self._thread = threading.Thread(target=self._run_guarded, name=name, daemon=True)
 
@@ -973,6 +982,9 @@ class _ZmqDriverBase:
             self._wake_w.send(b"\0")
         except (BlockingIOError, OSError):
             pass  # already awake (buffer full) or closed
+
+    def refresh(self) -> None:
+        pass  # the I/O thread handles arrivals and timers without being woken
 
     def wait(self, pred: Callable[[], bool], timeout: float) -> bool:
         with self._cond:
@@ -1069,11 +1081,11 @@ class _ZmqLearnerDriver(_ZmqDriverBase):
         zmq, core, cfg = self._zmq, self.core, self._config
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
-        poller.register(self._wake_r, zmq.POLLIN)
+        poller.register(self._wake_fd, zmq.POLLIN)
         try:
             while not self._stop:
                 events = dict(poller.poll(cfg.poll_ms))
-                if self._wake_r in events:
+                if self._wake_fd in events:
                     self._drain_wake()
                 for _ in range(256):
                     try:
@@ -1170,10 +1182,10 @@ class _ZmqActorDriver(_ZmqDriverBase):
                 poller = zmq.Poller()
                 poller.register(self.sock, zmq.POLLIN)
                 poller.register(self.mon, zmq.POLLIN)
-                poller.register(self._wake_r, zmq.POLLIN)
+                poller.register(self._wake_fd, zmq.POLLIN)
                 while not self._stop:
                     events = dict(poller.poll(cfg.poll_ms))
-                    if self._wake_r in events:
+                    if self._wake_fd in events:
                         self._drain_wake()
                     if self.mon in events:
                         self._monitor_events()
@@ -1275,6 +1287,9 @@ class _MemLearnerDriver:
     def kick(self) -> None:
         self.hub.pump()
 
+    def refresh(self) -> None:
+        self.hub.pump()
+
     def wait(self, pred: Callable[[], bool], timeout: float) -> bool:
         return self.hub._wait(self.core.cond, pred, timeout)
 
@@ -1308,6 +1323,9 @@ class _MemActorDriver:
             core.cond.notify_all()
 
     def kick(self) -> None:
+        self.hub.pump()
+
+    def refresh(self) -> None:
         self.hub.pump()
 
     def wait(self, pred: Callable[[], bool], timeout: float) -> bool:

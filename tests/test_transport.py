@@ -531,3 +531,37 @@ def test_seq_set_counts_each_range_once_in_any_order(sizes: list[int], rnd: Any)
     part.add(9, 10)
     part.advance_to(5)  # a HELLO saying "acked up to 5" absorbs the ranges it reaches
     assert part.upto == 6 and part.ranges == {9: 10}
+
+
+def test_zmq_io_threads_go_idle_after_a_wake_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kick (send, ack, publish) wakes the I/O thread once: the wake-up byte is read and the thread goes back to
+    blocking in poll. (zmq.Poller reports a plain socket by its fd; looking it up by the socket object never matched,
+    the byte stayed unread and both I/O threads spun at 100 % CPU for the rest of the run.)"""
+    cfg = TransportConfig(heartbeat_s=1.0, heartbeat_timeout_s=5.0, poll_ms=50)
+    polls = {"n": 0}
+    real_poll = zmq.Poller.poll
+
+    def counting_poll(self: zmq.Poller, timeout: int | None = None) -> Any:
+        polls["n"] += 1
+        return real_poll(self, timeout)
+
+    monkeypatch.setattr(zmq.Poller, "poll", counting_poll)
+    learner = bind_learner(SPEC, "tcp://127.0.0.1:0", cfg)
+    actor = connect_actor(SPEC, "a0", learner.address, cfg)
+    try:
+        assert actor.wait_connected(5.0)
+        assert actor.send(chunk(2))                      # kicks the actor's I/O thread
+        assert until(lambda: learner.recv(timeout=0.05))    # acks: kicks the learner's I/O thread
+        learner.publish_weights(1, {"w": np.zeros(3, np.float32)})  # kicks the learner's
+        assert until(lambda: actor.latest_weights() is not None)
+        time.sleep(0.2)
+        before = polls["n"]
+        time.sleep(1.0)
+        # two I/O threads blocking up to 50 ms per poll, plus 1 s heartbeats: ~40 polls; spinning: tens of thousands
+        assert polls["n"] - before < 200, polls["n"] - before
+        for end in (actor, learner):
+            with pytest.raises(BlockingIOError):
+                end._driver._wake_r.recv(1)              # type: ignore[attr-defined]  # the wake-up byte was read
+    finally:
+        actor.close()
+        learner.close()
