@@ -257,7 +257,8 @@ def test_train_online_with_dict_images_routes_interventions_and_rescales_actions
     agent = SACAgent(spec, _cfg(encoder="conv", conv_channels=(8, 8), image_latent_dim=16, proprio_latent_dim=8,
                                 batch_size=4, critic_updates_per_actor_update=2))
     online, demo = ReplayBuffer(spec, 100), ReplayBuffer(spec, 100)
-    loop = LoopConfig(total_steps=40, start_steps=10, learning_starts=10, takeover_terminal=False)  # see below
+    loop = LoopConfig(total_steps=40, start_steps=10, learning_starts=10,
+                      takeover_terminal=False)  # its relabels would start new segments (a test of their own)
     hist = list(train_online(env, agent, online, loop, demo=demo))
     assert [h["env_step"] for h in hist] == [10, 20, 30, 40]
     assert hist[-1]["updates"] == 31 and "critic_loss" in hist[-1] and hist[-1]["success"] is True
