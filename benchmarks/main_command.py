@@ -1,0 +1,134 @@
+"""The README's main command, measured: `robot-rl sim` on its embedded default, end to end, as a user runs it.
+
+Runs `robot-rl sim --task T` (default twin-pick-cube, every other option at its default) in a fresh run
+directory as a subprocess of the installed command, times the whole run (demo recording, robot servers,
+learner, actors, final deterministic evaluation), then reads the run's `summary.json` (env steps,
+training success, the evaluation of the last checkpoint, milestones: the first env step and wall time at which
+training success reached 25 / 50 / 80 / 90 %; the learner's updates over its run time give the mean updates/s).
+Prints a table and writes `benchmarks/results/main_command_<task>.json`; the README's headline for the main
+command comes from that file.
+
+Usage::
+
+    python benchmarks/main_command.py                              # twin-pick-cube, defaults (~10 min, 2 cores)
+    python benchmarks/main_command.py --task twin-peg-insert
+    python benchmarks/main_command.py --task twin-reach -- --actors 1  # anything after -- goes to robot-rl sim
+
+Run it on an otherwise idle machine: the learner, the actors and their robot servers share the cores, and the
+wall time is the figure being measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def robot_rl_command() -> list[str]:
+    """The installed `robot-rl` beside this interpreter, else `python -m robot_rl.cli`."""
+    exe = Path(sys.executable).with_name("robot-rl")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "robot_rl.cli"]
+
+
+def run_sim(task: str, out: Path, extra: list[str]) -> tuple[int, float, str]:
+    """Run `robot-rl sim` into `out`; (exit code, wall seconds, the last lines of its output)."""
+    argv = [*robot_rl_command(), "sim", "--task", task, "--out", str(out), *extra]
+    env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False)
+    return proc.returncode, time.monotonic() - t0, "\n".join(proc.stdout.splitlines()[-15:])
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _rate(count: Any, seconds: Any) -> float | None:
+    """count / seconds, or None when either is missing (the learner's mean updates/s over its run)."""
+    if not isinstance(count, int | float) or not isinstance(seconds, int | float) or seconds <= 0:
+        return None
+    return round(float(count) / float(seconds), 1)
+
+
+def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[str]) -> dict[str, Any]:
+    """The result row from the run directory `out` (its summary.json)."""
+    summary = _read_json(out / "summary.json")
+    milestones = summary.get("milestones") or {}
+    return {
+        "task": task, "sim_args": extra, "returncode": returncode, "wall_s": round(wall_s, 1),
+        "env_step": summary.get("env_step"), "episodes": summary.get("episodes"),
+        "updates": summary.get("updates"),
+        "updates_per_s": _rate(summary.get("updates"), summary.get("learner_elapsed_s")),
+        "train_success_rate": summary.get("train_success_rate"),
+        "eval_success_rate": summary.get("eval_success_rate"), "eval_episodes": summary.get("eval_episodes"),
+        "milestones": milestones,
+    }
+
+
+def print_table(row: dict[str, Any]) -> None:
+    ev, n = row["eval_success_rate"], row["eval_episodes"] or 0
+    evs = "-" if ev is None else f"{round(ev * n)}/{n}"
+    print("| task | wall | env steps | learner updates/s | final training success | final checkpoint, deterministic |")
+    print("|---|---|---|---|---|---|")
+    ups = row["updates_per_s"]
+    tr = row["train_success_rate"]
+    print(f"| {row['task']} | {row['wall_s'] / 60:.1f} min | {row['env_step']} | "
+          f"{'-' if ups is None else f'{ups:.0f}'} | {'-' if tr is None else f'{tr:.0%}'} | {evs} |")
+    for level, m in sorted(row["milestones"].items()):
+        if isinstance(m, dict):
+            print(f"  training success >= {level}: env step {m.get('env_step')}, {m.get('wall_s')} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in args_in:
+        i = args_in.index("--")
+        args_in, extra = args_in[:i], args_in[i + 1:]
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--task", default="twin-pick-cube")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--keep", action="store_true", help="keep the run directory (printed) instead of deleting it")
+    args = p.parse_args(args_in)
+    run_dir = Path(tempfile.mkdtemp(prefix=f"main-command-{args.task}-")) / "run"
+    code, wall_s, tail = run_sim(args.task, run_dir, extra)
+    row = summarise(args.task, run_dir, wall_s, code, extra)
+    if code != 0:
+        print(tail, file=sys.stderr)
+    print_table(row)
+    import torch  # the version goes into the result, like the other benchmarks
+
+    result = {"benchmark": "main_command", "command": f"robot-rl sim --task {args.task} {' '.join(extra)}".strip(),
+              "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
+              "date": time.strftime("%Y-%m-%d"), "result": row}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"main_command_{args.task}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(path)
+    print(f"wrote {path}")
+    if args.keep:
+        print(f"run directory: {run_dir}")
+    else:
+        shutil.rmtree(run_dir.parent, ignore_errors=True)
+    return 0 if code == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
