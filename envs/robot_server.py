@@ -46,7 +46,7 @@ new one arrives; the twin does not even advance without `wait`), so a client tha
 arm holding its last safe target, and the next client that calls `open` is served normally.
 
 Security: binding a non-loopback address needs CURVE keys (`robot_rl.keys.ServerKeys`, clients authorized by
-public key through a ZAP handler) or `insecure=True` (`robot_rl.transport.check_address`).
+public key through a ZAP handler) or `insecure=True` (`robot_rl.curve.check_address`).
 
 Usage::
 
@@ -75,6 +75,7 @@ import zmq
 
 from envs.robot import Cameras, Robot, RobotState
 from robot_rl.config import Config, require
+from robot_rl.curve import check_address
 from robot_rl.errors import (
     ConfigError,
     ProtocolError,
@@ -84,7 +85,6 @@ from robot_rl.errors import (
     ShapeError,
 )
 from robot_rl.keys import ServerKeys
-from robot_rl.transport import check_address
 from robot_rl.wire import (
     PROTOCOL_VERSION,
     ErrorCode,
