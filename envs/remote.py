@@ -40,6 +40,7 @@ import zmq
 from envs.robot import RobotState
 from envs.robot_server import DEFAULT_ADDRESS, IMAGES_PREFIX, RobotErrorCode, state_from_wire
 from robot_rl.config import Config, require
+from robot_rl.curve import check_address
 from robot_rl.errors import (
     ConfigError,
     ProtocolError,
@@ -51,7 +52,6 @@ from robot_rl.errors import (
     SpecMismatchError,
 )
 from robot_rl.keys import ClientKeys
-from robot_rl.transport import check_address
 from robot_rl.wire import ErrorCode, ErrorReply, Limits, RobotCall, RobotReply, decode, encode
 
 if TYPE_CHECKING:

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
         from robot_rl.keys import ServerKeys
 
         keys = ServerKeys.from_dir(args.keys)
-    from robot_rl.transport import check_address
+    from robot_rl.curve import check_address
 
     check_address(config.bind, keys, config.insecure)  # before building the backend: fail fast
     names = tuple(n.strip() for n in args.cameras.split(",") if n.strip())

@@ -82,6 +82,10 @@ def test_walker_catches_a_violation(tmp_path: Path) -> None:
 
 
 def test_every_package_is_listed_in_pyproject() -> None:
+    """Subpackages too (robot_rl.transport, envs.robot_server, ...): an unlisted one is missing from a wheel."""
     text = (ROOT / "pyproject.toml").read_text()
     for pkg in PACKAGES:
         assert f'"{pkg}"' in text, f"{pkg} missing from [tool.setuptools] packages"
+        for init in sorted((ROOT / pkg).rglob("__init__.py")):
+            dotted = ".".join(init.parent.relative_to(ROOT).parts)
+            assert f'"{dotted}"' in text, f"{dotted} missing from [tool.setuptools] packages"

@@ -29,11 +29,10 @@ from robot_rl.transport import (
     InMemoryHub,
     LearnerEndpoint,
     TransportConfig,
-    _ActorCore,
-    _SeqSet,
     bind_learner,
     connect_actor,
 )
+from robot_rl.transport.cores import _ActorCore, _SeqSet
 from robot_rl.wire import (
     Ack,
     ErrorCode,

@@ -12,9 +12,10 @@ import pytest
 import zmq
 from test_transport import FAST, SPEC, chunk, drain, until
 
+from robot_rl.curve import check_address, is_local_address
 from robot_rl.errors import ConfigError, ProtocolError
 from robot_rl.keys import ClientKeys, ServerKeys, add_client, generate_keys
-from robot_rl.transport import bind_learner, check_address, connect_actor, is_local_address
+from robot_rl.transport import bind_learner, connect_actor
 from robot_rl.wire import ErrorCode, ErrorReply, Limits, decode
 
 

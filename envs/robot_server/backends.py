@@ -1,0 +1,70 @@
+"""Robot server, the backends: `make_backend(name, task)` builds the (robot, cameras, info) a server serves, for
+backend 'twin' (the MuJoCo twin) or a hardware backend ('franky', 'ros2', imported lazily: without their
+extra the error names it).
+
+Usage::
+
+    robot, cameras, info = make_backend("twin", "twin-pick-cube", image_size=64)
+    handle = serve_in_thread(lambda: make_backend("twin", "pick_cube"))     # built on the serving thread
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from envs.robot import Cameras, Robot
+from robot_rl.errors import ConfigError
+
+BACKENDS = ("twin", "franky", "ros2")
+"""Backend names for `make_backend` / `robot-rl robot-server --backend`."""
+
+BackendFactory = Callable[[], tuple[Robot, Cameras | None, dict[str, Any]]]
+"""Builds (robot, cameras or None, info for `open`) on the serving thread."""
+
+
+def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequence[str] = ("front", "wrist"),
+                 cameras: bool = True, physics_hz: float | None = None) -> tuple[Robot, Cameras | None, dict[str, Any]]:
+    """(robot, cameras, info) for backend `name` ('twin', 'franky', 'ros2') and a task name or twin preset.
+
+    Hardware backends are imported lazily: without their extra this raises `MissingExtraError` naming it
+    (`real` for franky, `ros` for ros2). The twin is built exactly as `envs.env.make_twin_env` builds it, so
+    an env over a RemoteRobot of this backend runs the same episodes as an in-process twin env.
+    """
+    from envs.tasks import get_task
+    from robot_rl.extras import optional_import
+
+    if name == "twin":
+        optional_import("mujoco", extra="sim", purpose="the MuJoCo twin backend")
+        from envs.twin import TwinRobot, TwinRobotConfig
+
+        the_task = get_task(_task_name(task))
+        if not the_task.twin_task:
+            raise ConfigError(f"task={task!r} has no MuJoCo twin scene")
+        options: dict[str, Any] = {} if physics_hz is None else {"physics_hz": float(physics_hz)}
+        robot = TwinRobot(TwinRobotConfig(task=the_task.twin_task, image_height=int(image_size),
+                                          image_width=int(image_size), camera_names=tuple(camera_names),
+                                          render=bool(cameras), **options))
+        return robot, (robot.cameras() if cameras else None), {"backend": "twin", "task": the_task.name}
+    if name == "franky":
+        optional_import("franky", extra="real", purpose="the libfranka backend (--backend franky)")
+        raise ConfigError("backend 'franky' is not implemented in this version of robot-rl (only 'twin' is)")
+    if name == "ros2":
+        optional_import("rclpy", extra="ros", purpose="the ROS 2 backend (--backend ros2)")
+        raise ConfigError("backend 'ros2' is not implemented in this version of robot-rl (only 'twin' is)")
+    raise ConfigError(f"backend={name!r} is unknown; known: {list(BACKENDS)}")
+
+
+def _task_name(task: str) -> str:
+    """A task name ('pick_cube') from a task name or a twin preset name ('twin-pick-cube')."""
+    from envs.tasks import TASKS
+
+    if task in TASKS:
+        return task
+    from envs.presets import PRESETS, twin_task
+
+    if task in PRESETS:
+        return twin_task(task)
+    from robot_rl.errors import UnknownTaskError
+
+    raise UnknownTaskError(f"unknown task '{task}'; known: {', '.join(sorted([*TASKS, *PRESETS]))}")
