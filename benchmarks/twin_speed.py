@@ -3,9 +3,9 @@
 For each twin task: state-only (obs_mode="state", no renderer) and pixels (two 128x128 cameras); for gym-hil:
 state (image_obs=False) and images (image_obs=True, its two 128x128 cameras, rendering settings as shipped).
 Both are 10 Hz envs (gym-hil: 50 physics substeps of 2 ms; the twin: 50 of 2 ms at its default 500 Hz
-physics, with the impedance controller at every substep). All envs are built first and warmed up; then, in interleaved rounds, each runs a
-chunk of timed `env.step` calls with seeded uniform random actions (episode resets untimed), so all of them
-see the same background load of a shared machine. Also reported: the
+physics, with the impedance controller at every substep). All envs are built first and warmed up; then, in
+interleaved rounds, each runs a chunk of timed `env.step` calls with seeded uniform random actions (episode
+resets untimed), so all of them see the same background load of a shared machine. Also reported: the
 physics rate (physics steps per wall second inside the env), and the share of step time spent in the
 controller (the twin's Cartesian impedance tick; gym-hil's op-space controller), measured by timing the
 controller calls in a separate pass (the wrapper's own overhead, ~0.2 us a call, is included).
