@@ -1,6 +1,6 @@
-"""learners.learner (distributed learner logic) and actors.actor (actor loop) in one process over InMemoryHub:
-the update-to-data hold, weight versions, duplicates, durability across a crash, per-actor stats, chunks,
-weight swaps and pacing. Tiny networks; a fake clock where time matters."""
+"""learners.learner (distributed learner logic, with learners.inbox and learners.learner_status) and actors.actor
+(actor loop) in one process over InMemoryHub: the update-to-data hold, weight versions, duplicates, durability
+across a crash, per-actor stats, chunks, weight swaps and pacing. Tiny networks; a fake clock where time matters."""
 
 from __future__ import annotations
 
@@ -13,15 +13,8 @@ import pytest
 
 from actors.actor import Actor, ActorConfig, ChunkBuilder, PolicySwap, config_from_weights
 from learners.config import rlpd_state_config
-from learners.learner import (
-    CONFIG_ARRAY,
-    Inbox,
-    Learner,
-    LearnerConfig,
-    RunExistsError,
-    SeqLedger,
-    checkpoint_exists,
-)
+from learners.inbox import Inbox, SeqLedger
+from learners.learner import CONFIG_ARRAY, Learner, LearnerConfig, RunExistsError, checkpoint_exists
 from robot_rl.specs import ArraySpec, EnvSpec
 from robot_rl.transport import Delivery, InMemoryHub, LearnerStats, TransportConfig
 from robot_rl.wire import TransitionChunk, Transitions, Weights
