@@ -273,6 +273,17 @@ def test_per_actor_stats_and_outputs(tmp_path: Path) -> None:
     assert (tmp_path / "learning_curve.png").is_file()
 
 
+def test_update_means_average_between_metrics_rows_and_start_over() -> None:
+    from learners.learner_status import UpdateMeans
+
+    means = UpdateMeans()
+    assert means.pop() == {}
+    means.add({"critic_loss": 1.0, "q_mean": 2})
+    means.add({"critic_loss": 3.0, "q_mean": 4})
+    assert means.pop() == {"critic_loss": 2.0, "q_mean": 3.0}
+    assert means.pop() == {}  # a row without updates carries no stale losses
+
+
 # --------------------------------------------------------------------------------------------------- actor
 
 class ToyEnv:
