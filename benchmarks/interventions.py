@@ -3,8 +3,8 @@
 Each condition trains RLPD (state observations, scripted demos in the demo buffer) with the same seeds; the
 "interventions" condition wraps the training env in `InterventionWrapper(env, ScriptedHuman)` — the scripted
 human takes over when the policy drifts from the expert's path, and the taken-over transitions go to both the
-online and the demo buffer (HIL-SERL routing in learners.loop). Both use the task preset's training recipe
-(robot_rl.presets, what `robot-rl train --task T` uses). Evaluation always runs the bare, deterministic policy
+online and the demo buffer (HIL-SERL routing in learners.loop). Both use the task's training recipe
+(learners.recipes, what `robot-rl train --task T` uses). Evaluation always runs the bare, deterministic policy
 on a clean env (no human), on the same env seeds for both conditions. Prints a table, writes
 benchmarks/results/interventions.json and interventions.png.
 
@@ -41,10 +41,10 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
     from envs.wrappers import GripperPenaltyWrapper, InterventionConfig, InterventionWrapper
     from learners.config import rlpd_state_config
     from learners.loop import LoopConfig, LoopCounters, evaluate_episodes, train_online
+    from learners.recipes import recipe_for
     from learners.replay import ReplayBuffer
     from learners.sac import SACAgent
     from robot_rl.episodes import load_dir
-    from robot_rl.presets import get_preset
     from robot_rl.specs import EnvSpec
 
     torch.set_num_threads(1)
@@ -54,8 +54,8 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
         env = InterventionWrapper(env, human, InterventionConfig(sticky_s=0.0))
     eval_env = make_env(task, obs_mode="state")
     spec = EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=10.0)
-    preset = get_preset(task)
-    agent = SACAgent(spec, rlpd_state_config(**{**preset.recipe("state"), "seed": seed}))
+    recipe = recipe_for(task)
+    agent = SACAgent(spec, rlpd_state_config(**{**recipe.overrides("state"), "seed": seed}))
     online = ReplayBuffer(spec, steps + 10, seed=seed)
     demo = ReplayBuffer(spec, 50_000, seed=seed + 1)
     for ep in load_dir(demos)[0]:
@@ -76,7 +76,7 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
               flush=True)
 
     loop = LoopConfig(total_steps=steps, start_steps=0, learning_starts=100,
-                      updates_per_step=preset.updates_per_step, seed=seed,
+                      updates_per_step=recipe.updates_per_step, seed=seed,
                       takeover_terminal=takeover_terminal)
     for m in train_online(env, agent, online, loop, demo=demo, counters=counters):
         interventions.append(float(m.get("intervention_rate", 0.0)))
@@ -143,11 +143,11 @@ def main() -> None:
         print(f"{'mean ' + ('with' if intervene else 'without'):<26}{'':>5}  "
               + "  ".join(f"{m:.0%}" for m in mean) + (f"   (intervention rate {rate:.2f})" if intervene else ""))
     RESULTS.mkdir(exist_ok=True)
-    from robot_rl.presets import get_preset
+    from learners.recipes import recipe_for
 
-    preset = get_preset(args.task)
+    recipe = recipe_for(args.task)
     out = {"benchmark": "interventions", "task": args.task, "args": vars(args), "human": human_cfg, "runs": runs,
-           "recipe": {"agent": preset.recipe("state"), "updates_per_step": preset.updates_per_step},
+           "recipe": {"agent": recipe.overrides("state"), "updates_per_step": recipe.updates_per_step},
            "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     (RESULTS / f"interventions{args.tag}.json").write_text(json.dumps(out, indent=1))
     import matplotlib

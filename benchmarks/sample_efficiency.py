@@ -6,7 +6,7 @@ that run's metrics.jsonl (one row per evaluation: deterministic policy, `--eval-
 (success per evaluation and seed, the first env step at >= 90 % success), writes JSON and a PNG (one curve per
 seed + the mean) to benchmarks/results/.
 
-Training uses the task preset's recipe (robot_rl.presets, the same as `robot-rl train --task T` with no
+Training uses the task's recipe (learners.recipes, the same as `robot-rl train --task T` with no
 flags); anything after `--` goes to `robot-rl train` and wins. Modes:
 
     python benchmarks/sample_efficiency.py                                  # TwinPickCube, state, 3 seeds, 20k steps
@@ -149,10 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     image_size = args.image_size if pixels else None
     demos = record_demos(args.task, args.obs_mode, image_size,
                          args.demos, work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}")
-    from robot_rl.presets import get_preset
+    from learners.recipes import recipe_for
 
-    preset = get_preset(args.task)
-    recipe = {"agent": preset.recipe(args.obs_mode), "updates_per_step": preset.updates_per_step}
+    task_recipe = recipe_for(args.task)
+    recipe = {"agent": task_recipe.overrides(args.obs_mode), "updates_per_step": task_recipe.updates_per_step}
     tag = f"{args.task}_{args.obs_mode}{image_size or ''}"
     runs = []
     jobs: list[tuple[int, list[str], Path]] = []

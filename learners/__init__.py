@@ -2,13 +2,19 @@
 
 Modules (import the one you need; this package imports nothing at import time):
 - `learners.config`   AgentConfig + presets (drq_config, rlpd_state_config, hil_serl_config, sac_config)
+- `learners.recipes`  per-task training recipes (typed AgentConfig overrides, updates per env step)
+- `learners.agent_options`  --set FIELD=VALUE parsing, defaults < recipe < flags < --set, OUT/agent_config.json
 - `learners.policy`   actor-side policy (encoder + tanh-Gaussian actor + gripper head): build_policy, act,
                       trainable_state / load_trainable_state. Actors import only this module.
 - `learners.sac`      SACAgent: critic ensemble, targets, temperature, UTD updates, full state for checkpoints
 - `learners.replay`   ReplayBuffer (uint8 frames stored once), MixedSampler (RLPD), route_transition
 - `learners.loop`     train_online (generator of per-episode metrics) and evaluate, for any gymnasium-like env
 - `learners.encoders` ResNet-10 (GroupNorm, local safetensors weights), small conv net, random shift
-- `learners.nets`, `learners.obs`  building blocks
+- `learners.learner`  the distributed learner (ingest, UTD schedule, weights out, checkpoints), with
+                      `learners.inbox` (durable inbox + seq ledger) and `learners.learner_status` (status.json,
+                      metrics, TensorBoard, plot, per-actor records)
+- `learners.train_cli`, `learners.learner_cli`, `learners.eval_cli`  the train / learner / eval commands
+- `learners.nets`, `learners.obs`, `learners.state`  building blocks
 
 See ../shared/DESIGN.md for the agent seam.
 """

@@ -24,10 +24,13 @@ Presets::
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from robot_rl.config import Config, require
+from robot_rl.errors import ConfigError
 
 ENCODERS = ("resnet10", "conv")
 ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
@@ -191,6 +194,23 @@ class AgentConfig(Config):
     def samples_per_update(self) -> int:
         """Rows one `update()` call consumes: batch_size x critic_updates_per_actor_update."""
         return self.batch_size * self.critic_updates_per_actor_update
+
+
+def agent_field_names() -> tuple[str, ...]:
+    """The AgentConfig field names, in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(AgentConfig))
+
+
+def check_agent_fields(names: Iterable[str], where: str) -> None:
+    """Raise ConfigError (one line: `where`, the unknown name, a close match, the valid names) unless every name
+    in `names` is an AgentConfig field."""
+    valid = agent_field_names()
+    for name in names:
+        if name not in valid:
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{where}: unknown AgentConfig field '{name}'{hint}; valid fields: "
+                              f"{', '.join(sorted(valid))}")
 
 
 def drq_config(**overrides: Any) -> AgentConfig:

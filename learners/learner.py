@@ -7,8 +7,9 @@ Data path (nothing acknowledged is ever lost, nothing is stored twice)::
     recv_deliveries -> duplicate? (ledger of (actor_id, session, seq) ranges) -> inbox file (atomic) -> replay
                     -> ack
 
-Every new chunk is written to ``OUT/inbox/`` as an episode-format file before its actor gets the ack; a
-checkpoint records the ledger and the last inbox file it covers, then deletes the covered files. A restarted
+Every new chunk is written to ``OUT/inbox/`` (learners.inbox.Inbox, a write-ahead log) before its actor gets
+the ack; a checkpoint records the ledger (learners.inbox.SeqLedger) and the last inbox file it covers, then
+deletes the covered files. A restarted
 learner (`resume=True`) loads the last checkpoint and replays the newer inbox files, so it holds exactly what
 was acknowledged; transitions its predecessor wrote but never acknowledged come again from their actors and the
 ledger drops them.
@@ -25,7 +26,8 @@ Weights: every `publish_every` updates, ``agent.trainable_state()`` plus two ext
 
 Outputs in ``OUT``: ``metrics.jsonl`` (robot_rl.metrics), ``status.json`` (rewritten atomically every
 `status_every_s`, read by `robot-rl sim`), ``learning_curve.png``, ``tensorboard/`` (when tensorboard is
-installed), ``checkpoints/`` (robot_rl.checkpoint via learners.state.TrainingRun), ``inbox/``.
+installed) -- all written through learners.learner_status, which also holds the per-actor records --,
+``checkpoints/`` (robot_rl.checkpoint via learners.state.TrainingRun), ``inbox/``.
 
 Usage::
 
@@ -44,9 +46,8 @@ import json
 import logging
 import math
 import os
-import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,14 +55,15 @@ import numpy as np
 import torch
 
 from learners.config import AgentConfig
+from learners.inbox import Inbox, SeqLedger
+from learners.learner_status import ActorRecord, LearnerOutputs, UpdateMeans, actor_status, mean_or_none
 from learners.replay import MixedSampler, ReplayBuffer, takeover_terminated
 from learners.sac import SACAgent
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
 from robot_rl.config import Config, require
-from robot_rl.episodes import Episode, episode_to_arrays, load_episode
-from robot_rl.errors import ConfigError, EpisodeFileError, ShapeError
-from robot_rl.metrics import MetricsLog, plot_learning_curve, read_metrics
+from robot_rl.episodes import Episode
+from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
 from robot_rl.transport import Delivery, LearnerStats
 from robot_rl.wire import TransitionChunk
@@ -72,7 +74,6 @@ CONFIG_ARRAY = "meta/agent_config"
 """Name of the extra weights array holding the AgentConfig as JSON (uint8 bytes)."""
 PUBLISHED_AT_ARRAY = "meta/published_at"
 """Name of the extra weights array holding the publish time (float64 (1,), wall-clock seconds)."""
-_INBOX_RE = re.compile(r"^chunk_(\d{12})\.npz$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,191 +158,6 @@ class LearnerEndpointLike(Protocol):
     def close(self) -> None: ...
 
 
-# --------------------------------------------------------------------------------------------------- ledger
-
-class SeqLedger:
-    """Which transition seqs were stored, per (actor_id, session): sorted disjoint [start, end) ranges.
-
-    Usage::
-
-        ledger = SeqLedger()
-        ledger.covers("a0", "s1", 0, 10)    # False
-        ledger.add("a0", "s1", 0, 10); ledger.covers("a0", "s1", 5, 8)   # True
-        SeqLedger.from_json(ledger.to_json())
-    """
-
-    def __init__(self) -> None:
-        self._ranges: dict[tuple[str, str], list[list[int]]] = {}
-
-    def _get(self, actor_id: str, session: str) -> list[list[int]]:
-        return self._ranges.get((actor_id, session), [])
-
-    def covers(self, actor_id: str, session: str, start: int, end: int) -> bool:
-        """Every seq in [start, end) was stored."""
-        return any(s <= start and end <= e for s, e in self._get(actor_id, session))
-
-    def overlaps(self, actor_id: str, session: str, start: int, end: int) -> bool:
-        """Some seq in [start, end) was stored."""
-        return any(s < end and start < e for s, e in self._get(actor_id, session))
-
-    def add(self, actor_id: str, session: str, start: int, end: int) -> None:
-        if end <= start:
-            raise ShapeError(f"empty seq range [{start}, {end})")
-        ranges = [*self._get(actor_id, session), [start, end]]
-        ranges.sort()
-        merged: list[list[int]] = []
-        for s, e in ranges:
-            if merged and s <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], e)
-            else:
-                merged.append([s, e])
-        self._ranges[(actor_id, session)] = merged
-
-    def count(self, actor_id: str | None = None) -> int:
-        """Transitions stored (of one actor, all sessions; or of everyone)."""
-        return sum(e - s for (a, _), rs in self._ranges.items() if actor_id is None or a == actor_id
-                   for s, e in rs)
-
-    def sessions(self) -> dict[str, dict[str, list[list[int]]]]:
-        """{actor_id: {session: [[start, end], ...]}} (a copy)."""
-        out: dict[str, dict[str, list[list[int]]]] = {}
-        for (a, s), rs in self._ranges.items():
-            out.setdefault(a, {})[s] = [list(r) for r in rs]
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {"sessions": self.sessions()}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SeqLedger:
-        ledger = cls()
-        try:
-            for actor_id, sessions in dict(data.get("sessions", {})).items():
-                for session, ranges in dict(sessions).items():
-                    for s, e in ranges:
-                        ledger.add(str(actor_id), str(session), int(s), int(e))
-        except (TypeError, ValueError, ShapeError) as err:
-            raise ConfigError(f"malformed seq ledger in checkpoint: {err}") from err
-        return ledger
-
-
-# --------------------------------------------------------------------------------------------------- inbox
-
-@dataclasses.dataclass(frozen=True)
-class InboxRecord:
-    """One durable chunk: where it came from and its transitions."""
-
-    index: int
-    actor_id: str
-    session: str
-    seq: int
-    chunk: TransitionChunk
-
-
-class Inbox:
-    """Received chunks as episode-format files ``chunk_<index>.npz`` (atomic writes), until a checkpoint
-    covers them.
-
-    Usage::
-
-        inbox = Inbox(out / "inbox")
-        inbox.write(7, "a0", "s1", 0, chunk, task="twin-reach")
-        [rec] = inbox.records(after=6)
-        inbox.delete_upto(7)
-    """
-
-    def __init__(self, directory: str | os.PathLike[str], fsync: bool = False) -> None:
-        self.dir = Path(directory)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.fsync = fsync
-
-    def path(self, index: int) -> Path:
-        return self.dir / f"chunk_{index:012d}.npz"
-
-    def write(self, index: int, actor_id: str, session: str, seq: int, chunk: TransitionChunk,
-              task: str = "") -> Path:
-        info = {"actor_id": actor_id, "session": session, "seq": seq, "seq_end": seq + chunk.length,
-                "episode": chunk.episode, "step": chunk.step,
-                "stats": None if chunk.stats is None else dict(chunk.stats)}
-        ep = Episode(observations=dict(chunk.observations), actions=chunk.actions, rewards=chunk.rewards,
-                     terminated=chunk.terminated, truncated=chunk.truncated, intervention=chunk.intervention,
-                     success=chunk.success, task=task, info=info)
-        path = self.path(index)
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "wb") as f:
-            arrays: dict[str, Any] = episode_to_arrays(ep)
-            np.savez(f, **arrays)
-            if self.fsync:
-                f.flush()
-                os.fsync(f.fileno())
-        tmp.replace(path)
-        return path
-
-    def indices(self) -> list[int]:
-        return sorted(int(m.group(1)) for p in self.dir.iterdir() if (m := _INBOX_RE.match(p.name)))
-
-    def records(self, after: int) -> list[InboxRecord]:
-        """The chunks with index > `after`, in order (unreadable files are reported and skipped: they were
-        never acknowledged, since a file is complete before its ack)."""
-        out = []
-        for i in self.indices():
-            if i <= after:
-                continue
-            p = self.path(i)
-            try:
-                ep = load_episode(p)
-                info = ep.info
-                chunk = TransitionChunk(observations=ep.observations, actions=ep.actions, rewards=ep.rewards,
-                                        terminated=ep.terminated, truncated=ep.truncated,
-                                        intervention=ep.intervention, success=ep.success,
-                                        episode=int(info.get("episode", 0)), step=int(info.get("step", 0)),
-                                        stats=info.get("stats"))
-                out.append(InboxRecord(i, str(info["actor_id"]), str(info["session"]), int(info["seq"]), chunk))
-            except (EpisodeFileError, KeyError, TypeError, ValueError, ShapeError) as err:
-                log.warning("inbox: skipping unreadable %s (%s)", p, err)
-        return out
-
-    def delete_upto(self, index: int) -> int:
-        """Delete files with index <= `index` (covered by a checkpoint); returns how many."""
-        n = 0
-        for i in self.indices():
-            if i <= index:
-                self.path(i).unlink(missing_ok=True)
-                n += 1
-        for p in self.dir.glob(".chunk_*.tmp"):  # torn writes of a crashed process: never acknowledged
-            p.unlink(missing_ok=True)
-        return n
-
-
-# --------------------------------------------------------------------------------------------------- stats
-
-@dataclasses.dataclass
-class ActorRecord:
-    """What the learner knows about one actor (survives restarts through checkpoints)."""
-
-    transitions: int = 0
-    episodes: int = 0
-    duplicates: int = 0
-    successes: collections.deque[float] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=20))
-    returns: collections.deque[float] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=20))
-    interventions: int = 0
-    last_seen: float = -math.inf
-    rejected: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"transitions": self.transitions, "episodes": self.episodes, "duplicates": self.duplicates,
-                "successes": list(self.successes), "returns": list(self.returns),
-                "interventions": self.interventions}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any], window: int) -> ActorRecord:
-        rec = cls(int(d.get("transitions", 0)), int(d.get("episodes", 0)), int(d.get("duplicates", 0)),
-                  collections.deque((float(x) for x in d.get("successes", [])), maxlen=window),
-                  collections.deque((float(x) for x in d.get("returns", [])), maxlen=window),
-                  int(d.get("interventions", 0)))
-        return rec
-
-
 def chunk_problem(chunk: TransitionChunk) -> str | None:
     """Why a received chunk must not be trained on (non-finite rewards, actions or float observations), or
     None."""
@@ -353,17 +169,6 @@ def chunk_problem(chunk: TransitionChunk) -> str | None:
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             return f"non-finite observation '{key}'"
     return None
-
-
-def _mean(values: Iterable[float]) -> float | None:
-    vals = list(values)
-    return float(np.mean(vals)) if vals else None
-
-
-def _write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=float))
-    tmp.replace(path)
 
 
 def config_bytes(cfg: AgentConfig) -> np.ndarray:
@@ -413,7 +218,7 @@ class Learner:
         self.demo = ReplayBuffer(spec, cfg.demo_capacity, seed=cfg.seed + 1)
         self.sampler = MixedSampler(self.online, self.demo, cfg.demo_ratio, self.agent.cfg.n_step)
         self.inbox = Inbox(self.out / "inbox", fsync=cfg.inbox_fsync)
-        self.metrics_log = MetricsLog(self.out / "metrics.jsonl")
+        self.outputs = LearnerOutputs(self.out, title=f"{spec.task} (learner)", tensorboard=cfg.tensorboard)
         self.ledger = SeqLedger()
         self.actors: dict[str, ActorRecord] = {}
         self.successes: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
@@ -431,8 +236,7 @@ class Learner:
         self._published_at_update = 0
         self._ckpt_received = 0
         self._ckpt_updates = -1
-        self._update_sums: dict[str, float] = {}
-        self._update_n = 0
+        self._update_means = UpdateMeans()
         self._last_metrics: dict[str, Any] = {}
         now = clock()
         self._t_start = now
@@ -443,8 +247,6 @@ class Learner:
         self._updates_per_s = 0.0
         self._t_alive = -math.inf
         self._alive_actors = 1
-        self._tb: Any = None
-        self._tb_failed = not cfg.tensorboard
         self.resumed_from: Path | None = None
         self.replayed_chunks = 0
         self.closed = False
@@ -541,7 +343,7 @@ class Learner:
 
     def _accept(self, actor_id: str, session: str, seq: int, chunk: TransitionChunk, write: bool) -> bool:
         end = seq + chunk.length
-        rec = self.actors.setdefault(actor_id, self._new_record())
+        rec = self.actors.setdefault(actor_id, ActorRecord.new(self.cfg.success_window))
         rec.last_seen = self.clock()
         problem = chunk_problem(chunk)
         if problem is not None:  # never train on it; acknowledged (resending would not fix it) and counted
@@ -564,10 +366,6 @@ class Learner:
         self.ledger.add(actor_id, session, seq, end)
         self._store(rec, chunk)
         return True
-
-    def _new_record(self) -> ActorRecord:
-        w = self.cfg.success_window
-        return ActorRecord(successes=collections.deque(maxlen=w), returns=collections.deque(maxlen=w))
 
     def _store(self, rec: ActorRecord, chunk: TransitionChunk) -> None:
         if self.cfg.takeover_terminal and chunk.length > 1 and bool(np.any(chunk.intervention)):
@@ -602,9 +400,7 @@ class Learner:
         batch = self.sampler.sample(self.agent.cfg.samples_per_update)
         metrics = self.agent.update(batch)
         self.updates += 1
-        for k, v in metrics.items():
-            self._update_sums[k] = self._update_sums.get(k, 0.0) + float(v)
-        self._update_n += 1
+        self._update_means.add(metrics)
 
     def weights_arrays(self) -> dict[str, np.ndarray]:
         """What actors receive: the policy's trainable state plus the config and publish-time entries."""
@@ -625,7 +421,7 @@ class Learner:
             self._alive_actors = sum(1 for p in self.endpoint.stats().actors.values() if p.alive)
         self.endpoint.report(env_step=self.received, env_step_budget=self.env_step_budget, updates=self.updates,
                              weights_version=self.weights_version, episodes=self.episodes,
-                             success_rate=_mean(self.successes), actors=max(1, self._alive_actors),
+                             success_rate=mean_or_none(self.successes), actors=max(1, self._alive_actors),
                              t=self.wall_clock())
 
     # ------------------------------------------------------------------ outputs
@@ -638,28 +434,13 @@ class Learner:
         actors: dict[str, Any] = {}
         peers = ep_stats.actors if ep_stats is not None else {}
         for aid in sorted(set(self.actors) | set(peers)):
-            rec = self.actors.get(aid) or self._new_record()
-            peer = peers.get(aid)
-            reported = dict(peer.reported) if peer is not None else {}
-            actors[aid] = {
-                "alive": bool(peer.alive) if peer is not None else False,
-                "transitions": rec.transitions, "episodes": rec.episodes,
-                "success_rate": _mean(rec.successes), "return": _mean(rec.returns),
-                "interventions": rec.interventions, "duplicates": rec.duplicates + (peer.duplicates if peer else 0),
-                "rejected": rec.rejected,
-                "weights_version": peer.weights_version if peer is not None else -1,
-                "session": peer.session if peer is not None else "",
-                "acked_upto": peer.acked_upto if peer is not None else -1,
-                "last_seen_s": None if peer is None else round(peer.last_seen_age_s, 2),
-                "intervention_rate": reported.get("intervention_rate"),
-                "env_steps_per_s": reported.get("env_steps_per_s"),
-                "paused": reported.get("paused"),
-            }
+            actors[aid] = actor_status(self.actors.get(aid) or ActorRecord.new(self.cfg.success_window),
+                                       peers.get(aid))
         elapsed = self.clock() - self._t_start
         return {
             "task": self.spec.task, "address": self.endpoint.address, "pid": os.getpid(),
             "env_step": self.received, "max_env_steps": self.cfg.max_env_steps, "episodes": self.episodes,
-            "success_rate": _mean(self.successes), "return": _mean(self.returns),
+            "success_rate": mean_or_none(self.successes), "return": mean_or_none(self.returns),
             "updates": self.updates, "target_updates": self.target_updates, "updates_per_s": self._updates_per_s,
             "weights_version": self.weights_version, "online_size": len(self.online), "demo_size": len(self.demo),
             "demo_transitions": self.demo_transitions, "interventions": self.interventions,
@@ -672,7 +453,7 @@ class Learner:
         }
 
     def write_status(self) -> None:
-        _write_json_atomic(self.out / "status.json", self.status())
+        self.outputs.write_status(self.status())
 
     def log_metrics(self) -> dict[str, Any]:
         """Append one metrics row (metrics.jsonl + TensorBoard) and return it."""
@@ -682,46 +463,20 @@ class Learner:
             self._updates_per_s = (self.updates - self._updates_at_log) / dt
         self._t_log, self._updates_at_log = now, self.updates
         row: dict[str, Any] = {
-            "env_step": self.received, "episodes": self.episodes, "success_rate": _mean(self.successes),
-            "return": _mean(self.returns), "episode_length": _mean(self.lengths), "updates": self.updates,
+            "env_step": self.received, "episodes": self.episodes, "success_rate": mean_or_none(self.successes),
+            "return": mean_or_none(self.returns), "episode_length": mean_or_none(self.lengths), "updates": self.updates,
             "updates_per_s": self._updates_per_s, "weights_version": self.weights_version,
             "online_size": len(self.online), "demo_size": len(self.demo), "duplicates": self.duplicates,
             "interventions": self.interventions, "wall_s": now - self._t_start,
         }
-        if self._update_n:
-            row.update({k: v / self._update_n for k, v in self._update_sums.items()})
-            self._update_sums, self._update_n = {}, 0
-        self.metrics_log.write(row)
-        self._tensorboard(row)
+        row.update(self._update_means.pop())
+        self.outputs.write_metrics(row)
         self._last_metrics = row
         return row
 
-    def _tensorboard(self, row: Mapping[str, Any]) -> None:
-        if self._tb_failed:
-            return
-        if self._tb is None:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError as err:
-                log.warning("learner: TensorBoard logging off (%s); install it with pip install 'robot-rl[learn]'",
-                            err)
-                self._tb_failed = True
-                return
-            self._tb = SummaryWriter(str(self.out / "tensorboard"))
-        step = int(row["env_step"])
-        for k, v in row.items():
-            if k != "env_step" and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
-                self._tb.add_scalar(k, v, step)
-        self._tb.flush()
-
     def plot(self) -> Path | None:
         """Redraw OUT/learning_curve.png from metrics.jsonl (None when matplotlib is missing)."""
-        try:
-            return plot_learning_curve(read_metrics(self.out / "metrics.jsonl"), self.out / "learning_curve.png",
-                                       title=f"{self.spec.task} (learner)")
-        except ImportError as err:
-            log.warning("learner: no learning-curve plot (%s)", err)
-            return None
+        return self.outputs.plot()
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self) -> Path | None:
@@ -800,9 +555,7 @@ class Learner:
         self.closed = True
         self.write_status()
         self.plot()
-        if self._tb is not None:
-            self._tb.close()
-            self._tb = None
+        self.outputs.close()
 
 
 def set_torch_threads(n: int) -> None:

@@ -2,23 +2,28 @@
 
 Binds the transition/weights endpoint, prints ``learner: listening on tcp://HOST:PORT`` as its first stdout line,
 loads demos into the demo buffer, and trains at a fixed update-to-data ratio from what actors send (see
-learners.learner). Writes OUT/metrics.jsonl, OUT/status.json, OUT/learning_curve.png, OUT/tensorboard/,
-OUT/checkpoints/. Stops on Ctrl-C / SIGTERM (final checkpoint) or after --max-env-steps.
+learners.learner). Writes OUT/agent_config.json, OUT/metrics.jsonl, OUT/status.json, OUT/learning_curve.png,
+OUT/tensorboard/, OUT/checkpoints/, OUT/inbox/. Stops on Ctrl-C / SIGTERM (final checkpoint) or after
+--max-env-steps.
+
+The agent: the agent preset (--agent) with this machine's defaults, then the task's recipe (learners.recipes;
+--no-recipe skips it), then the explicit flags (--hidden, --batch, ...), then `--set FIELD=VALUE` for any
+AgentConfig field (repeatable; learners.agent_options, the same as `robot-rl train --set`). The resolved
+AgentConfig is printed at start and saved as OUT/agent_config.json; a resumed run uses its checkpoint's.
 
 Usage::
 
     robot-rl learner --task twin-pick-cube --bind tcp://127.0.0.1:5555 --out runs/pick --demos demos/pick \\
         --obs-mode state
     robot-rl learner --task twin-pick-cube --bind tcp://127.0.0.1:5555 --out runs/pick --resume
+    robot-rl learner --task twin-pick-cube --out runs/pick3 --demos demos/pick --set n_step=3 --set bc_weight=1
     robot-rl actor --task twin-pick-cube --learner tcp://127.0.0.1:5555        # one or more, anywhere
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
-import json
 import logging
 import os
 import signal
@@ -29,8 +34,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from learners.agent_options import add_set_option, announce_agent_config, parse_set, resolve_agent_config
 from learners.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
 from learners.learner import Learner, LearnerConfig, checkpoint_exists, set_torch_threads
+from learners.recipes import recipe_for
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS, get_preset
@@ -70,10 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--critic-updates", type=int, default=None, help="critic updates per actor update")
     g.add_argument("--encoder", default=None, choices=("resnet10", "conv"), help="camera encoder (pixels)")
     g.add_argument("--encoder-weights", default=None, help="local ResNet-10 safetensors file (pixels)")
-    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="any other AgentConfig field (repeatable; VALUE as JSON, else a string), e.g. bc_weight=1.0")
+    add_set_option(g)
     g.add_argument("--no-recipe", action="store_true",
-                   help="ignore the task preset's training recipe (robot_rl.presets): plain agent defaults + flags")
+                   help="ignore the task's training recipe (learners.recipes): plain agent defaults + flags")
     g.add_argument("--device", default="cpu", help="torch device (cpu, cuda, auto)")
     g.add_argument("--seed", type=int, default=0, help="seed of the networks and samplers")
     s = p.add_argument_group("schedule")
@@ -101,12 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def agent_config(args: argparse.Namespace) -> AgentConfig:
-    """The AgentConfig from the CLI options (preset + the machine defaults + explicit overrides)."""
-    overrides: dict[str, Any] = dict(PIXEL_DEFAULTS if args.obs_mode == "pixels" else STATE_DEFAULTS)
+    """The AgentConfig from the CLI options: agent preset < this machine's defaults < the task's recipe < the
+    explicit flags < --set (learners.agent_options)."""
+    machine: dict[str, Any] = dict(PIXEL_DEFAULTS if args.obs_mode == "pixels" else STATE_DEFAULTS)
     if args.agent != "rlpd":
-        overrides = {}
-    if not args.no_recipe:
-        overrides.update(get_preset(args.task).recipe(args.obs_mode))
+        machine = {}
+    get_preset(args.task)  # UnknownTaskError first
+    recipe = {} if args.no_recipe else recipe_for(args.task).overrides(args.obs_mode)
+    overrides: dict[str, Any] = {}
     for flag, field in (("hidden", "hidden_dims"), ("ensemble", "ensemble_size"), ("batch", "batch_size"),
                         ("critic_updates", "critic_updates_per_actor_update"), ("encoder", "encoder"),
                         ("encoder_weights", "encoder_weights")):
@@ -118,21 +126,17 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     if args.ensemble is not None:
         base = AGENTS[args.agent]().ensemble_subsample
         overrides["ensemble_subsample"] = None if base is None else min(base, args.ensemble)
-    for item in args.set:
-        field, sep, text = item.partition("=")
-        if not sep or not field:
-            raise ConfigError(f"--set {item!r}: expected FIELD=VALUE")
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = text
-        overrides[field.strip()] = tuple(value) if isinstance(value, list) else value
     overrides.update(device=args.device, seed=args.seed)
-    known = {f.name for f in dataclasses.fields(AgentConfig)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise ConfigError(f"unknown agent option(s) {unknown}; AgentConfig fields: {sorted(known)}")
-    return AGENTS[args.agent](**overrides)
+    return resolve_agent_config(AGENTS[args.agent], machine, recipe, overrides, parse_set(args.set))
+
+
+def updates_per_transition(args: argparse.Namespace) -> float:
+    """--utd, else the task's recipe (also when `robot-rl sim` passes no --utd), else LearnerConfig's default."""
+    if args.utd is not None:
+        return float(args.utd)
+    if args.no_recipe:
+        return LearnerConfig().updates_per_transition
+    return float(recipe_for(args.task).updates_per_step)
 
 
 def env_spec(task: str, obs_mode: str, image_size: int | None) -> EnvSpec:
@@ -175,17 +179,13 @@ def main(argv: list[str]) -> int:
     if existing is not None and not args.resume:
         raise ConfigError(f"--out {args.out} already holds a run (checkpoint {existing.name}); pass --resume to "
                           f"continue it, or choose another --out")
+    cfg = agent_config(args)  # a bad --set fails here, before the env is made
     spec = env_spec(args.task, args.obs_mode, args.image_size)
-    cfg = agent_config(args)
     if args.resume and existing is not None:  # resume with the run's own agent config
         _, meta = load_checkpoint(existing)
         if isinstance(meta.get("agent_config"), dict):
             cfg = AgentConfig.from_dict(meta["agent_config"])
-    utd = args.utd
-    if utd is None:
-        recipe_utd = float(get_preset(args.task).updates_per_step)
-        utd = LearnerConfig().updates_per_transition if args.no_recipe else recipe_utd
-    lcfg = LearnerConfig(updates_per_transition=utd, learning_starts=args.learning_starts,
+    lcfg = LearnerConfig(updates_per_transition=updates_per_transition(args), learning_starts=args.learning_starts,
                          max_ahead=args.max_ahead, publish_every=args.publish_every,
                          checkpoint_every=args.checkpoint_every, max_env_steps=args.max_env_steps,
                          capacity=args.capacity, log_every_s=args.log_every, tensorboard=not args.no_tensorboard,
@@ -210,6 +210,7 @@ def main(argv: list[str]) -> int:
     learner: Learner | None = None
     try:
         learner = Learner(spec, cfg, lcfg, endpoint, args.out, demos=demos, resume=args.resume)
+        announce_agent_config(learner.agent_cfg, args.out, prefix="learner:", log=lambda m: print(m, flush=True))
         print(f"learner: listening on {endpoint.address} (task {args.task}, {args.obs_mode}, pid {os.getpid()})",
               flush=True)
         if learner.resumed_from is not None:

@@ -3,17 +3,24 @@
 Works on our twin presets (`--task twin-reach`) and on any gymnasium env with a Box action and a Box or Dict
 observation (`--env-id Pendulum-v1`, plus `--env-module M` to import a third-party registration first).
 
-Outputs in `--out DIR`: `config.json`, `metrics.jsonl` (one row per evaluation: env_step, success_rate,
-return, updates, updates_per_s, the mean losses since the previous row, train success rate, buffer sizes),
-TensorBoard scalars in `tb/` (when tensorboard is installed), `learning_curve.png`, and atomic resumable
-checkpoints in `checkpoints/` (agent + optimizers, both replay buffers, counters, RNG states).
-An existing run directory is resumed with `--resume` or refused with a clear message.
+The agent: the algorithm's defaults, then the task's recipe (learners.recipes; `--no-recipe` skips it), then the
+explicit flags (--discount, --hidden, ...), then `--set FIELD=VALUE` for any AgentConfig field (repeatable; see
+learners.agent_options). The resolved AgentConfig is printed at start and saved as `agent_config.json`.
+
+Outputs in `--out DIR`: `config.json` (this command's options), `agent_config.json`, `metrics.jsonl` (one row per
+evaluation: env_step, success_rate, return, updates, updates_per_s, the mean losses since the previous row, train
+success rate, buffer sizes), TensorBoard scalars in `tb/` (when tensorboard is installed), `learning_curve.png`,
+and atomic resumable checkpoints in `checkpoints/` (agent + optimizers, both replay buffers, counters, RNG states).
+Nothing is written before the env and the agent are built. A directory becomes a run once it holds a checkpoint or
+a metrics row: then it is resumed with `--resume` or refused with a clear message; anything less (e.g. what a
+failed start left behind) is reused.
 
 Usage::
 
     robot-rl record-demos --task twin-reach --episodes 20 --out demos/reach --obs-mode state
     robot-rl train --task twin-reach --obs-mode state --demos demos/reach --max-env-steps 3000 --out runs/reach
     robot-rl train ... --out runs/reach --max-env-steps 6000 --resume      # continue the same run
+    robot-rl train --task twin-pick-cube --obs-mode state --demos demos/pick --set n_step=3 --out runs/pick3
     robot-rl eval --checkpoint runs/reach --episodes 20                      # one JSON line
 """
 
@@ -32,8 +39,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from learners.agent_options import add_set_option, announce_agent_config, parse_set, resolve_agent_config
 from learners.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
 from learners.loop import LoopConfig, LoopCounters, env_rng_state, evaluate_episodes, set_env_rng_state, train_online
+from learners.recipes import recipe_for
 from learners.replay import ReplayBuffer, ReplayConfig
 from learners.sac import SACAgent
 from learners.state import TrainingRun
@@ -77,8 +86,8 @@ class TrainConfig(Config):
     updates_per_step: int | None = None
     """Agent updates (each: utd critic updates + 1 actor update) per env step (None: the task's recipe, else 1)."""
     no_recipe: bool = False
-    """Ignore the task preset's training recipe (robot_rl.presets: state selection, discount, BC weight, network
-    sizes, updates per step): the algorithm's plain defaults plus the flags given."""
+    """Ignore the task's training recipe (learners.recipes: state selection, discount, BC weight, network sizes,
+    updates per step): the algorithm's plain defaults plus the flags given."""
     batch_size: int | None = None
     """Minibatch size (None: the algorithm's default)."""
     hidden: int | None = None
@@ -115,6 +124,9 @@ class TrainConfig(Config):
     """Seed of the agent, the env resets and the warm-up actions."""
     max_minutes: float = 0.0
     """Wall-clock budget: stop (evaluate, checkpoint) at the first evaluation after this many minutes; 0 = none."""
+    agent_set: tuple[str, ...] = ()
+    """AgentConfig overrides as FIELD=VALUE strings (`--set`, repeatable), applied after the recipe and the flags
+    (learners.agent_options)."""
 
     def validate(self) -> None:
         require((self.task is None) != (self.env_id is None), "task/env_id", (self.task, self.env_id),
@@ -128,23 +140,24 @@ class TrainConfig(Config):
         require(self.updates_per_step is None or self.updates_per_step >= 1, "updates_per_step",
                 self.updates_per_step, "must be >= 1")
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
+        parse_set(self.agent_set)  # an unknown field or a bad value fails here, before anything is built
 
     def recipe(self, has_cameras: bool) -> dict[str, Any]:
-        """The task preset's AgentConfig overrides ({} for --env-id runs and with no_recipe)."""
+        """The task's recipe overrides (learners.recipes; {} for --env-id runs and with no_recipe)."""
         if self.task is None or self.no_recipe:
             return {}
-        return get_preset(self.task).recipe("pixels" if has_cameras else "state")
+        return recipe_for(self.task).overrides("pixels" if has_cameras else "state")
 
     def steps_per_update(self) -> int:
         """Agent updates per env step: the flag, else the task's recipe, else 1."""
         if self.updates_per_step is not None:
             return self.updates_per_step
-        return 1 if self.task is None or self.no_recipe else get_preset(self.task).updates_per_step
+        return recipe_for(None if self.no_recipe else self.task).updates_per_step
 
     def agent_config(self, has_cameras: bool) -> AgentConfig:
-        """The AgentConfig for this run: the algorithm's defaults, the task's recipe, then the flags given."""
-        over: dict[str, Any] = self.recipe(has_cameras)
-        over.update(seed=self.seed, device=self.device, encoder=self.encoder, encoder_weights=self.encoder_weights)
+        """The AgentConfig for this run: the algorithm's defaults < the task's recipe < the flags < --set."""
+        over: dict[str, Any] = dict(seed=self.seed, device=self.device, encoder=self.encoder,
+                                    encoder_weights=self.encoder_weights)
         if self.utd is not None:
             over["critic_updates_per_actor_update"] = self.utd
         if self.batch_size is not None:
@@ -162,24 +175,32 @@ class TrainConfig(Config):
             over["ensemble_subsample"] = min(2, self.ensemble)
         if self.bc_weight is not None:
             over["bc_weight"] = self.bc_weight
-        if self.algo == "sac":
-            return sac_config(**over)
-        if self.algo == "hil-serl":
-            return hil_serl_config(**over)
-        return drq_config(**over) if has_cameras else rlpd_state_config(**over)
+        make = {"sac": sac_config, "hil-serl": hil_serl_config}.get(
+            self.algo, drq_config if has_cameras else rlpd_state_config)
+        return resolve_agent_config(make, self.recipe(has_cameras), over, parse_set(self.agent_set))
 
 
 def make_env(cfg: TrainConfig) -> Any:
-    """gymnasium.make the run's env (preset or env id)."""
+    """gymnasium.make the run's env (preset or env id); ConfigError for a module or env id that does not exist."""
     import gymnasium
 
+    module: str | None = cfg.env_module
+    env_id, kwargs = str(cfg.env_id), {}
     if cfg.task is not None:
         preset = get_preset(cfg.task)
-        importlib.import_module(preset.env_module)
-        return gymnasium.make(preset.env_id, **preset.make_kwargs(obs_mode=cfg.obs_mode, image_size=cfg.image_size))
-    if cfg.env_module:
-        importlib.import_module(cfg.env_module)
-    return gymnasium.make(str(cfg.env_id))
+        module, env_id = preset.env_module, preset.env_id
+        kwargs = preset.make_kwargs(obs_mode=cfg.obs_mode, image_size=cfg.image_size)
+    if module:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module.split(".")[0] and err.name != module:
+                raise  # the module exists but one of its own imports failed: not a typo, show it all
+            raise ConfigError(f"--env-module {module}: no such module ({err})") from None
+    try:
+        return gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.Error as err:
+        raise ConfigError(f"--env-id {env_id}: {err}") from None
 
 
 def env_spec(env: Any, cfg: TrainConfig) -> EnvSpec:
@@ -255,27 +276,35 @@ class ScalarWriter:
 
 
 def prepare_out_dir(out: Path, resume: bool) -> Path | None:
-    """Check the run directory: returns the checkpoint to resume from (or None for a fresh run)."""
-    ckpt = latest_checkpoint(out / "checkpoints") if out.exists() else None
+    """Check the run directory: returns the checkpoint to resume from (or None for a fresh run).
+
+    A directory holds a run once training wrote a checkpoint or a metrics row; a fresh run refuses it (pass
+    --resume) and reuses anything less, such as the config.json of an attempt that failed before training."""
+    ckpt = latest_checkpoint(out / "checkpoints") if (out / "checkpoints").is_dir() else None
     if resume:
         if ckpt is None:
             raise ConfigError(f"--resume: {out} has no checkpoint to resume from")
         return ckpt
-    if out.exists() and any(out.iterdir()):
+    if ckpt is not None:
         raise ConfigError(f"output directory {out} already holds a run; pass --resume to continue it, or choose "
                           "another --out")
+    if (out / "metrics.jsonl").is_file():
+        raise ConfigError(f"output directory {out} holds the metrics of a run that stopped before its first "
+                          "checkpoint (nothing to resume); delete it or choose another --out")
     return None
 
 
 def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -> dict[str, Any]:
-    """Run (or resume) a training run into `out`; returns the last metrics row."""
+    """Run (or resume) a training run into `out`; returns the last metrics row. Nothing is written into `out`
+    until the env, the agent and the buffers are built."""
     ckpt = prepare_out_dir(out, resume)
-    out.mkdir(parents=True, exist_ok=True)
     if ckpt is not None:
         saved = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
         cfg = saved.replace(max_env_steps=cfg.max_env_steps)  # a resumed run may be extended
-    (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
     run = build_run(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+    announce_agent_config(run.agent.cfg, out, prefix="[train]", log=log)
     if ckpt is not None:
         tr = run.training_run()
         meta = tr.restore(ckpt)
@@ -325,7 +354,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
         return r
 
     def checkpoint_meta() -> dict[str, Any]:
-        return {"config": cfg.to_dict(), "env_rng": env_rng_state(run.env)}
+        return {"config": cfg.to_dict(), "agent_config": run.agent.cfg.to_dict(), "env_rng": env_rng_state(run.env)}
 
     try:
         for m in train_online(run.env, run.agent, run.online, loop_cfg, demo=run.demo, counters=run.counters,
@@ -363,8 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-module", help="module to import first (registers --env-id)")
     p.add_argument("--out", required=True, type=Path, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    add_set_option(p, dest="agent_set")
     for f in dataclasses.fields(TrainConfig):
-        if f.name in ("task", "env_id", "env_module"):
+        if f.name in ("task", "env_id", "env_module", "agent_set"):
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default
@@ -384,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
-    cfg = TrainConfig(**values)
+    cfg = TrainConfig(**{**values, "agent_set": tuple(args.agent_set)})
     row = train(cfg, args.out, resume=args.resume)
     print(json.dumps({"out": str(args.out), **{k: row.get(k) for k in ("env_step", "success_rate", "return")}}))
     return 0
@@ -411,7 +441,9 @@ def eval_main(argv: list[str]) -> int:
     env = make_env(cfg)
     try:
         spec = env_spec(env, cfg)
-        agent = SACAgent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
+        saved = meta.get("agent_config")  # the config the run trained with (older checkpoints: rebuilt from cfg)
+        agent_cfg = AgentConfig.from_dict(saved) if isinstance(saved, dict) else cfg.agent_config(bool(spec.cameras))
+        agent = SACAgent(spec, agent_cfg)
         from robot_rl.checkpoint import load_checkpoint
 
         groups, _ = load_checkpoint(ckpt)

@@ -1,6 +1,6 @@
-"""learners.learner (distributed learner logic) and actors.actor (actor loop) in one process over InMemoryHub:
-the update-to-data hold, weight versions, duplicates, durability across a crash, per-actor stats, chunks,
-weight swaps and pacing. Tiny networks; a fake clock where time matters."""
+"""learners.learner (distributed learner logic, with learners.inbox and learners.learner_status) and actors.actor
+(actor loop) in one process over InMemoryHub: the update-to-data hold, weight versions, duplicates, durability
+across a crash, per-actor stats, chunks, weight swaps and pacing. Tiny networks; a fake clock where time matters."""
 
 from __future__ import annotations
 
@@ -13,15 +13,8 @@ import pytest
 
 from actors.actor import Actor, ActorConfig, ChunkBuilder, PolicySwap, config_from_weights
 from learners.config import rlpd_state_config
-from learners.learner import (
-    CONFIG_ARRAY,
-    Inbox,
-    Learner,
-    LearnerConfig,
-    RunExistsError,
-    SeqLedger,
-    checkpoint_exists,
-)
+from learners.inbox import Inbox, SeqLedger
+from learners.learner import CONFIG_ARRAY, Learner, LearnerConfig, RunExistsError, checkpoint_exists
 from robot_rl.specs import ArraySpec, EnvSpec
 from robot_rl.transport import Delivery, InMemoryHub, LearnerStats, TransportConfig
 from robot_rl.wire import TransitionChunk, Transitions, Weights
@@ -278,6 +271,17 @@ def test_per_actor_stats_and_outputs(tmp_path: Path) -> None:
     assert "critic_loss" in rows[-1]
     learner.close()
     assert (tmp_path / "learning_curve.png").is_file()
+
+
+def test_update_means_average_between_metrics_rows_and_start_over() -> None:
+    from learners.learner_status import UpdateMeans
+
+    means = UpdateMeans()
+    assert means.pop() == {}
+    means.add({"critic_loss": 1.0, "q_mean": 2})
+    means.add({"critic_loss": 3.0, "q_mean": 4})
+    assert means.pop() == {"critic_loss": 2.0, "q_mean": 3.0}
+    assert means.pop() == {}  # a row without updates carries no stale losses
 
 
 # --------------------------------------------------------------------------------------------------- actor
@@ -550,10 +554,41 @@ def test_learner_cli_agent_options() -> None:
     c = cfg("--hidden", "64,64", "--ensemble", "2", "--set", "bc_weight=0.5", "--set", "activation=relu")
     assert c.hidden_dims == (64, 64) and c.ensemble_subsample == 2 and c.bc_weight == 0.5 and c.activation == "relu"
     assert cfg("--obs-mode", "pixels").encoder == "conv"
-    with pytest.raises(ConfigError, match="unknown agent option"):
+    with pytest.raises(ConfigError, match="unknown AgentConfig field 'no_such_field'"):
         cfg("--set", "no_such_field=1")
     with pytest.raises(ConfigError, match="FIELD=VALUE"):
         cfg("--set", "bc_weight")
+
+
+def test_learner_cli_prints_and_saves_its_agent_config_and_a_failed_start_does_not_block_the_retry(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("mujoco")
+    from learners import learner_cli
+    from robot_rl.errors import ConfigError
+
+    class StopAtOnce(Learner):  # start up, then stop: close() writes the final checkpoint
+        @property
+        def done(self) -> bool:
+            return True
+
+    monkeypatch.setattr(learner_cli, "Learner", StopAtOnce)
+    out = tmp_path / "run"
+    argv = ["--task", "twin-reach", "--out", str(out), "--bind", "tcp://127.0.0.1:0", "--no-tensorboard", "--quiet",
+            "--hidden", "32,32", "--ensemble", "2", "--batch", "32"]
+    with pytest.raises(ConfigError, match="'nosuch'"):  # refused while the agent is built, after --out was made
+        learner_cli.main([*argv, "--set", "state_select=nosuch"])
+    assert out.is_dir() and not (out / "agent_config.json").exists()
+    assert learner_cli.main([*argv, "--set", "n_step=3"]) == 0  # the same --out, no --resume
+    printed = [ln for ln in capsys.readouterr().out.splitlines() if "agent config" in ln]
+    assert len(printed) == 1 and printed[0].startswith("learner: agent config") and "n_step=3" in printed[0]
+    saved = json.loads((out / "agent_config.json").read_text())
+    assert (saved["n_step"], saved["hidden_dims"], saved["discount"]) == (3, [32, 32], 0.9)  # --set, flag, recipe
+    assert checkpoint_exists(out) is not None
+    # resumed: the checkpoint's config is the run's, whatever the flags say now; printed and saved the same way
+    assert learner_cli.main([*argv, "--set", "n_step=5", "--resume"]) == 0
+    printed = [ln for ln in capsys.readouterr().out.splitlines() if "agent config" in ln]
+    assert len(printed) == 1 and "n_step=3" in printed[0]
+    assert json.loads((out / "agent_config.json").read_text()) == saved
 
 
 @pytest.mark.parametrize("takeover_terminal", [True, False])

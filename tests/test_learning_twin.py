@@ -7,7 +7,7 @@ Asserted: some evaluation reaches >= 90 % success; the stochastic training episo
 than in the first 1000 steps (the policy improves from its own online experience); the final checkpoint still
 succeeds in >= 75 % of 20 fresh episodes.
 
-The training recipe is the twin-reach preset's (robot_rl.presets: `robot-rl train --task twin-reach` uses it
+The training recipe is the twin-reach task's (learners.recipes: `robot-rl train --task twin-reach` uses it
 without flags; the equivalent flags are named below). Why each part, measured while developing (one shared
 2-core machine, torch 2.13 CPU):
 - `--state-select object,state[0:3]`: the networks see the goal and the TCP position only. With 20 demos every
@@ -41,7 +41,7 @@ import pytest
 
 from robot_rl.metrics import read_metrics
 
-RECIPE: list[str] = []  # the preset's recipe; same as "--state-select object,state[0:3] --state-scale 10 --discount
+RECIPE: list[str] = []  # the task's recipe; same as "--state-select object,state[0:3] --state-scale 10 --discount
 # 0.9 --bc-weight 30 --hidden 256 --batch-size 128 --utd 1 --updates-per-step 2 --ensemble 4"
 STEPS = 3000
 SEED = 1

@@ -67,3 +67,58 @@ def test_eval_prints_one_json_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert -2000 < res["mean_return"] < 0
     with pytest.raises(ConfigError, match="no checkpoint"):
         train_cli.eval_main(["--checkpoint", str(tmp_path / "nothing")])
+
+
+def test_set_reaches_the_run_and_the_resolved_config_is_printed_and_saved(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert train_cli.main([*TINY, "--max-env-steps", "200", "--out", str(out), "--discount", "0.9",
+                           "--set", "n_step=3", "--set", "layer_norm=false", "--set", "discount=0.8"]) == 0
+    printed = [ln for ln in capsys.readouterr().out.splitlines() if "agent config" in ln]
+    assert len(printed) == 1 and "n_step=3" in printed[0] and "discount=0.8" in printed[0]
+    saved = json.loads((out / "agent_config.json").read_text())
+    assert (saved["n_step"], saved["layer_norm"], saved["discount"], saved["hidden_dims"]) == (3, False, 0.8, [32, 32])
+    ckpt = latest_checkpoint(out / "checkpoints")
+    assert ckpt is not None and load_checkpoint(ckpt)[1]["agent_config"] == saved  # what eval rebuilds
+    assert json.loads((out / "config.json").read_text())["agent_set"] == ["n_step=3", "layer_norm=false",
+                                                                         "discount=0.8"]
+
+
+def test_bad_input_is_one_line_and_leaves_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from robot_rl.cli import main
+
+    out = tmp_path / "run"
+    for argv, msg in ((["--env-id", "Foo-v0", "--env-module", "nosuchmodule"], "--env-module nosuchmodule: no such"),
+                      (["--env-id", "NoSuchEnv-v0"], "--env-id NoSuchEnv-v0"),
+                      (["--task", "twin-nope"], "unknown task 'twin-nope'"),
+                      (["--env-id", "Pendulum-v1", "--set", "n_step=x"], "expected an integer for AgentConfig field"),
+                      (["--env-id", "Pendulum-v1", "--set", "nstep=2"], "unknown AgentConfig field 'nstep'")):
+        assert main(["train", *argv, "--out", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert msg in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert not out.exists()
+
+
+def test_a_failed_start_does_not_block_the_retry(tmp_path: Path) -> None:
+    """A first attempt that fails before training, or the files such an attempt left behind in older versions
+    (config.json, no checkpoint, no metrics), do not make the directory a run: the retry needs no --resume."""
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError, match="no such module"):
+        train_cli.main([*TINY, "--env-module", "nosuchmodule", "--max-env-steps", "200", "--out", str(out)])
+    assert train_cli.main([*TINY, "--max-env-steps", "200", "--out", str(out)]) == 0
+    assert [r["env_step"] for r in read_metrics(out / "metrics.jsonl")] == [200]
+
+    stale = tmp_path / "stale"  # what the old order (config.json first) left after a failing start
+    stale.mkdir()
+    (stale / "config.json").write_text(json.dumps({"env_id": "Pendulum-v1", "env_module": "nosuchmodule"}))
+    (stale / "tb").mkdir()
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        train_cli.main([*TINY, "--max-env-steps", "200", "--out", str(stale), "--resume"])
+    assert train_cli.main([*TINY, "--max-env-steps", "200", "--out", str(stale)]) == 0
+    assert json.loads((stale / "config.json").read_text())["env_module"] is None  # the new run's own config
+
+    halfway = tmp_path / "halfway"  # metrics rows but no checkpoint: a run, though one that cannot be resumed
+    halfway.mkdir()
+    (halfway / "metrics.jsonl").write_text('{"env_step": 100}\n')
+    with pytest.raises(ConfigError, match="before its first checkpoint"):
+        train_cli.main([*TINY, "--max-env-steps", "200", "--out", str(halfway)])

@@ -1,0 +1,162 @@
+"""Typed task recipes (learners.recipes) and the one way to set any AgentConfig field (learners.agent_options):
+`--set FIELD=VALUE` parsing by field type, one-line errors, and the resolution order defaults < recipe < flags <
+--set as `robot-rl train` and `robot-rl learner` apply it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from learners import learner_cli
+from learners.agent_options import (
+    AGENT_CONFIG_FILE,
+    announce_agent_config,
+    parse_set,
+    parse_value,
+    resolve_agent_config,
+)
+from learners.config import AgentConfig, rlpd_state_config
+from learners.recipes import DEFAULT_RECIPE, RECIPES, Recipe, recipe_for
+from learners.train_cli import TrainConfig
+from robot_rl.errors import ConfigError
+from robot_rl.presets import PRESETS
+
+# ------------------------------------------------------------------------------------------------- recipes
+
+
+def test_a_recipe_with_a_misspelt_field_or_a_bad_value_fails_at_construction() -> None:
+    with pytest.raises(ConfigError, match=r"unknown AgentConfig field 'discout' \(did you mean 'discount'\?\)"):
+        Recipe(state={"discout": 0.9})
+    with pytest.raises(ConfigError, match=r"recipe \(pixels\).*n_stepp"):
+        Recipe(pixels={"n_stepp": 3})
+    with pytest.raises(ConfigError, match="discount"):
+        Recipe(state={"discount": 1.5})  # AgentConfig refuses the value
+    with pytest.raises(ConfigError, match="updates_per_step"):
+        Recipe(updates_per_step=0)
+    ok = Recipe(state={"discount": 0.8}, updates_per_step=3)
+    assert ok.overrides("state") == {"discount": 0.8} and ok.overrides("pixels") == {}
+
+
+def test_every_task_preset_has_a_recipe_and_others_get_the_default() -> None:
+    assert set(RECIPES) == set(PRESETS)
+    for name in PRESETS:
+        assert recipe_for(name) is RECIPES[name] and recipe_for(name).updates_per_step == 2
+    assert recipe_for(None) is DEFAULT_RECIPE and recipe_for("some-third-party-task") is DEFAULT_RECIPE
+    assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step == 1
+    pick = RECIPES["twin-pick-cube"].overrides("state")
+    assert pick["n_step"] == 5 and pick["bc_weight"] == 0.0 and pick["discount"] == 0.95
+    assert RECIPES["twin-reach"].overrides("state")["bc_weight"] == 30.0  # pick-cube's 0.0 did not leak into it
+    with pytest.raises(TypeError):
+        RECIPES["twin-reach"].state["discount"] = 0.5  # type: ignore[index]  # read-only
+
+
+def test_recipe_values_reach_the_agent_config_of_train_and_learner() -> None:
+    def learner(*extra: str) -> Any:
+        return learner_cli.build_parser().parse_args(["--task", "twin-pick-cube", "--out", "/nonexistent", *extra])
+
+    state = RECIPES["twin-pick-cube"].overrides("state")
+    for cfg in (TrainConfig(task="twin-pick-cube").agent_config(has_cameras=False),
+                learner_cli.agent_config(learner())):
+        assert {k: getattr(cfg, k) for k in state} == state
+    pixels = RECIPES["twin-pick-cube"].overrides("pixels")
+    for cfg in (TrainConfig(task="twin-pick-cube", obs_mode="pixels").agent_config(has_cameras=True),
+                learner_cli.agent_config(learner("--obs-mode", "pixels"))):
+        assert {k: getattr(cfg, k) for k in pixels} == pixels
+    assert TrainConfig(task="twin-pick-cube").steps_per_update() == 2
+    assert TrainConfig(task="twin-pick-cube", no_recipe=True).steps_per_update() == 1
+    assert TrainConfig(env_id="Pendulum-v1").steps_per_update() == 1
+    assert learner_cli.updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
+    assert learner_cli.updates_per_transition(learner("--no-recipe")) == 1.0
+    assert learner_cli.updates_per_transition(learner("--utd", "0.5")) == 0.5
+
+
+# ------------------------------------------------------------------------------------------------- --set
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(AgentConfig)])
+def test_set_reaches_every_field(field: str) -> None:
+    """Every AgentConfig field parses from the text of its default value (every field type is handled)."""
+    default = getattr(AgentConfig(), field)
+    assert parse_value(field, _as_text(default)) == default
+
+
+def test_set_parses_by_field_type() -> None:
+    got = parse_set(["n_step=5", "hidden_dims=64,64", "gripper_hidden_dims=[32, 16]", "layer_norm=false",
+                     "learn_temperature=Yes", "activation=relu", "state_select=object,state[0:3]",
+                     "ensemble_subsample=none", "grad_clip_norm=1.5", "bc_weight=2", "encoder_weights=w.safetensors",
+                     "discount=0.9", "discount=0.8"])
+    assert got == {"n_step": 5, "hidden_dims": (64, 64), "gripper_hidden_dims": (32, 16), "layer_norm": False,
+                   "learn_temperature": True, "activation": "relu", "state_select": ("object", "state[0:3]"),
+                   "ensemble_subsample": None, "grad_clip_norm": 1.5, "bc_weight": 2.0,
+                   "encoder_weights": "w.safetensors", "discount": 0.8}
+    assert isinstance(got["bc_weight"], float) and isinstance(got["n_step"], int)
+
+
+@pytest.mark.parametrize("item, pattern", [
+    ("nosuch=1", r"--set nosuch=1: unknown AgentConfig field 'nosuch'; valid fields: .*n_step"),
+    ("n_stpe=3", r"unknown AgentConfig field 'n_stpe' \(did you mean 'n_step'\?\)"),
+    ("n_step=2.5", r"--set n_step=2.5: expected an integer for AgentConfig field 'n_step'"),
+    ("layer_norm=maybe", r"expected true or false for AgentConfig field 'layer_norm'"),
+    ("hidden_dims=wide", r"expected comma-separated integers for AgentConfig field 'hidden_dims'"),
+    ("discount=", r"expected a number for AgentConfig field 'discount'"),
+    ("ensemble_subsample=two", r"expected an integer or none"),
+    ("bc_weight", r"expected FIELD=VALUE"),
+    ("=3", r"expected FIELD=VALUE"),
+])
+def test_set_errors_are_one_line_and_name_the_field(item: str, pattern: str) -> None:
+    with pytest.raises(ConfigError, match=pattern) as err:
+        parse_set([item])
+    assert "\n" not in str(err.value)
+
+
+def test_resolution_order_defaults_recipe_flags_set() -> None:
+    """defaults < task recipe < explicit flags < --set, the same on train and on the learner."""
+    assert TrainConfig(task="twin-reach", no_recipe=True).agent_config(False).discount == 0.99  # rlpd default
+    assert TrainConfig(task="twin-reach").agent_config(False).discount == 0.9  # recipe
+    assert TrainConfig(task="twin-reach", discount=0.8).agent_config(False).discount == 0.8  # flag
+    both = TrainConfig(task="twin-reach", discount=0.8, agent_set=("discount=0.7", "n_step=4"))
+    assert (both.agent_config(False).discount, both.agent_config(False).n_step) == (0.7, 4)  # --set
+    assert TrainConfig(task="twin-reach", agent_set=("device=cpu",)).agent_config(False).device == "cpu"
+
+    def learner(*extra: str) -> AgentConfig:
+        return learner_cli.agent_config(learner_cli.build_parser().parse_args(
+            ["--task", "twin-reach", "--out", "/nonexistent", *extra]))
+
+    assert learner("--no-recipe").hidden_dims == (128, 128)  # this machine's default
+    assert learner().hidden_dims == (256, 256)  # recipe
+    assert learner("--hidden", "64,64").hidden_dims == (64, 64)  # flag
+    assert learner("--hidden", "64,64", "--set", "hidden_dims=32").hidden_dims == (32,)  # --set
+    assert learner("--set", "n_step=3", "--set", "layer_norm=false").n_step == 3
+    assert learner("--set", "device=cpu", "--device", "auto").device == "cpu"  # --set wins over --device too
+    with pytest.raises(ConfigError, match="must be in"):
+        TrainConfig(task="twin-reach", agent_set=("discount=1.5",)).agent_config(False)
+    with pytest.raises(ConfigError, match="unknown AgentConfig field 'nosuch'"):
+        TrainConfig(env_id="Pendulum-v1", agent_set=("nosuch=1",))  # refused when the options are read
+    with pytest.raises(ConfigError, match="unknown AgentConfig field 'bogus'"):
+        resolve_agent_config(rlpd_state_config, {"bogus": 1})
+
+
+def test_announce_prints_the_changes_and_saves_the_whole_config(tmp_path: Path) -> None:
+    cfg = rlpd_state_config(n_step=3, hidden_dims=(64, 64))
+    lines: list[str] = []
+    path = announce_agent_config(cfg, tmp_path / "run", prefix="[train]", log=lines.append)
+    assert path == tmp_path / "run" / AGENT_CONFIG_FILE
+    assert AgentConfig.from_dict(json.loads(path.read_text())) == cfg
+    [line] = lines
+    assert line.startswith("[train] agent config") and str(path) in line
+    assert "n_step=3" in line and "hidden_dims=[64, 64]" in line and "discount=0.99" in line
+    assert "tau=" not in line  # unchanged from AgentConfig() defaults: only in the file
