@@ -28,7 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "robot-server": ("envs.robot_server_cli", "serve a robot backend (the MuJoCo twin) over ZeroMQ for RemoteRobot"),
     "learner": ("learners.learner_cli", "the distributed learner: transitions in from actors, weights out"),
     "actor": ("actors.actor_cli", "an actor: step the env (twin or robot server) with the learner's latest policy"),
-    "sim": ("robot_rl.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
+    "sim": ("supervisor.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
 }
 
 
