@@ -111,8 +111,10 @@ class Supervisor:
         return out
 
     def wait(self, child: Child, poll_s: float = 0.1) -> int | None:
-        """Block until `child` exits; returns its exit code. If a stop is requested meanwhile, the child is
-        stopped (its grace_s) and KeyboardInterrupt raised."""
+        """Block until `child` exits; returns its exit code (its exit is not reported by poll() again, nor is it
+        restarted). If a stop is requested meanwhile, the child is stopped (its grace_s) and KeyboardInterrupt
+        raised."""
+        self._reported.add(id(child))
         while child.alive():
             if self.stop_requested.wait(poll_s):
                 child.stop()

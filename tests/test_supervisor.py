@@ -180,7 +180,9 @@ def test_stop_goes_in_stop_order_and_kills_what_ignores_sigterm(tmp_path: Path) 
 
 def test_wait_runs_a_child_to_its_end_and_a_stop_request_interrupts_it(tmp_path: Path) -> None:
     sup = Supervisor()
-    assert sup.wait(sup.start(ChildSpec("job", _script("import sys; sys.exit(4)"), tmp_path / "j.log"))) == 4
+    job = ChildSpec("job", _script("import sys; sys.exit(4)"), tmp_path / "j.log", restart="always", max_restarts=1)
+    assert sup.wait(sup.start(job)) == 4
+    assert sup.poll() == []  # its end went to wait(): neither reported again nor restarted
     long = sup.start(ChildSpec("long", SLEEP, tmp_path / "l.log", grace_s=5.0))
     threading.Timer(0.3, sup.request_stop).start()
     with pytest.raises(KeyboardInterrupt):
