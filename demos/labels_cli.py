@@ -43,7 +43,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from demos.record_cli import env_spec_dict
-from demos.teleop import DEVICES, TeleopCommand, TeleopDevice, make_device
+from demos.teleop import DEVICES, TeleopDevice, make_device
+from envs.wrappers import HumanCommand
 from robot_rl.episodes import Episode, save_episode
 from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS, get_preset
@@ -223,7 +224,7 @@ def record_segment(
     since_positive: int | None = None  # frames since the label last went off (None: no positive yet)
     reason = ""
     while True:
-        cmd: TeleopCommand = device.poll(getattr(robot_env, "last_state", None))
+        cmd: HumanCommand = device.poll(getattr(robot_env, "last_state", None))
         if "rerecord" in cmd.events:
             return Segment(None, "rerecord")
         if "quit" in cmd.events:

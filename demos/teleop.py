@@ -1,7 +1,8 @@
 """Teleop devices: one interface for a human (or scripted) operator driving the arm.
 
-A device is polled once per control step with the robot's latest state and returns a `TeleopCommand`: a
-6-D end-effector delta in [-1, 1] (base frame), a gripper command, and the operator's events.
+A device is polled once per control step with the robot's latest state and returns an `envs.wrappers.HumanCommand`
+(the command type the InterventionWrapper consumes): a 6-D end-effector delta in [-1, 1] (base frame), a gripper
+command, whether the operator is active, and the operator's events.
 
 Devices (`DEVICES`): "scripted" (the twin's scripted expert, no hardware), "spacemouse" (3Dconnexion over
 hidapi), "gamepad" (pygame / SDL joystick), "keyboard" (pynput). The hardware devices live in `demos.devices`
@@ -21,11 +22,11 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from envs.wrappers import HumanCommand
 from robot_rl.errors import ConfigError, RobotRLError
 
 EVENTS = ("intervene", "success", "failure", "rerecord", "quit")
@@ -52,26 +53,6 @@ class DeviceReportError(TeleopError, ValueError):
     """A raw report from a device is malformed (too short, wrong size); adapters count and skip these."""
 
 
-@dataclasses.dataclass
-class TeleopCommand:
-    """One poll of a device.
-
-    delta_ee (6,): [dx, dy, dz, drx, dry, drz] in [-1, 1], base frame (scaled by the env's action scale).
-    gripper: +1 close, -1 open, 0 keep.
-    active: the operator is giving input now (any non-zero axis or button): an intervention when a policy runs.
-    events: subset of EVENTS reported this poll.
-    """
-
-    delta_ee: np.ndarray
-    gripper: float = 0.0
-    active: bool = False
-    events: frozenset[str] = frozenset()
-
-    def action(self) -> np.ndarray:
-        """The env action (7,) float32: delta_ee then gripper, clipped to [-1, 1]."""
-        return np.clip(np.concatenate([self.delta_ee, [self.gripper]]), -1.0, 1.0).astype(np.float32)
-
-
 @runtime_checkable
 class TeleopDevice(Protocol):
     """A teleop input device. `poll` must not block longer than a few milliseconds."""
@@ -82,7 +63,7 @@ class TeleopDevice(Protocol):
         """Start of an episode."""
         ...
 
-    def poll(self, state: Any) -> TeleopCommand:
+    def poll(self, state: Any) -> HumanCommand:
         """The operator's command now; `state` is the robot's latest RobotState (scripted devices use it)."""
         ...
 
@@ -107,9 +88,9 @@ class ScriptedTeleop:
     def reset(self) -> None:
         self._expert.reset()
 
-    def poll(self, state: Any) -> TeleopCommand:
+    def poll(self, state: Any) -> HumanCommand:
         a = self._expert.act(state)
-        return TeleopCommand(delta_ee=a[:6].astype(np.float64), gripper=float(a[6]), active=True)
+        return HumanCommand(delta_ee=a[:6].astype(np.float64), gripper=float(a[6]), active=True)
 
     def close(self) -> None:
         pass

@@ -210,7 +210,7 @@ class RelativeFrameWrapper(gymnasium.Wrapper[dict[str, Any], np.ndarray, dict[st
 
 @runtime_checkable
 class InterventionCommand(Protocol):
-    """One poll of a device (demos.teleop.TeleopCommand and `HumanCommand` fit)."""
+    """One poll of a device (`HumanCommand`, which demos' teleop devices and ScriptedHuman return, fits)."""
 
     @property
     def active(self) -> bool:
@@ -247,9 +247,12 @@ class InterventionDevice(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class HumanCommand:
-    """A device command in envs (the same fields as demos.teleop.TeleopCommand, which envs may not import).
+    """One poll of an operator's device: demos' teleop devices (demos.teleop) and envs.scripted_human return it.
 
-    delta_ee (6,): [dx, dy, dz, drx, dry, drz] in [-1, 1], base frame. gripper: +1 close, -1 open, 0 keep.
+    delta_ee (6,): [dx, dy, dz, drx, dry, drz] in [-1, 1], base frame (scaled by the env's action scale).
+    gripper: +1 close, -1 open, 0 keep.
+    active: the operator is giving input now (any non-zero axis or button): an intervention when a policy runs.
+    events: subset of demos.teleop.EVENTS reported this poll.
     """
 
     delta_ee: np.ndarray

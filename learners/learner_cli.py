@@ -210,9 +210,9 @@ def main(argv: list[str]) -> int:
     learner: Learner | None = None
     try:
         learner = Learner(spec, cfg, lcfg, endpoint, args.out, demos=demos, resume=args.resume)
-        announce_agent_config(learner.agent_cfg, args.out, prefix="learner:", log=lambda m: print(m, flush=True))
         print(f"learner: listening on {endpoint.address} (task {args.task}, {args.obs_mode}, pid {os.getpid()})",
-              flush=True)
+              flush=True)  # the first stdout line: robot-rl sim and the tests read the address from it
+        announce_agent_config(learner.agent_cfg, args.out, prefix="learner:", log=lambda m: print(m, flush=True))
         if learner.resumed_from is not None:
             print(f"learner: resumed from {learner.resumed_from} at env_step {learner.received} (updates "
                   f"{learner.updates}, +{learner.replayed_chunks} inbox chunks)", flush=True)

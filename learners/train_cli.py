@@ -1,4 +1,4 @@
-"""`robot-rl train` (one process: env + agent + replay, no ZeroMQ) and `robot-rl eval`.
+"""`robot-rl train`: one process (env + agent + replay, no ZeroMQ); `robot-rl eval` is learners.eval_cli.
 
 Works on our twin presets (`--task twin-reach`) and on any gymnasium env with a Box action and a Box or Dict
 observation (`--env-id Pendulum-v1`, plus `--env-module M` to import a third-party registration first).
@@ -417,42 +417,4 @@ def main(argv: list[str]) -> int:
     cfg = TrainConfig(**{**values, "agent_set": tuple(args.agent_set)})
     row = train(cfg, args.out, resume=args.resume)
     print(json.dumps({"out": str(args.out), **{k: row.get(k) for k in ("env_step", "success_rate", "return")}}))
-    return 0
-
-
-# ---------------------------------------------------------------------------------------------- eval
-
-
-def eval_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="robot-rl eval", description="Evaluate a checkpoint: one JSON line.")
-    p.add_argument("--checkpoint", required=True, type=Path, help="run directory or checkpoints/ckpt_* directory")
-    p.add_argument("--episodes", type=int, default=10)
-    p.add_argument("--seed", type=int, default=2_000_000, help="env seed of the first episode (+1 per episode)")
-    args = p.parse_args(argv)
-    if args.episodes < 1:
-        raise ConfigError(f"--episodes={args.episodes} must be >= 1")
-    path: Path = args.checkpoint
-    ckpt = latest_checkpoint(path / "checkpoints") if (path / "checkpoints").is_dir() else path
-    if ckpt is None or not (ckpt / "meta.json").is_file():
-        raise ConfigError(f"{path}: no checkpoint found (expected a run directory or a ckpt_* directory)")
-    meta = json.loads((ckpt / "meta.json").read_text())
-    cfg = TrainConfig.from_dict(meta["config"])
-    torch.set_num_threads(cfg.threads)
-    env = make_env(cfg)
-    try:
-        spec = env_spec(env, cfg)
-        saved = meta.get("agent_config")  # the config the run trained with (older checkpoints: rebuilt from cfg)
-        agent_cfg = AgentConfig.from_dict(saved) if isinstance(saved, dict) else cfg.agent_config(bool(spec.cameras))
-        agent = SACAgent(spec, agent_cfg)
-        from robot_rl.checkpoint import load_checkpoint
-
-        groups, _ = load_checkpoint(ckpt)
-        agent.load_state_dict(groups["agent"])
-        res = evaluate_episodes(env, agent, episodes=args.episodes, seed=args.seed)
-    finally:
-        env.close()
-    print(json.dumps({"checkpoint": str(ckpt), "episodes": args.episodes,
-                      "success_rate": float(np.mean([r["success"] for r in res])),
-                      "mean_return": float(np.mean([r["return"] for r in res])),
-                      "mean_length": float(np.mean([r["length"] for r in res]))}))
     return 0

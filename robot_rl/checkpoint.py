@@ -15,6 +15,7 @@ Usage::
     save_checkpoint(out / "checkpoints", step=12000, groups={"agent": agent_arrays}, meta={"env_step": 12000})
     ckpt = latest_checkpoint(out / "checkpoints")      # Path or None
     groups, meta = load_checkpoint(ckpt)
+    ckpt = find_checkpoint(user_path)    # a run dir, its checkpoints/ or one ckpt_*; else says what the path is
 """
 
 from __future__ import annotations
@@ -97,6 +98,49 @@ def latest_checkpoint(directory: str | os.PathLike[str]) -> Path | None:
             return cand
     complete = sorted(p for p in root.glob("ckpt_*") if (p / "meta.json").is_file())
     return complete[-1] if complete else None
+
+
+WHAT_TO_PASS = ("pass a run directory (the --out of robot-rl train, learner or sim), its checkpoints/ directory "
+                "or one checkpoints/ckpt_* directory")
+
+
+def find_checkpoint(path: str | os.PathLike[str]) -> Path:
+    """The checkpoint a user means by `path`: `path` itself (a ckpt_* directory with meta.json), the newest one
+    of a checkpoints/ directory, or of a run directory's checkpoints/. Anything else raises CheckpointError
+    saying what `path` is (missing, a file, recorded episodes, a run without a checkpoint yet, ...) and what to
+    pass instead."""
+    p = Path(path)
+    if (p / "meta.json").is_file():
+        return p
+    for root in (p, p / "checkpoints"):
+        found = latest_checkpoint(root) if root.is_dir() else None
+        if found is not None:
+            return found
+    raise CheckpointError(f"{p}: {_what_it_is(p)}; {WHAT_TO_PASS}")
+
+
+def _what_it_is(p: Path) -> str:
+    """A short description of a path that holds no checkpoint (for error messages)."""
+    if not p.exists():
+        return "no such file or directory"
+    if not p.is_dir():
+        kind = "an episode file" if p.suffix == ".npz" else "a file"
+        return f"{kind}, not a run directory"
+    names = {q.name for q in p.iterdir()}
+    hint = ""
+    for up in (p.parent, p.parent.parent):
+        if up != p and latest_checkpoint(up / "checkpoints") is not None:
+            hint = f" (the run directory {up} above it has one)"
+            break
+    if p.name.startswith(".tmp_ckpt_") or p.name.startswith("ckpt_"):
+        return f"an incomplete checkpoint (no meta.json){hint}"
+    if any(n.startswith("episode_") and n.endswith(".npz") for n in names):
+        return f"a directory of recorded episodes (demos or labels), not a training run{hint}"
+    if names & {"checkpoints", "metrics.jsonl", "status.json", "config.json", "inbox"}:
+        return "a run directory without a complete checkpoint yet"
+    if "LATEST" in names or any(n.startswith(".tmp_ckpt_") for n in names):
+        return "a checkpoints/ directory without a complete checkpoint"
+    return f"not a run directory: no checkpoints/, no meta.json{hint}"
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:

@@ -1,5 +1,7 @@
 """The `robot-rl` command: the house's front door. Each subcommand lives in its own package and is
-imported lazily, only when it runs, so `robot-rl --help` needs nothing beyond numpy.
+imported lazily, only when it runs, so `robot-rl --help` needs nothing beyond numpy. Errors robot-rl raises on
+purpose (`RobotRLError`) and missing optional packages (named with the extra that provides them, see
+robot_rl.extras) end the command with one line on stderr and exit code 1, never a traceback.
 
 Usage::
 
@@ -28,7 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "robot-server": ("envs.robot_server_cli", "serve a robot backend (the MuJoCo twin) over ZeroMQ for RemoteRobot"),
     "learner": ("learners.learner_cli", "the distributed learner: transitions in from actors, weights out"),
     "actor": ("actors.actor_cli", "an actor: step the env (twin or robot server) with the learner's latest policy"),
-    "sim": ("robot_rl.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
+    "sim": ("supervisor.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
 }
 
 
@@ -59,13 +61,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in SUBCOMMANDS:
         print(f"robot-rl: unknown command '{name}'\n\n{_usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(SUBCOMMANDS[name][0])
     from robot_rl.errors import RobotRLError
+    from robot_rl.extras import missing_extra
 
     try:
+        module = importlib.import_module(SUBCOMMANDS[name][0])
         return int(module.main(rest) or 0)
     except RobotRLError as err:
         print(f"robot-rl {name}: error: {err}", file=sys.stderr)
+        return 1
+    except ImportError as err:  # an optional package missing, at import time or later: name its extra
+        missing = missing_extra(err)
+        if missing is None:
+            raise
+        print(f"robot-rl {name}: error: {missing}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"robot-rl {name}: interrupted", file=sys.stderr)

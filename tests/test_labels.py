@@ -21,7 +21,8 @@ from demos.labels_cli import (
     make_labeler,
     record_segment,
 )
-from demos.teleop import ScriptedTeleop, TeleopCommand
+from demos.teleop import ScriptedTeleop
+from envs.wrappers import HumanCommand
 from robot_rl.episodes import episode_paths, load_dir
 from robot_rl.errors import ConfigError, UnknownTaskError
 
@@ -136,11 +137,11 @@ class KeyScript:
         self.inner.reset()
         self.polls = 0
 
-    def poll(self, state: Any) -> TeleopCommand:
+    def poll(self, state: Any) -> HumanCommand:
         cmd = self.inner.poll(state)
         ev = self.events.get(self.polls)
         self.polls += 1
-        return TeleopCommand(cmd.delta_ee, cmd.gripper, active=True, events=frozenset({ev} if ev else ()))
+        return HumanCommand(cmd.delta_ee, cmd.gripper, active=True, events=frozenset({ev} if ev else ()))
 
     def close(self) -> None:
         pass

@@ -2,8 +2,9 @@
 
 Rules: robot_rl imports none of the other packages (except robot_rl/cli.py, lazily); controllers ->
 robot_rl; envs -> controllers, robot_rl; learners -> robot_rl only (never envs, controllers, rclpy, zmq);
-actors -> envs, robot_rl and learners.policy; demos -> envs, robot_rl. Hardware/heavy packages are imported
-lazily (inside functions), never at module top level.
+actors -> envs, robot_rl and learners.policy; demos -> envs, robot_rl; supervisor -> robot_rl only (it runs
+everything else as child processes, so it never imports torch, mujoco, gymnasium or zmq). Hardware/heavy
+packages are imported lazily (inside functions), never at module top level.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("robot_rl", "controllers", "envs", "learners", "actors", "demos")
+PACKAGES = ("robot_rl", "controllers", "envs", "learners", "actors", "demos", "supervisor")
 ALLOWED: dict[str, set[str]] = {
     "robot_rl": {"robot_rl"},
     "controllers": {"robot_rl", "controllers"},
@@ -22,8 +23,12 @@ ALLOWED: dict[str, set[str]] = {
     "learners": {"robot_rl", "learners"},
     "actors": {"robot_rl", "envs", "actors", "learners.policy"},
     "demos": {"robot_rl", "envs", "demos"},
+    "supervisor": {"robot_rl", "supervisor"},
 }
-FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {"learners": {"zmq", "rclpy", "mujoco"}}
+FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
+    "learners": {"zmq", "rclpy", "mujoco"},
+    "supervisor": {"torch", "mujoco", "gymnasium", "numba", "zmq", "rclpy"},
+}
 # learners works on any gymnasium env but only the training entry point imports gymnasium, lazily
 LAZY_IN_PACKAGE: dict[str, set[str]] = {"learners": {"gymnasium"}, "robot_rl": {"torch", "gymnasium", "mujoco"}}
 LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "pygame", "pyspacemouse", "pynput", "wandb", "hid"}

@@ -498,41 +498,13 @@ def test_pacing_waits_for_a_first_learner_and_not_for_one_that_went_away() -> No
 
 # --------------------------------------------------------------------------------------------------- CLIs
 
-def test_learner_and_sim_refuse_an_existing_run_without_resume(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_learner_refuses_an_existing_run_without_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from robot_rl.cli import main
 
     a = Learner(SPEC, AGENT, lcfg(), FakeEndpoint(), tmp_path, clock=Clock())
     a.close()  # leaves a checkpoint
     assert main(["learner", "--task", "twin-reach", "--out", str(tmp_path), "--bind", "tcp://127.0.0.1:0"]) == 1
     assert "--resume" in capsys.readouterr().err
-    assert main(["sim", "--task", "twin-reach", "--out", str(tmp_path)]) == 1
-    err = capsys.readouterr().err
-    assert "already holds a run" in err and "--resume" in err
-    assert main(["sim", "--task", "twin-nope", "--out", str(tmp_path / "x")]) == 1
-    assert "unknown task" in capsys.readouterr().err
-
-
-def test_sim_display_renders_status() -> None:
-    from robot_rl.sim_cli import milestones, render_status
-
-    st = {"env_step": 12345, "episodes": 40, "success_rate": 0.45, "updates": 6000, "updates_per_s": 18.25,
-          "weights_version": 600, "online_size": 12345, "demo_size": 512,
-          "actors": {"actor-0": {"alive": True, "weights_version": 599, "transitions": 6200, "episodes": 20,
-                                 "success_rate": 0.5, "intervention_rate": 0.0, "env_steps_per_s": 31.0},
-                     "actor-1": {"alive": False, "weights_version": 580, "transitions": 6145, "episodes": 20,
-                                 "success_rate": 0.4, "intervention_rate": None, "paused": True}}}
-    lines = render_status(st, 185.0, "twin-pick-cube", 20000)
-    assert len(lines) == 3
-    assert "12.3k/20.0k env steps" in lines[0] and "3m05s" in lines[0] and "success 0.45" in lines[0]
-    assert "18.2/s" in lines[0] and "weights v600" in lines[0] and "demo 512" in lines[0]
-    assert "actor-0" in lines[1] and "alive" in lines[1] and "v599" in lines[1] and "0.50" in lines[1]
-    assert "away" in lines[2] and "paused" in lines[2]
-    assert render_status({}, 3.0, "t", 10)[0].endswith("waiting for the learner ...")
-    rows = [{"env_step": 100, "wall_s": 10.0, "success_rate": 0.1}, {"env_step": 200, "wall_s": 20.0,
-                                                                     "success_rate": 0.6}]
-    assert milestones(rows) == {"0.25": {"env_step": 200, "wall_s": 20.0}, "0.5": {"env_step": 200, "wall_s": 20.0},
-                                "0.8": None, "0.9": None}
 
 
 def test_learner_cli_agent_options() -> None:

@@ -52,7 +52,7 @@ def test_rlpd_with_scripted_demos_learns_twin_reach(tmp_path: Path, capsys: pyte
     pytest.importorskip("mujoco")
     pytest.importorskip("torch")
     from demos import record_cli
-    from learners import train_cli
+    from learners import eval_cli, train_cli
 
     demos, run = tmp_path / "demos", tmp_path / "run"
     assert record_cli.main(["--task", "twin-reach", "--episodes", "20", "--out", str(demos), "--obs-mode", "state",
@@ -66,7 +66,7 @@ def test_rlpd_with_scripted_demos_learns_twin_reach(tmp_path: Path, capsys: pyte
     rows = read_metrics(run / "metrics.jsonl")
     assert [r["env_step"] for r in rows][-1] == STEPS
     capsys.readouterr()
-    assert train_cli.eval_main(["--checkpoint", str(run), "--episodes", "20", "--seed", "5000000"]) == 0
+    assert eval_cli.main(["--checkpoint", str(run), "--episodes", "20", "--seed", "5000000"]) == 0
     fresh = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     with capsys.disabled():
         print(f"\ntwin reach: eval success {[r['success_rate'] for r in rows]} at {[r['env_step'] for r in rows]} "

@@ -4,7 +4,8 @@ and `robot-rl sim` (twin-reach, state observations, tiny networks, a few hundred
 - kill -9 the learner mid-run and restart it with --resume: the actors reconnect by themselves, training goes on,
   and every transition an actor generated is stored exactly once (counted by (actor_id, session, seq)).
 - kill -9 an actor: the learner keeps training; a restarted actor (same id, new session) rejoins.
-- SIGINT to `robot-rl sim` stops every process it started (checked through /proc).
+- SIGINT to `robot-rl sim` stops every process it started (checked through /proc); `robot-rl eval` then evaluates
+  its OUT (the learner's run directory plus demos and logs).
 """
 
 from __future__ import annotations
@@ -207,7 +208,7 @@ def _alive(pid: int, cmdline: str) -> bool:
     return same and stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_sim_sigint_leaves_no_orphans(tmp_path: Path, procs: Procs) -> None:
+def test_sim_sigint_leaves_no_orphans(tmp_path: Path, procs: Procs, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sim"
     sim = procs.start("sim", "sim", "--task", "twin-reach", "--actors", "2", "--max-env-steps", "100000", "--out",
                       str(out), "--demo-episodes", "2", "--eval-episodes", "2", "--display", "lines",
@@ -226,3 +227,13 @@ def test_sim_sigint_leaves_no_orphans(tmp_path: Path, procs: Procs) -> None:
     assert summary["interrupted"] is True and summary["env_step"] > 100
     assert summary["checkpoint"] is not None  # the learner wrote its final checkpoint on the way out
     assert (out / "learning_curve.png").is_file()
+    # the sim's OUT is a run directory robot-rl eval understands; its demos/ is not, and eval says so
+    from robot_rl.cli import main
+
+    capsys.readouterr()
+    assert main(["eval", "--checkpoint", str(out), "--episodes", "1"]) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["checkpoint"] == summary["checkpoint"] and res["task"] == "twin-reach"
+    assert res["env_step"] == summary["env_step"]
+    assert main(["eval", "--checkpoint", str(out / "demos")]) == 1
+    assert f"the run directory {out} above it has one" in capsys.readouterr().err

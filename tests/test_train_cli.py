@@ -1,4 +1,4 @@
-"""`robot-rl train` / `robot-rl eval`: run directory handling, metrics, checkpoints, and resume as one run."""
+"""`robot-rl train`: run directory handling, metrics, checkpoints, and resume as one run."""
 
 from __future__ import annotations
 
@@ -54,19 +54,6 @@ def test_existing_run_directory_is_refused_without_resume(tmp_path: Path) -> Non
         train_cli.main([*TINY, "--max-env-steps", "200", "--out", str(out)])
     with pytest.raises(ConfigError, match="no checkpoint"):
         train_cli.main([*TINY, "--max-env-steps", "200", "--out", str(tmp_path / "fresh"), "--resume"])
-
-
-def test_eval_prints_one_json_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "run"
-    assert train_cli.main([*TINY, "--max-env-steps", "200", "--out", str(out)]) == 0
-    capsys.readouterr()
-    assert train_cli.eval_main(["--checkpoint", str(out), "--episodes", "2"]) == 0
-    line = capsys.readouterr().out.strip().splitlines()[-1]
-    res = json.loads(line)
-    assert res["episodes"] == 2 and res["success_rate"] == 0.0 and res["mean_length"] == 200.0
-    assert -2000 < res["mean_return"] < 0
-    with pytest.raises(ConfigError, match="no checkpoint"):
-        train_cli.eval_main(["--checkpoint", str(tmp_path / "nothing")])
 
 
 def test_set_reaches_the_run_and_the_resolved_config_is_printed_and_saved(

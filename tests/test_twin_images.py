@@ -1,6 +1,13 @@
-"""TwinCameras: offscreen rendering of the front and wrist cameras (MUJOCO_GL=egl on headless machines)."""
+"""TwinCameras: offscreen rendering of the front and wrist cameras (MUJOCO_GL=egl on headless machines), and the
+renderer's lifetime: closed with the env, or at exit before the EGL display goes (no shutdown tracebacks)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,3 +64,55 @@ def test_render_false_never_creates_a_renderer() -> None:
     robot = TwinRobot(TwinRobotConfig(render=False))
     with pytest.raises(ConfigError, match="render"):
         robot.cameras()
+
+
+# ----------------------------------------------------------------------------------------- renderer lifetime
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+
+
+def _clean_exit(res: subprocess.CompletedProcess[str]) -> None:
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr, res.stderr[-3000:]
+
+
+def test_a_rendering_command_exits_without_renderer_tracebacks(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "robot_rl.cli", "demo", "--task", "twin-reach", "--episodes", "1",
+                          "--image-size", "32", "--out", str(tmp_path)], capture_output=True, text=True, env=ENV,
+                         cwd=ROOT, timeout=300)
+    _clean_exit(res)
+    assert (tmp_path / "strip.png").is_file()
+
+
+def test_cameras_left_open_are_closed_at_exit_before_the_gl_display_goes() -> None:
+    """A pixels env never closed, kept alive by a reference cycle until interpreter shutdown: the atexit hook of
+    envs.twin.cameras frees its renderer while EGL still works (the garbage collector would be too late)."""
+    code = textwrap.dedent("""
+        from envs.presets import make_env
+        from envs.twin import cameras
+        env = make_env("twin-reach", obs_mode="pixels", image_size=32)
+        env.reset(seed=0)
+        env.unwrapped.cycle = env
+        assert len(cameras._OPEN) == 1
+        del env
+        print("left open")
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=ROOT,
+                         timeout=300)
+    _clean_exit(res)
+    assert "left open" in res.stdout
+
+
+def test_closing_the_env_closes_its_renderer() -> None:
+    from envs.presets import make_env
+    from envs.twin import cameras
+
+    env = make_env("twin-reach", obs_mode="pixels", image_size=32)
+    env.reset(seed=0)
+    cams = env.unwrapped.robot.cameras()
+    assert cams in cameras._OPEN
+    env.close()
+    assert cams not in cameras._OPEN
+    with pytest.raises(RobotError, match="closed"):
+        cams.read()

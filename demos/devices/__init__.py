@@ -8,7 +8,7 @@ Usage::
 
     from demos.devices import SpaceMouseConfig, SpaceMouseTeleop
     with SpaceMouseTeleop(SpaceMouseConfig(deadzone=0.1)) as dev:
-        cmd = dev.poll(state)          # TeleopCommand: delta_ee (6,) in [-1, 1], gripper, active, events
+        cmd = dev.poll(state)          # HumanCommand: delta_ee (6,) in [-1, 1], gripper, active, events
 """
 
 from __future__ import annotations

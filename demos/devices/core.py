@@ -2,7 +2,7 @@
 
 Every hardware device turns its raw input into a `DeviceInput` with a pure function (the 6-D delta already
 mapped, dead-zoned and scaled, plus the *actions* whose buttons/keys are held now), and a `CommandLatch`
-turns successive `DeviceInput`s into `TeleopCommand`s: press edges become events, the gripper and the
+turns successive `DeviceInput`s into `HumanCommand`s: press edges become events, the gripper and the
 intervention toggle are latched.
 
 Bindings are `(input, target)` pairs shared by all devices: `input` is a button index, an axis index or a
@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from demos.teleop import TeleopCommand
+from envs.wrappers import HumanCommand
 from robot_rl.config import require
 from robot_rl.errors import ShapeError
 
@@ -37,7 +37,7 @@ AXIS_TARGETS = tuple(f"{sign}{axis}" for axis in AXES for sign in "+-")
 """Binding targets that drive an axis: "+x" adds the input to dx, "-x" subtracts it."""
 
 EDGE_EVENTS = ("success", "failure", "rerecord", "quit")
-"""Actions reported as a `TeleopCommand` event once per press."""
+"""Actions reported as a `HumanCommand` event once per press."""
 
 ACTIONS = ("gripper_toggle", "gripper_close", "gripper_open", "intervene_toggle", *EDGE_EVENTS)
 """Binding targets that are buttons: gripper toggle / close / open, intervention toggle, the edge events."""
@@ -149,7 +149,7 @@ class DeviceInput:
 
 
 class CommandLatch:
-    """Turns successive `DeviceInput`s into `TeleopCommand`s.
+    """Turns successive `DeviceInput`s into `HumanCommand`s.
 
     - An action fires on its press edge (held now, not held on the previous step).
     - Gripper: "gripper_close" / "gripper_open" set the command to +1 / -1; "gripper_toggle" flips it. The
@@ -182,7 +182,7 @@ class CommandLatch:
         """Whether the intervention toggle is on."""
         return self._intervening
 
-    def step(self, inp: DeviceInput, state: Any = None) -> TeleopCommand:
+    def step(self, inp: DeviceInput, state: Any = None) -> HumanCommand:
         """The command for this poll; `state` (a RobotState or None) only seeds the first gripper toggle."""
         pressed = inp.held - self._prev
         self._prev = inp.held
@@ -204,4 +204,4 @@ class CommandLatch:
             events.add("intervene")
         delta = np.asarray(inp.delta_ee, dtype=np.float64)
         active = bool(np.any(delta != 0.0)) or inp.buttons_held or self._intervening
-        return TeleopCommand(delta_ee=delta.copy(), gripper=self._gripper, active=active, events=frozenset(events))
+        return HumanCommand(delta_ee=delta.copy(), gripper=self._gripper, active=active, events=frozenset(events))

@@ -44,7 +44,8 @@ from demos.devices.core import (
     require_bindings,
     shape_axes,
 )
-from demos.teleop import DeviceDisconnectedError, DeviceNotFoundError, TeleopCommand
+from demos.teleop import DeviceDisconnectedError, DeviceNotFoundError
+from envs.wrappers import HumanCommand
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 from robot_rl.extras import optional_import
@@ -222,7 +223,7 @@ class GamepadTeleop:
                 axes[t] = -1.0
         return axes, buttons
 
-    def poll(self, state: Any = None) -> TeleopCommand:
+    def poll(self, state: Any = None) -> HumanCommand:
         self.open()
         axes, buttons = self._read()
         return self.latch.step(gamepad_to_command(axes, buttons, self.config), state)

@@ -35,7 +35,7 @@ from demos.devices.core import (
     require_bindings,
     shape_axes,
 )
-from demos.teleop import TeleopCommand
+from envs.wrappers import HumanCommand
 from robot_rl.config import Config
 from robot_rl.extras import optional_import
 
@@ -167,7 +167,7 @@ class KeyboardTeleop:
         self.latch.reset()
         self.keys.take()  # forget taps made before the episode started
 
-    def poll(self, state: Any = None) -> TeleopCommand:
+    def poll(self, state: Any = None) -> HumanCommand:
         self.open()
         return self.latch.step(keys_to_command(self.keys.take(), self.config), state)
 

@@ -41,12 +41,8 @@ from demos.devices.core import (
     require_axis_shaping,
     require_bindings,
 )
-from demos.teleop import (
-    DeviceDisconnectedError,
-    DeviceNotFoundError,
-    DeviceReportError,
-    TeleopCommand,
-)
+from demos.teleop import DeviceDisconnectedError, DeviceNotFoundError, DeviceReportError
+from envs.wrappers import HumanCommand
 from robot_rl.config import Config, require
 from robot_rl.errors import MissingExtraError
 from robot_rl.extras import optional_import
@@ -332,7 +328,7 @@ class SpaceMouseTeleop:
             applied += 1
         return applied
 
-    def poll(self, state: Any = None) -> TeleopCommand:
+    def poll(self, state: Any = None) -> HumanCommand:
         self.read_reports()
         inp = spacemouse_to_input(self.state, self.config, buttons=self.state.take_buttons())
         return self.latch.step(inp, state)

@@ -4,6 +4,12 @@ One mujoco.Renderer sized to the image serves every camera. Rendering needs an O
 machines use EGL (MUJOCO_GL=egl, set by envs.twin on import when nothing else is configured); the model
 disables shadows and multisampling (envs/assets/twin_world.xml), which keeps software rendering fast.
 
+Lifetime: the renderer (and its GL context) must be freed before the EGL display is terminated, which MuJoCo
+does in an atexit hook. `close()` frees it (TwinRobot.stop and so RobotEnv.close call it); cameras still open
+when the process exits are closed by our own atexit hook, registered after MuJoCo's so it runs first. Without
+that, a renderer left to the garbage collector at interpreter shutdown prints "Exception ignored in
+Renderer.__del__ ... EGLError" tracebacks.
+
 Usage::
 
     cams = TwinCameras(model, data, ("front", "wrist"), 128, 128)
@@ -13,12 +19,32 @@ Usage::
 
 from __future__ import annotations
 
+import atexit
 import os
+import weakref
 
 import mujoco
 import numpy as np
 
 from robot_rl.errors import ConfigError, RobotError
+
+_OPEN: weakref.WeakSet[TwinCameras] = weakref.WeakSet()
+_exit_hook_registered = False
+
+
+def close_all_cameras() -> None:
+    """Close every TwinCameras still open (runs at exit, before MuJoCo terminates the EGL display)."""
+    for cams in list(_OPEN):
+        cams.close()
+
+
+def _register_exit_hook() -> None:
+    # atexit runs hooks last-in first-out: registered after the first renderer made MuJoCo register its
+    # eglTerminate hook, ours runs before it
+    global _exit_hook_registered
+    if not _exit_hook_registered:
+        atexit.register(close_all_cameras)
+        _exit_hook_registered = True
 
 
 class TwinCameras:
@@ -50,6 +76,8 @@ class TwinCameras:
                 f"{os.environ.get('MUJOCO_GL', '<unset>')!r}): on a headless machine set MUJOCO_GL=egl before "
                 "Python starts (or import envs.twin before mujoco) and install libegl1 + libgl1-mesa-dri; or "
                 "use TwinRobotConfig(render=False).") from err
+        _OPEN.add(self)
+        _register_exit_hook()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -72,9 +100,10 @@ class TwinCameras:
 
     def close(self) -> None:
         """Release the renderer and its GL context (idempotent)."""
+        _OPEN.discard(self)
         if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+            renderer, self._renderer = self._renderer, None
+            renderer.close()
 
     def __del__(self) -> None:
         try:

@@ -1,0 +1,389 @@
+"""`robot-rl sim`: distributed training in simulation, every part a separate process, one progress view.
+
+Starts (each as ``python -m robot_rl.cli ...`` in its own process group): scripted demo recording (unless --demos),
+one twin robot server per actor (``robot-server``), the learner (``learner``) and N actors (``actor --robot``).
+Renders the learner's OUT/status.json as one live display (env steps, success rate, updates/s, weights version
+per actor, buffer sizes). Finishes when the learner reaches --max-env-steps, then stops the actors and servers,
+redraws the learning curves (OUT/learning_curve.png against env steps, OUT/learning_curve_time.png against wall
+time) and evaluates the last checkpoint deterministically (``actor --evaluate``): success rate printed and in
+OUT/summary.json. Ctrl-C or SIGTERM stops everything cleanly (terminate, then kill after a grace period; the
+learner writes its final checkpoint) and still evaluates (a second Ctrl-C skips that). A dying actor is
+restarted (up to --actor-restarts times); the learner keeps training meanwhile.
+
+Everything runs under a `supervisor.Supervisor`; this module is only the wiring of this one job (which children,
+with which command lines, in which stop order, what happens when the learner finishes). It spawns processes and
+reads files; it imports nothing outside robot_rl and supervisor. Logs: OUT/logs/.
+
+Usage::
+
+    robot-rl sim --task twin-pick-cube                       # state obs, RLPD, 20 scripted demos, 2 actors
+    robot-rl sim --task twin-reach --actors 1 --max-env-steps 3000 --out runs/reach
+    robot-rl sim --task twin-pick-cube --out runs/pick --resume         # continue an interrupted run
+    robot-rl sim --task twin-pick-cube --learner-args "--utd 1 --hidden 256,256" --actor-args "--chunk-steps 50"
+    robot-rl sim --task twin-pick-cube --set discount=0.99 --set bc_weight=1.0   # AgentConfig fields (learner --set)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from robot_rl.checkpoint import latest_checkpoint
+from robot_rl.errors import ConfigError
+from robot_rl.extras import require_extras
+from robot_rl.metrics import plot_learning_curve, read_metrics
+from robot_rl.presets import PRESETS, get_preset
+from supervisor.display import DISPLAY_MODES, Display, fmt_count, fmt_duration, fmt_rate, read_json
+from supervisor.process import Child, ChildError, ChildSpec, tail
+from supervisor.supervisor import Supervisor
+
+# Run lengths per task (the task recipes update twice per transition; on a 2-core CPU the learner holds ~65-75
+# updates/s beside 2 actors and 2 robot servers). twin-pick-cube trains plain RLPD with 5-step returns, which
+# passes 90 % at 12-15k env steps in benchmarks/sample_efficiency.py: 20k steps take ~10 minutes.
+TASK_DEFAULTS: dict[str, dict[str, Any]] = {
+    "twin-reach": {"max_env_steps": 3000},
+    "twin-pick-cube": {"max_env_steps": 20000},
+    "twin-peg-insert": {"max_env_steps": 20000},
+}
+# Stop order (supervisor.ChildSpec.stop_order): actors first (they flush what the learner has not acknowledged),
+# then the learner (final checkpoint), then the robot servers, then anything else.
+STOP_ACTORS, STOP_LEARNER, STOP_SERVERS, STOP_REST = 0, 1, 2, 3
+# The children's packages: robot servers and recording need the twin, the learner and the actors torch too.
+EXTRAS = ("sim", "learn")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="robot-rl sim", description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--actors", type=int, default=2, help="number of actor processes (each with a robot server)")
+    p.add_argument("--max-env-steps", type=int, default=None, help="transitions to train on (default per task)")
+    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/sim-<task>)")
+    p.add_argument("--demos", type=Path, default=None, help="demo episode directory (default: record scripted ones)")
+    p.add_argument("--demo-episodes", type=int, default=20, help="scripted demos to record when --demos is not given")
+    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
+    p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--in-process-twin", action="store_true",
+                   help="actors run the twin themselves instead of talking to robot server processes")
+    p.add_argument("--intervene", default=None, choices=("scripted",),
+                   help="scripted human interventions in the actors (HIL-SERL)")
+    p.add_argument("--eval-episodes", type=int, default=20, help="deterministic evaluation episodes at the end")
+    p.add_argument("--actor-restarts", type=int, default=3, help="restarts allowed per actor when it dies")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="an AgentConfig field for the learner (repeatable; passed on as the learner's --set), "
+                        "e.g. --set discount=0.99")
+    p.add_argument("--learner-args", default="", help="extra learner options, e.g. \"--utd 1 --hidden 256,256\"")
+    p.add_argument("--actor-args", default="", help="extra actor options, e.g. \"--chunk-steps 50\"")
+    p.add_argument("--display", default="auto", choices=DISPLAY_MODES,
+                   help="live: redraw in place (a terminal); lines: a line every --print-every s")
+    p.add_argument("--print-every", type=float, default=10.0, help="seconds between progress lines (lines mode)")
+    p.add_argument("--start-timeout", type=float, default=120.0, help="seconds a child may take to start")
+    p.add_argument("--grace", type=float, default=30.0, help="seconds a child gets to exit before it is killed")
+    p.add_argument("--seed", type=int, default=0, help="base seed (actor i uses seed + 1000 i)")
+    return p
+
+
+# --------------------------------------------------------------------------------------------------- display
+
+def render_status(st: dict[str, Any], elapsed_s: float, task: str, max_steps: int) -> list[str]:
+    """The combined progress display (one header line + one line per actor) from the learner's status.json."""
+    if not st:
+        return [f"sim {task} | {fmt_duration(elapsed_s)} | waiting for the learner ..."]
+    head = (f"sim {task} | {fmt_count(st.get('env_step'))}/{fmt_count(max_steps)} env steps | "
+            f"{fmt_duration(elapsed_s)} | success {fmt_rate(st.get('success_rate'))} (last "
+            f"{st.get('episodes', 0) and min(20, st['episodes'])} ep, {st.get('episodes', 0)} total) | updates "
+            f"{fmt_count(st.get('updates'))} ({(st.get('updates_per_s') or 0.0):.1f}/s) | weights "
+            f"v{st.get('weights_version', 0)} | buffers online {fmt_count(st.get('online_size'))} demo "
+            f"{fmt_count(st.get('demo_size'))}")
+    lines = [head]
+    for aid, a in sorted(dict(st.get("actors", {})).items()):
+        state = "alive" if a.get("alive") else "away "
+        paused = " paused" if a.get("paused") else ""
+        rate = a.get("env_steps_per_s")
+        lines.append(f"  {aid:<10} {state} weights v{a.get('weights_version', -1):<5} "
+                     f"{fmt_count(a.get('transitions')):>6} steps {a.get('episodes', 0):>5} ep  success "
+                     f"{fmt_rate(a.get('success_rate'))}  interventions {fmt_rate(a.get('intervention_rate'))}  "
+                     f"{'-' if rate is None else f'{rate:.0f}'} steps/s{paused}")
+    return lines
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    tmp.replace(path)
+
+
+def milestones(rows: Sequence[dict[str, Any]], levels: Sequence[float] = (0.25, 0.5, 0.8, 0.9)) -> dict[str, Any]:
+    """For each success level: the first metrics row reaching it (env_step, wall_s), or None."""
+    out: dict[str, Any] = {}
+    for level in levels:
+        hit = next((r for r in rows if isinstance(r.get("success_rate"), int | float)
+                    and r["success_rate"] >= level), None)
+        out[f"{level:g}"] = None if hit is None else {"env_step": hit.get("env_step"), "wall_s": hit.get("wall_s")}
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- the run
+
+class Sim:
+    """The wiring of one `robot-rl sim` run over a Supervisor; `run()` returns the exit code."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        get_preset(args.task)
+        if args.actors < 1:
+            raise ConfigError(f"--actors={args.actors} must be >= 1")
+        for item in args.set:
+            if "=" not in item or not item.partition("=")[0].strip():
+                raise ConfigError(f"--set {item!r}: expected FIELD=VALUE (an AgentConfig field)")
+        defaults = TASK_DEFAULTS.get(args.task, {})
+        self.max_steps = int(args.max_env_steps or defaults.get("max_env_steps", 20000))
+        if self.max_steps < 1:
+            raise ConfigError(f"--max-env-steps={self.max_steps} must be >= 1")
+        self.out = Path(args.out or f"runs/sim-{args.task}")
+        ck = latest_checkpoint(self.out / "checkpoints") if (self.out / "checkpoints").is_dir() else None
+        if ck is not None and not args.resume:
+            raise ConfigError(f"--out {self.out} already holds a run (checkpoint {ck.name}); pass --resume to "
+                              f"continue it, or choose another --out")
+        self.logs = self.out / "logs"
+        self.display = Display(args.display, args.print_every)
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        env.setdefault("MUJOCO_GL", "egl")
+        env["PYTHONUNBUFFERED"] = "1"
+        self.sup = Supervisor(env)
+        self.t0 = time.monotonic()
+
+    def cli(self, *argv: str) -> list[str]:
+        return [sys.executable, "-m", "robot_rl.cli", *argv]
+
+    def spec(self, name: str, argv: list[str], stop_order: int = STOP_REST, **kw: Any) -> ChildSpec:
+        return ChildSpec(name, tuple(argv), self.logs / f"{name}.log", stop_order=stop_order,
+                         grace_s=kw.pop("grace_s", self.args.grace), **kw)
+
+    # -- command lines
+    def demos_argv(self, demos: Path, episodes: int) -> list[str]:
+        a = self.args
+        argv = self.cli("record-demos", "--task", a.task, "--teleop", "scripted", "--episodes", str(episodes),
+                        "--out", str(demos), "--obs-mode", a.obs_mode)
+        if a.image_size:
+            argv += ["--image-size", str(a.image_size)]
+        return argv
+
+    def server_argv(self) -> list[str]:
+        a = self.args
+        argv = self.cli("robot-server", "--backend", "twin", "--task", a.task, "--bind", "tcp://127.0.0.1:0",
+                        "--stats-every", "0")
+        if a.obs_mode == "state":
+            argv.append("--no-cameras")
+        elif a.image_size:
+            argv += ["--image-size", str(a.image_size)]
+        return argv
+
+    def learner_argv(self, demos: Path | None) -> list[str]:
+        a = self.args
+        argv = self.cli("learner", "--task", a.task, "--bind", "tcp://127.0.0.1:0", "--out", str(self.out),
+                        "--obs-mode", a.obs_mode, "--max-env-steps", str(self.max_steps), "--seed", str(a.seed))
+        if demos is not None:
+            argv += ["--demos", str(demos)]
+        if a.resume:
+            argv.append("--resume")
+        if a.image_size:
+            argv += ["--image-size", str(a.image_size)]
+        for item in a.set:
+            argv += ["--set", item]
+        return argv + shlex.split(a.learner_args)
+
+    def actor_argv(self, i: int, learner: str, robot: str | None) -> list[str]:
+        a = self.args
+        argv = self.cli("actor", "--task", a.task, "--learner", learner, "--actor-id", f"actor-{i}",
+                        "--obs-mode", a.obs_mode, "--seed", str(a.seed + 1000 * i), "--quiet",
+                        "--stats-out", str(self.logs / f"actor-{i}.json"))
+        if robot is not None:
+            argv += ["--robot", robot]
+        if a.image_size:
+            argv += ["--image-size", str(a.image_size)]
+        if a.intervene:
+            argv += ["--intervene", a.intervene]
+        return argv + shlex.split(a.actor_args)
+
+    def evaluate_argv(self, result_path: Path) -> list[str]:
+        a = self.args
+        argv = self.cli("actor", "--task", a.task, "--evaluate", str(self.out / "checkpoints"), "--episodes",
+                        str(a.eval_episodes), "--obs-mode", a.obs_mode, "--summary", str(result_path))
+        if a.image_size:
+            argv += ["--image-size", str(a.image_size)]
+        return argv
+
+    # -- phases
+    def record_demos(self) -> Path | None:
+        a = self.args
+        if a.demos is not None:
+            if not Path(a.demos).is_dir():
+                raise ConfigError(f"--demos {a.demos} is not a directory")
+            return Path(a.demos)
+        if a.demo_episodes <= 0:
+            return None
+        demos = self.out / "demos"
+        have = len(list(demos.glob("episode_*.npz"))) if demos.is_dir() else 0
+        if have >= a.demo_episodes:
+            self.display.message(f"sim: using {have} demo episode(s) in {demos}")
+            return demos
+        self.display.message(f"sim: recording {a.demo_episodes - have} scripted demo episode(s) into {demos} ...")
+        child = self.sup.start(self.spec("record-demos", self.demos_argv(demos, a.demo_episodes - have)))
+        rc = self.sup.wait(child)
+        if rc != 0:
+            raise ChildError(f"recording demos failed (exit code {rc}); see {child.log_path}:\n"
+                             f"{tail(child.log_path)}")
+        return demos
+
+    def start_server(self, i: int) -> str:
+        child = self.sup.start(self.spec(f"robot-server-{i}", self.server_argv(), STOP_SERVERS))
+        return child.wait_for_line(re.compile(r"serving .* on (tcp://\S+)"), self.args.start_timeout,
+                                   self.sup.stop_requested).group(1)
+
+    def start_learner(self, demos: Path | None) -> str:
+        child = self.sup.start(self.spec("learner", self.learner_argv(demos), STOP_LEARNER))
+        return child.wait_for_line(re.compile(r"listening on (tcp://\S+)"), self.args.start_timeout,
+                                   self.sup.stop_requested).group(1)
+
+    def start_actor(self, i: int, learner: str, robot: str | None) -> Child:
+        return self.sup.start(self.spec(f"actor-{i}", self.actor_argv(i, learner, robot), STOP_ACTORS,
+                                        restart="always", max_restarts=self.args.actor_restarts))
+
+    def evaluate(self) -> dict[str, Any] | None:
+        a = self.args
+        if a.eval_episodes <= 0 or latest_checkpoint(self.out / "checkpoints") is None:
+            return None
+        self.display.message(f"sim: evaluating the last checkpoint ({a.eval_episodes} deterministic episodes; "
+                             f"Ctrl-C to skip) ...")
+        result_path = self.out / "eval.json"
+        self.sup.stop_requested.clear()
+        child: Child | None = None
+        try:
+            child = self.sup.start(self.spec("evaluate", self.evaluate_argv(result_path), grace_s=5.0))
+            rc = self.sup.wait(child)
+        except KeyboardInterrupt:
+            if child is not None:
+                child.stop()
+            self.display.message("sim: evaluation skipped")
+            return None
+        if rc != 0:
+            self.display.message(f"sim: evaluation failed (exit code {rc}); see {child.log_path}")
+            return None
+        return read_json(result_path) or None
+
+    # -- main loop
+    def run(self) -> int:
+        a = self.args
+        self.out.mkdir(parents=True, exist_ok=True)
+        with self.sup.handle_signals():
+            try:
+                try:
+                    demos = self.record_demos()
+                    robots: list[str | None] = [None] * a.actors
+                    if not a.in_process_twin:
+                        robots = [self.start_server(i) for i in range(a.actors)]
+                    learner_addr = self.start_learner(demos)
+                    self.display.message(f"sim: learner on {learner_addr}; {a.actors} actor(s); logs in {self.logs}")
+                    for i in range(a.actors):
+                        self.start_actor(i, learner_addr, robots[i])
+                    self.watch()
+                except KeyboardInterrupt:
+                    pass
+                interrupted = self.sup.stop_requested.is_set()
+                self.shutdown()
+                if interrupted:
+                    self.display.message("sim: interrupted; everything stopped (the learner wrote its final "
+                                         "checkpoint)")
+                return 0 if self.finish(interrupted) else 1
+            except ChildError as err:
+                self.display.message(f"sim: error: {err}")
+                self.shutdown()
+                return 1
+            finally:
+                self.shutdown()
+
+    def watch(self) -> None:
+        """Show progress until the learner is done (returns) or fails (ChildError); restart dying actors."""
+        a = self.args
+        status_path = self.out / "status.json"
+        while not self.sup.stop_requested.is_set():
+            for ex in self.sup.poll():
+                if ex.name == "learner":
+                    st = read_json(status_path)
+                    if ex.returncode == 0 and st.get("done"):
+                        self.display.show(render_status(st, time.monotonic() - self.t0, a.task, self.max_steps),
+                                          True)
+                        return
+                    raise ChildError(f"the learner exited with code {ex.returncode}; see {ex.log_path}:\n"
+                                     f"{tail(ex.log_path)}")
+                if ex.restarted:
+                    self.display.message(f"sim: {ex.name} exited with code {ex.returncode}; restarting it "
+                                         f"({ex.restarts}/{a.actor_restarts}); see {ex.log_path}")
+                else:
+                    self.display.message(f"sim: {ex.name} exited with code {ex.returncode} (not restarted); see "
+                                         f"{ex.log_path}")
+            st = read_json(status_path)
+            self.display.show(render_status(st, time.monotonic() - self.t0, a.task, self.max_steps))
+            self.sup.stop_requested.wait(1.0)
+
+    def shutdown(self) -> None:
+        """Stop actors (they flush to the learner), then the learner (final checkpoint), then the servers."""
+        self.sup.stop()
+
+    def finish(self, interrupted: bool) -> bool:
+        a = self.args
+        rows = read_metrics(self.out / "metrics.jsonl")
+        curves = {}
+        if rows:
+            try:
+                curves["env_step"] = str(plot_learning_curve(rows, self.out / "learning_curve.png",
+                                                             title=f"{a.task} (sim, {a.actors} actors)"))
+                curves["wall_s"] = str(plot_learning_curve(rows, self.out / "learning_curve_time.png", x="wall_s",
+                                                           title=f"{a.task} (sim, {a.actors} actors)"))
+            except ImportError as err:
+                self.display.message(f"sim: no learning-curve plot ({err})")
+        st = read_json(self.out / "status.json")
+        evaluation = self.evaluate()
+        ck = latest_checkpoint(self.out / "checkpoints") if (self.out / "checkpoints").is_dir() else None
+        actors = {}
+        for i in range(a.actors):
+            actors[f"actor-{i}"] = read_json(self.logs / f"actor-{i}.json")
+        summary = {
+            "task": a.task, "obs_mode": a.obs_mode, "actors": a.actors, "max_env_steps": self.max_steps,
+            "env_step": st.get("env_step"), "episodes": st.get("episodes"), "updates": st.get("updates"),
+            "weights_version": st.get("weights_version"), "train_success_rate": st.get("success_rate"),
+            "wall_s": round(time.monotonic() - self.t0, 1), "learner_elapsed_s": st.get("elapsed_s"),
+            "interrupted": interrupted, "checkpoint": str(ck) if ck else None,
+            "eval_success_rate": evaluation.get("success_rate") if evaluation else None,
+            "eval_episodes": evaluation.get("episodes") if evaluation else 0,
+            "eval_return": evaluation.get("return") if evaluation else None,
+            "milestones": milestones(rows), "learning_curves": curves, "actor_stats": actors,
+            "intervene": a.intervene, "learner_set": list(a.set), "learner_args": a.learner_args,
+            "actor_args": a.actor_args,
+        }
+        _write_json(self.out / "summary.json", summary)
+        ev = summary["eval_success_rate"]
+        self.display.message(
+            f"sim: {'interrupted' if interrupted else 'done'} after {fmt_duration(summary['wall_s'])}: env_step "
+            f"{summary['env_step']}, training success {fmt_rate(summary['train_success_rate'])}, deterministic "
+            f"evaluation {'-' if ev is None else f'{ev:.2f}'} over {summary['eval_episodes']} episodes; "
+            f"{self.out / 'summary.json'}")
+        return True
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    sim = Sim(args)
+    require_extras(EXTRAS, "robot-rl sim (robot servers, learner, actors)")
+    return sim.run()

@@ -1,0 +1,140 @@
+"""`robot-rl eval --checkpoint DIR` on every run directory this project writes, built by the real commands at
+tiny sizes: a `robot-rl train` run (twin-reach and a gymnasium env id), `robot-rl learner` runs (state and pixels:
+the obs mode and image size come from the saved spec), their checkpoints/ directory and a single ckpt_*
+directory; and one-line errors saying what DIR is for everything else. (`robot-rl sim`'s OUT, the learner's
+run directory plus demos and logs, is evaluated after the real sim run in test_runtime_faults.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from learners import train_cli
+from robot_rl.checkpoint import latest_checkpoint, save_checkpoint
+from robot_rl.cli import main
+from robot_rl.episodes import Episode, save_episode
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)}
+TINY_TRAIN = ["--hidden", "16", "--batch-size", "16", "--ensemble", "2", "--learning-starts", "20",
+              "--eval-episodes", "1", "--replay-capacity", "500"]
+
+
+def evaluate(capsys: pytest.CaptureFixture[str], path: Path, episodes: int = 1) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main(["eval", "--checkpoint", str(path), "--episodes", str(episodes)]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out.strip().splitlines()
+    return dict(json.loads(out[-1]))
+
+
+def eval_error(capsys: pytest.CaptureFixture[str], path: Path) -> str:
+    capsys.readouterr()
+    assert main(["eval", "--checkpoint", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("robot-rl eval: error: ")
+    return err
+
+
+@pytest.fixture(scope="module")
+def learner_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """Two real `robot-rl learner` run directories (state; pixels at 32 px), stopped with SIGTERM once listening:
+    each ends with its final checkpoint."""
+    base = tmp_path_factory.mktemp("learner_runs")
+    procs: dict[str, subprocess.Popen[str]] = {}
+    for mode, extra in (("state", []), ("pixels", ["--image-size", "32"])):
+        argv = [sys.executable, "-m", "robot_rl.cli", "learner", "--task", "twin-reach", "--bind",
+                "tcp://127.0.0.1:0", "--out", str(base / mode), "--obs-mode", mode, *extra, "--hidden", "16,16",
+                "--ensemble", "2", "--batch", "16", "--no-tensorboard", "--quiet"]
+        procs[mode] = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV,
+                                       cwd=ROOT)
+    try:
+        for proc in procs.values():
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert "listening on" in first, first  # (reading the rest would wait for the learner to exit)
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=120)
+            assert proc.returncode == 0, out
+        yield {mode: base / mode for mode in procs}
+    finally:
+        for proc in procs.values():
+            proc.kill()
+
+
+@pytest.mark.slow
+def test_eval_a_train_run_its_checkpoints_and_one_checkpoint(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "train"
+    assert train_cli.main(["--task", "twin-reach", "--obs-mode", "state", "--max-env-steps", "40", "--eval-every",
+                           "40", "--checkpoint-every", "40", *TINY_TRAIN, "--set", "hidden_dims=24,24",
+                           "--out", str(run)]) == 0  # eval must rebuild the 24-wide nets --set asked for
+    ckpt = latest_checkpoint(run / "checkpoints")
+    assert ckpt is not None
+    for path in (run, run / "checkpoints", ckpt):
+        res = evaluate(capsys, path)
+        assert res["checkpoint"] == str(ckpt) and res["task"] == "twin-reach" and res["env_step"] == 40
+        assert res["episodes"] == 1 and 0.0 <= res["success_rate"] <= 1.0 and res["mean_length"] > 0
+
+
+def test_eval_a_gymnasium_env_id_train_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert train_cli.main(["--env-id", "Pendulum-v1", "--algo", "sac", "--hidden", "32", "--batch-size", "32",
+                           "--utd", "1", "--learning-starts", "100", "--start-steps", "100", "--eval-every", "200",
+                           "--eval-episodes", "2", "--checkpoint-every", "200", "--replay-capacity", "1000",
+                           "--max-env-steps", "200", "--out", str(out)]) == 0
+    res = evaluate(capsys, out, episodes=2)
+    assert res["episodes"] == 2 and res["success_rate"] == 0.0 and res["mean_length"] == 200.0
+    assert -2000 < res["mean_return"] < 0 and res["task"] == "Pendulum-v1"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["state", "pixels"])
+def test_eval_a_learner_run(learner_runs: dict[str, Path], mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run = learner_runs[mode]
+    ckpt = latest_checkpoint(run / "checkpoints")
+    assert ckpt is not None and ckpt.name == "ckpt_00000000"
+    meta = json.loads((ckpt / "meta.json").read_text())
+    assert "config" not in meta and "agent_config" in meta  # what made eval fail with KeyError: 'config'
+    res = evaluate(capsys, run)
+    assert res["checkpoint"] == str(ckpt) and res["task"] == "twin-reach" and res["env_step"] == 0
+    assert res["mean_length"] > 0
+    assert evaluate(capsys, ckpt)["checkpoint"] == str(ckpt)
+
+
+def test_eval_explains_what_a_path_without_a_checkpoint_is(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    what_to_pass = "pass a run directory (the --out of robot-rl train, learner or sim), its checkpoints/ directory"
+    err = eval_error(capsys, tmp_path / "typo")
+    assert "typo: no such file or directory" in err and what_to_pass in err
+    # a run directory with demos and logs beside its checkpoints (like robot-rl sim's OUT)
+    run = tmp_path / "run"
+    save_checkpoint(run / "checkpoints", 0, {"agent": {"w": np.zeros(1)}}, {"counters": {"env_step": 0}})
+    obs = [{"state": np.zeros(3, np.float32)}] * 2
+    episode = save_episode(Episode.from_steps(obs, np.zeros((1, 7)), [0.0], [False], [True], task="twin-reach"),
+                           run / "demos")
+    (run / "logs").mkdir()
+    err = eval_error(capsys, run / "demos")
+    assert "a directory of recorded episodes (demos or labels), not a training run" in err
+    assert f"the run directory {run} above it has one" in err
+    assert f"the run directory {run} above it has one" in eval_error(capsys, run / "logs")
+    assert "an episode file, not a run directory" in eval_error(capsys, episode)
+    # a checkpoint nobody here wrote: neither train's config nor the learner's agent_config + spec
+    err = eval_error(capsys, run)
+    assert "neither robot-rl train" in err and "ckpt_00000000" in err
+    # a run that has not checkpointed yet
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "metrics.jsonl").write_text("")
+    assert "a run directory without a complete checkpoint yet" in eval_error(capsys, fresh)
+    (tmp_path / "empty").mkdir()
+    assert "empty: not a run directory: no checkpoints/, no meta.json;" in eval_error(capsys, tmp_path / "empty")

@@ -1,0 +1,98 @@
+"""`robot-rl sim` (supervisor.sim_cli) without running it: the command lines it builds (--set reaches the learner),
+its refusals, the progress display. The real multi-process run is in test_runtime_faults.py."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_rl.checkpoint import save_checkpoint
+from robot_rl.cli import main
+from supervisor.display import Display, fmt_count, fmt_duration, fmt_rate, read_json
+from supervisor.sim_cli import STOP_ACTORS, STOP_LEARNER, STOP_SERVERS, Sim, build_parser, milestones, render_status
+
+
+def sim(tmp_path: Path, *extra: str) -> Sim:
+    return Sim(build_parser().parse_args(["--task", "twin-reach", "--out", str(tmp_path / "run"), *extra]))
+
+
+def test_sim_forwards_set_to_the_learner_command_line(tmp_path: Path) -> None:
+    from learners.learner_cli import agent_config
+    from learners.learner_cli import build_parser as learner_parser
+
+    s = sim(tmp_path, "--set", "discount=0.9", "--set", "hidden_dims=[64, 64]", "--learner-args", "--batch 32")
+    argv = s.learner_argv(tmp_path / "demos")
+    assert argv[:4] == [sys.executable, "-m", "robot_rl.cli", "learner"]
+    i = argv.index("--set")
+    assert argv[i:i + 4] == ["--set", "discount=0.9", "--set", "hidden_dims=[64, 64]"]
+    # the learner reads them as AgentConfig fields, beside the other forwarded options
+    cfg = agent_config(learner_parser().parse_args(argv[4:]))
+    assert cfg.discount == 0.9 and cfg.hidden_dims == (64, 64) and cfg.batch_size == 32
+    assert "--set" not in sim(tmp_path).learner_argv(None)
+    assert "--set" not in s.actor_argv(0, "tcp://127.0.0.1:1", None)
+
+
+def test_sim_children_stop_in_order(tmp_path: Path) -> None:
+    s = sim(tmp_path)
+    assert STOP_ACTORS < STOP_LEARNER < STOP_SERVERS  # actors flush to the learner, which checkpoints last
+    spec = s.spec("learner", s.learner_argv(None), STOP_LEARNER)
+    assert spec.log_path == tmp_path / "run" / "logs" / "learner.log" and spec.grace_s == 30.0
+
+
+def test_sim_refusals_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    save_checkpoint(run / "checkpoints", 10, {"agent": {"w": np.zeros(2)}}, {})
+    assert main(["sim", "--task", "twin-reach", "--out", str(run)]) == 1
+    err = capsys.readouterr().err
+    assert "already holds a run" in err and "--resume" in err and err.count("\n") == 1
+    assert main(["sim", "--task", "twin-nope", "--out", str(tmp_path / "x")]) == 1
+    assert "unknown task" in capsys.readouterr().err
+    assert main(["sim", "--task", "twin-reach", "--out", str(tmp_path / "y"), "--set", "discount"]) == 1
+    err = capsys.readouterr().err
+    assert "--set 'discount': expected FIELD=VALUE" in err and "Traceback" not in err
+
+
+def test_sim_display_renders_status() -> None:
+    st = {"env_step": 12345, "episodes": 40, "success_rate": 0.45, "updates": 6000, "updates_per_s": 18.25,
+          "weights_version": 600, "online_size": 12345, "demo_size": 512,
+          "actors": {"actor-0": {"alive": True, "weights_version": 599, "transitions": 6200, "episodes": 20,
+                                 "success_rate": 0.5, "intervention_rate": 0.0, "env_steps_per_s": 31.0},
+                     "actor-1": {"alive": False, "weights_version": 580, "transitions": 6145, "episodes": 20,
+                                 "success_rate": 0.4, "intervention_rate": None, "paused": True}}}
+    lines = render_status(st, 185.0, "twin-pick-cube", 20000)
+    assert len(lines) == 3
+    assert "12.3k/20.0k env steps" in lines[0] and "3m05s" in lines[0] and "success 0.45" in lines[0]
+    assert "18.2/s" in lines[0] and "weights v600" in lines[0] and "demo 512" in lines[0]
+    assert "actor-0" in lines[1] and "alive" in lines[1] and "v599" in lines[1] and "0.50" in lines[1]
+    assert "away" in lines[2] and "paused" in lines[2]
+    assert render_status({}, 3.0, "t", 10)[0].endswith("waiting for the learner ...")
+    rows = [{"env_step": 100, "wall_s": 10.0, "success_rate": 0.1}, {"env_step": 200, "wall_s": 20.0,
+                                                                     "success_rate": 0.6}]
+    assert milestones(rows) == {"0.25": {"env_step": 200, "wall_s": 20.0}, "0.5": {"env_step": 200, "wall_s": 20.0},
+                                "0.8": None, "0.9": None}
+
+
+def test_display_live_redraws_in_place_and_lines_mode_throttles(tmp_path: Path) -> None:
+    live = io.StringIO()
+    d = Display("live", 10.0, live)
+    d.show(["a", "b"])
+    d.show(["c", "d"])
+    d.message("note")
+    d.show(["e"])
+    up = "\x1b[1A\x1b[2K"
+    assert live.getvalue() == "a\nb\n" + 2 * up + "c\nd\n" + 2 * up + "note\ne\n"
+    lines = io.StringIO()
+    d = Display("lines", 3600.0, lines)
+    d.show(["first"])
+    d.show(["too soon"])
+    d.show(["forced"], force=True)
+    assert lines.getvalue() == "first\nforced\n"
+    assert Display("auto", 1.0, io.StringIO()).mode == "lines"  # not a terminal
+    assert (fmt_count(12345), fmt_count(950), fmt_count(None)) == ("12.3k", "950", "-")
+    assert (fmt_rate(0.456), fmt_rate(None), fmt_duration(3725)) == ("0.46", "-", "1h02m")
+    (tmp_path / "torn.json").write_text('{"env_step": 1')
+    assert read_json(tmp_path / "torn.json") == {} and read_json(tmp_path / "missing.json") == {}
