@@ -9,9 +9,8 @@ Sources (`--reward` on `robot-rl train` and `robot-rl actor`):
 Gates of `ClassifierReward` (none of SERL, HIL-SERL or LeRobot have them; a false positive ends an episode with a
 wrong reward and teaches the policy to stop early):
 - k consecutive frames: success only after `k` frames in a row with probability >= the card's threshold.
-  Default `DEFAULT_GATE_K` = 2, chosen by measurement (benchmarks/classifier.py replays the gate over held-out
-  label episodes for k = 1..5: at 64x64, k = 1 ended 1 of 48 held-out episodes on a wrong frame, k = 2 none,
-  and each extra frame of k delays the reward by one step; README "Reward classifiers");
+  Default `DEFAULT_GATE_K` = 2, chosen by measurement: benchmarks/classifier.py replays the gate over held-out
+  label episodes for k = 1..5 (MEASUREMENT PENDING); each extra frame of k delays the reward by one step;
 - a proprio predicate per task (`TASK_PREDICATES`, or the card's): conditions on the proprio `state` vector
   that must all hold on the frame, e.g. pick-cube: gripper closed on something and the TCP 5 cm above the table.
 
@@ -167,15 +166,17 @@ class RewardAudit:
 
     def __init__(self, directory: str | os.PathLike[str], max_images: int = 5000) -> None:
         self.directory = Path(directory)
-        (self.directory / "frames").mkdir(parents=True, exist_ok=True)
         self.max_images = int(max_images)
         self.images = 0
         self.rows = 0
-        self._file = open(self.directory / "positives.jsonl", "a", buffering=1)  # closed in close()
+        self._file: Any = None  # opened at the first positive: nothing is written before there is something
 
     def log(self, episode: int, t: int, decision: RewardDecision, obs: Any, info: Mapping[str, Any]) -> None:
         from robot_rl.images import grid_frames, write_png
 
+        if self._file is None or self._file.closed:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.directory / "positives.jsonl", "a", buffering=1)  # closed in close()
         row: dict[str, Any] = {"episode": episode, "step": t, "prob": decision.prob, "run": decision.run,
                                "predicate_ok": decision.predicate_ok, "rewarded": decision.success}
         if "success" in info:
@@ -191,7 +192,7 @@ class RewardAudit:
         self.rows += 1
 
     def close(self) -> None:
-        if not self._file.closed:
+        if self._file is not None and not self._file.closed:
             self._file.close()
 
 
