@@ -86,10 +86,6 @@ class LabelledFrames:
     def subset_images(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         return {cam: arr[idx] for cam, arr in self.images.items()}
 
-    def per_episode(self, values: np.ndarray, episodes: Sequence[int]) -> list[np.ndarray]:
-        """`values` (N,) cut into one array per episode (frames in order)."""
-        return [values[self.episode == e] for e in episodes]
-
     def sources(self) -> list[dict[str, Any]]:
         """Per directory: episodes, frames, positives, tasks, label sources and segment kinds (for the card)."""
         out = []
