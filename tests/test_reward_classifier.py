@@ -332,3 +332,31 @@ def test_reward_sources(tmp_path: Path) -> None:
         make_reward_model(f"classifier:{d}", {"images/front": (64, 64, 3)})
     with pytest.raises(ConfigError, match=r"no card\.json"):
         make_reward_model(f"classifier:{tmp_path}", {"images/front": (16, 16, 3)})
+
+
+def test_frozen_resnet10_backbone_from_a_local_file_stays_frozen(tmp_path: Path) -> None:
+    """encoder='resnet10': the backbone comes from a local safetensors file, is never trained, and the saved
+    classifier (backbone included) is self-contained; without the file it is a one-line config error."""
+    from learners.encoders import ResNet10, save_backbone_weights
+
+    torch.manual_seed(0)
+    weights = tmp_path / "resnet10.safetensors"
+    save_backbone_weights(ResNet10(), weights)
+    write_labels(tmp_path / "l", 8, size=32)
+    model_cfg = ClassifierModelConfig(encoder="resnet10", encoder_weights=str(weights), image_latent_dim=16,
+                                      hidden_dim=32)
+    cfg = TrainClassifierConfig(model=model_cfg, max_steps=6, eval_every=3, batch_size=8, predicate="none",
+                                precision_confidence=0.0)
+    res = train_classifier(cfg, [tmp_path / "l"], tmp_path / "c", log=lambda s: None)
+    from safetensors.torch import load_file
+
+    original = load_file(str(weights))
+    trained = res.model.state_dict()
+    for name, t in original.items():
+        torch.testing.assert_close(trained[f"encoders.images__front.backbone.{name}"], t)
+    weights.unlink()   # the classifier directory does not need the file any more
+    loaded = load_classifier(tmp_path / "c")
+    imgs = {c: np.full((2, 32, 32, 3), 128, np.uint8) for c in loaded.card.cameras}
+    np.testing.assert_allclose(loaded.predict_proba(imgs), res.model.predict_proba(imgs), rtol=1e-5)
+    with pytest.raises(ConfigError, match="encoder='resnet10' needs a local safetensors file"):
+        ClassifierModelConfig(encoder="resnet10")
