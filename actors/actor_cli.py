@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="never wait for the learner's budget (hardware; the sim default paces to the learner)")
     p.add_argument("--intervene", default=None, choices=("scripted",),
                    help="human-in-the-loop interventions: 'scripted' = the twin's scripted operator (HIL-SERL)")
+    p.add_argument("--reward", default="env",
+                   help="env (the env's reward), classifier:DIR (a trained reward classifier, gated) or human (the "
+                        "teleop device's success key; needs --intervene)")
+    p.add_argument("--reward-audit", type=Path, default=None,
+                   help="where positives of a classifier/human reward are logged (default: reward_audit/ACTOR_ID)")
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many env steps (0: never)")
     p.add_argument("--max-episodes", type=int, default=0, help="stop after this many episodes (0: never)")
     p.add_argument("--flush-timeout", type=float, default=5.0, help="seconds to wait for acks when stopping")
@@ -70,22 +75,42 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
-                   intervene: str | None = None, seed: int = 0) -> Any:
-    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`)."""
+                   intervene: str | None = None, seed: int = 0, reward: str = "env",
+                   reward_audit: Path | None = None) -> Any:
+    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
+    classifier or human `reward`, wrapped in learners.reward_model.RewardModelWrapper (outermost)."""
     from envs.presets import make_env, twin_task
+    from learners.reward_model import (
+        RewardModelWrapper,
+        env_overrides,
+        image_shapes_of_space,
+        make_reward_model,
+        parse_reward_source,
+    )
 
+    kind, _ = parse_reward_source(reward)
+    if kind == "human" and intervene is None:
+        raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene DEVICE")
+    overrides = env_overrides(reward)
     if robot is None:
-        env = make_env(task, obs_mode=obs_mode, image_size=image_size)
+        env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
     else:
         from envs.remote import make_remote_env
 
-        env = make_remote_env(robot, task=twin_task(task), obs_mode=obs_mode, image_size=image_size)
+        env = make_remote_env(robot, task=twin_task(task), obs_mode=obs_mode, image_size=image_size, **overrides)
     if intervene == "scripted":
         from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
         from envs.wrappers import InterventionWrapper
 
-        env = InterventionWrapper(env, ScriptedHuman(ScriptedHumanConfig(task=twin_task(task), seed=seed)))
-    return env
+        human = ScriptedHumanConfig(task=twin_task(task), seed=seed, press_success=kind == "human")
+        env = InterventionWrapper(env, ScriptedHuman(human))
+    try:
+        model = make_reward_model(reward, image_shapes_of_space(env.observation_space), reward_audit,
+                                  where=f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
+    except Exception:
+        env.close()
+        raise
+    return env if model is None else RewardModelWrapper(env, model)
 
 
 def env_spec_of(env: Any, task: str) -> EnvSpec:
@@ -164,7 +189,9 @@ def main(argv: list[str]) -> int:
         from robot_rl.keys import ClientKeys
 
         keys = ClientKeys.from_dir(args.keys)
-    env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed)
+    audit = args.reward_audit if args.reward_audit is not None else Path("reward_audit") / actor_id
+    env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed,
+                         reward=args.reward, reward_audit=audit)
     spec = env_spec_of(env, args.task)
     tcfg = TransportConfig(heartbeat_s=args.heartbeat, heartbeat_timeout_s=5 * args.heartbeat)
     endpoint = connect_actor(spec, actor_id, args.learner, tcfg, keys=keys, insecure=args.insecure)
@@ -202,6 +229,8 @@ def main(argv: list[str]) -> int:
         except Exception as err:  # the endpoint failed (e.g. spec mismatch): report below, still clean up
             print(f"actor {actor_id}: {err}", file=sys.stderr)
         final = {**actor.stats(), "actor_id": actor_id, "flushed": flushed}
+        if callable(getattr(env, "stats", None)):  # a reward model: episodes it ended, and without true success
+            final["reward_model"] = env.stats()
         st = endpoint.stats()
         final.update(session=st.session, next_seq=st.next_seq, acked_upto=st.acked_upto, unacked=st.unacked_messages,
                      reconnects=st.reconnects, resent_messages=st.resent_messages, state=st.state)

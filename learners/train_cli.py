@@ -44,6 +44,13 @@ from learners.config import AgentConfig, drq_config, hil_serl_config, rlpd_state
 from learners.loop import LoopConfig, LoopCounters, env_rng_state, evaluate_episodes, set_env_rng_state, train_online
 from learners.recipes import recipe_for
 from learners.replay import ReplayBuffer, ReplayConfig
+from learners.reward_model import (
+    RewardModelWrapper,
+    env_overrides,
+    image_shapes_of_space,
+    make_reward_model,
+    parse_reward_source,
+)
 from learners.sac import SACAgent
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
@@ -73,6 +80,10 @@ class TrainConfig(Config):
     """Twin presets in pixels mode: camera image size."""
     demos: str | None = None
     """Directory of demo episodes (robot_rl.episodes format) for the demo buffer (RLPD)."""
+    reward: str = "env"
+    """Where training rewards come from: env (the env's own), classifier:DIR (a trained reward classifier, gated;
+    positives logged in OUT/reward_audit) or human (the teleop success key); learners.reward_model. Evaluation
+    always reports the env's true success."""
     algo: str = "rlpd"
     """rlpd (SAC + symmetric demo sampling + RLPD defaults), sac (classic SAC), hil-serl."""
     max_env_steps: int = 10_000
@@ -141,6 +152,7 @@ class TrainConfig(Config):
                 self.updates_per_step, "must be >= 1")
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
         parse_set(self.agent_set)  # an unknown field or a bad value fails here, before anything is built
+        parse_reward_source(self.reward)
 
     def recipe(self, has_cameras: bool) -> dict[str, Any]:
         """The task's recipe overrides (learners.recipes; {} for --env-id runs and with no_recipe)."""
@@ -180,8 +192,10 @@ class TrainConfig(Config):
         return resolve_agent_config(make, self.recipe(has_cameras), over, parse_set(self.agent_set))
 
 
-def make_env(cfg: TrainConfig) -> Any:
-    """gymnasium.make the run's env (preset or env id); ConfigError for a module or env id that does not exist."""
+def make_env(cfg: TrainConfig, for_reward_model: bool = False) -> Any:
+    """gymnasium.make the run's env (preset or env id); ConfigError for a module or env id that does not exist.
+    `for_reward_model`: the training env of a run whose reward is not the env's (a twin preset then does not end
+    episodes on its own success)."""
     import gymnasium
 
     module: str | None = cfg.env_module
@@ -190,6 +204,8 @@ def make_env(cfg: TrainConfig) -> Any:
         preset = get_preset(cfg.task)
         module, env_id = preset.env_module, preset.env_id
         kwargs = preset.make_kwargs(obs_mode=cfg.obs_mode, image_size=cfg.image_size)
+        if for_reward_model:
+            kwargs.update(env_overrides(cfg.reward))
     if module:
         try:
             importlib.import_module(module)
@@ -226,10 +242,16 @@ class Run:
         return TrainingRun(self.agent, self.online, self.demo, dataclasses.asdict(self.counters), self.rng)
 
 
-def build_run(cfg: TrainConfig) -> Run:
-    """Make the envs, agent and buffers (demo episodes loaded) for `cfg`."""
+def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
+    """Make the envs, agent and buffers (demo episodes loaded) for `cfg`. With a learned or human reward the
+    training env is wrapped in `RewardModelWrapper` (positives logged in `reward_audit`); the evaluation env
+    keeps the env's own reward and success."""
     torch.set_num_threads(cfg.threads)
-    env, eval_env = make_env(cfg), make_env(cfg)
+    env, eval_env = make_env(cfg, for_reward_model=True), make_env(cfg)
+    model = make_reward_model(cfg.reward, image_shapes_of_space(env.observation_space), reward_audit,
+                              where=f"the {cfg.task or cfg.env_id} observation (--obs-mode / --image-size)")
+    if model is not None:
+        env = RewardModelWrapper(env, model)
     spec = env_spec(env, cfg)
     agent = SACAgent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
@@ -301,7 +323,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     if ckpt is not None:
         saved = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
         cfg = saved.replace(max_env_steps=cfg.max_env_steps)  # a resumed run may be extended
-    run = build_run(cfg)
+    run = build_run(cfg, reward_audit=out / "reward_audit")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
     announce_agent_config(run.agent.cfg, out, prefix="[train]", log=log)
@@ -344,6 +366,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
                 vals = [m[k] for m in window if k in m]
                 if vals:
                     r[k] = float(np.mean(vals))
+        if isinstance(run.env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly
+            r.update({f"reward_{k}": v for k, v in run.env.stats().items()})
         metrics.write(r)
         tb.write(r, run.counters.env_step)
         plot_learning_curve(read_metrics(out / "metrics.jsonl"), out / "learning_curve.png", title=run.spec.task)

@@ -27,6 +27,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "record-demos": ("demos.record_cli", "record teleop (or scripted) demonstration episodes to a directory"),
     "episodes": ("demos.episodes_cli", "inspect, export (PNG strip / mp4) or replay recorded episode files"),
     "record-labels": ("demos.labels_cli", "record success/failure labelled frames for a reward classifier"),
+    "train-classifier": ("learners.classifier_cli", "train a reward classifier on record-labels episodes (by episode "
+                         "split, threshold for a target precision)"),
+    "eval-classifier": ("learners.classifier_eval_cli", "evaluate a reward classifier on new labels: metrics table and "
+                        "a PNG of the worst false positives / negatives"),
     "robot-server": ("envs.robot_server_cli", "serve a robot backend (the MuJoCo twin) over ZeroMQ for RemoteRobot"),
     "learner": ("learners.learner_cli", "the distributed learner: transitions in from actors, weights out"),
     "actor": ("actors.actor_cli", "an actor: step the env (twin or robot server) with the learner's latest policy"),

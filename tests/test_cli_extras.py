@@ -60,6 +60,8 @@ MISSING: list[tuple[str, str, tuple[str, ...]]] = [
     ("record-labels", "sim", ("--task", "twin-reach", "--out", "{tmp}/labels")),
     ("record-labels", "teleop", ("--task", "twin-reach", "--out", "{tmp}/labels", "--teleop", "keyboard")),
     ("episodes", "sim", ("replay", "{episodes}")),
+    ("train-classifier", "learn", ("--labels", "{episodes}", "--out", "{tmp}/cls")),
+    ("eval-classifier", "learn", ("--classifier", "{tmp}/cls", "--labels", "{episodes}")),
     ("robot-server", "sim", ("--backend", "twin", "--task", "twin-reach", "--bind", "tcp://127.0.0.1:0")),
     ("learner", "learn", ("--task", "twin-reach", "--out", "{tmp}/learner")),
     ("learner", "sim", ("--task", "twin-reach", "--out", "{tmp}/learner")),

@@ -2,9 +2,9 @@
 
 Rules: robot_rl imports none of the other packages (except robot_rl/cli.py, lazily); controllers ->
 robot_rl; envs -> controllers, robot_rl; learners -> robot_rl only (never envs, controllers, rclpy, zmq);
-actors -> envs, robot_rl and learners.policy; demos -> envs, robot_rl; supervisor -> robot_rl only (it runs
-everything else as child processes, so it never imports torch, mujoco, gymnasium or zmq). Hardware/heavy
-packages are imported lazily (inside functions), never at module top level.
+actors -> envs, robot_rl and learners.policy / learners.reward_model; demos -> envs, robot_rl; supervisor ->
+robot_rl only (it runs everything else as child processes, so it never imports torch, mujoco, gymnasium or zmq).
+Hardware/heavy packages are imported lazily (inside functions), never at module top level.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "controllers": {"robot_rl", "controllers"},
     "envs": {"robot_rl", "controllers", "envs"},
     "learners": {"robot_rl", "learners"},
-    "actors": {"robot_rl", "envs", "actors", "learners.policy"},
+    "actors": {"robot_rl", "envs", "actors", "learners.policy", "learners.reward_model"},
     "demos": {"robot_rl", "envs", "demos"},
     "supervisor": {"robot_rl", "supervisor"},
 }
