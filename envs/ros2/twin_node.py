@@ -220,7 +220,7 @@ class TwinNode:
         if gains:
             merged = {**self._gain_values, **gains}
             try:
-                new = gains_from_parameters(merged, self.iface.profile, self.robot.controller.gains)
+                new = gains_from_parameters(merged, self.iface.profile, self.robot.controller.commanded_gains)
                 self.robot.controller.set_gains(new)
             except RobotRLError as err:
                 result.successful, result.reason = False, str(err)
