@@ -29,6 +29,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "real": ("pyrealsense2", "franky"),
     "teleop": ("pygame", "hid", "hidraw", "pynput"),
     "video": ("imageio_ffmpeg",),
+    "export": ("rosbags", "pyarrow"),
     "ros": ("rclpy", "geometry_msgs", "sensor_msgs", "std_msgs", "std_srvs", "rcl_interfaces"),
     "bench": ("gym_hil",),
 }
