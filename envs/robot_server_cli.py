@@ -26,7 +26,7 @@ from types import FrameType
 from envs.robot_server import BACKENDS, DEFAULT_ADDRESS, RobotServer, RobotServerConfig, make_backend
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robot-rl robot-server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="twin", choices=BACKENDS, help="robot backend to serve")
     parser.add_argument("--task", default="twin-pick-cube", help="task or twin preset (e.g. twin-reach, pick_cube)")
@@ -34,6 +34,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--image-size", type=int, default=128, help="camera image height and width")
     parser.add_argument("--cameras", default="front,wrist", help="comma-separated camera names")
     parser.add_argument("--no-cameras", action="store_true", help="serve no images (state-only; no renderer)")
+    parser.add_argument("--robot-ip", default=None, help="franky: the robot's FCI address (e.g. 172.16.0.2)")
     parser.add_argument("--physics-hz", type=float, default=None, help="twin physics rate (default: the twin's)")
     parser.add_argument("--hold-timeout", type=float, default=1.0,
                         help="seconds without a command before the watchdog reports holding the last target")
@@ -52,7 +53,11 @@ def main(argv: list[str]) -> int:
                      help="image topic of a camera (default camera/NAME/image_raw); repeatable")
     ros.add_argument("--ros-set", action="append", default=[], metavar="FIELD=VALUE",
                      help="any envs.ros2.config.Ros2RobotConfig field (e.g. gripper=topic, stream_hz=100); repeatable")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
 
     config = RobotServerConfig(bind=args.bind, insecure=args.insecure, hold_timeout_s=args.hold_timeout,
                                max_wait_s=args.max_wait)
