@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from controllers.transforms import euler_xyz_to_quat
 from robot_rl.episodes import Episode
 from robot_rl.errors import RobotRLError
 from robot_rl.extras import optional_import
@@ -42,6 +41,15 @@ PREFIX = "/robot_rl"
 
 class ExportError(RobotRLError):
     """An export or import cannot be done (the output exists, an unusable input); names the file."""
+
+
+def euler_xyz_to_quat_wxyz(rpy: np.ndarray) -> np.ndarray:
+    """Quaternion (w, x, y, z) of extrinsic x-y-z euler angles, R = Rz(yaw) Ry(pitch) Rx(roll) (the observation's
+    convention, controllers.transforms; repeated here because demos does not import controllers)."""
+    r, p, y = (float(v) / 2 for v in rpy)
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([cr * cp * cy + sr * sp * sy, sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy,
+                     cr * cp * sy - sr * sp * cy])
 
 
 def _typestore() -> Any:
@@ -97,7 +105,7 @@ def write_bag(ep: Episode, out_dir: str | os.PathLike[str], fps: float, t0_ns: i
             state = ep.observations.get("state")
             if state is not None and state.shape[1] >= 6:
                 s = state[i].astype(np.float64)
-                q = euler_xyz_to_quat(s[3:6])
+                q = euler_xyz_to_quat_wxyz(s[3:6])
                 pose = T["geometry_msgs/msg/Pose"](
                     position=T["geometry_msgs/msg/Point"](x=s[0], y=s[1], z=s[2]),
                     orientation=T["geometry_msgs/msg/Quaternion"](x=q[1], y=q[2], z=q[3], w=q[0]))
