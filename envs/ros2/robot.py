@@ -174,7 +174,9 @@ class Ros2Robot:
         now = time.monotonic()
         missing = self._watch.stale(now)
         if self._gripper_path != "none" and self._gripper.width_m() is None:
-            missing.append("gripper state")
+            where = (f"{cfg.franka_gripper_ns.rstrip('/')}/joint_states" if self._gripper_path == "franka"
+                     else cfg.topic(cfg.gripper_state_topic))
+            missing.append(f"gripper state on {where} (no gripper: --ros-set gripper=none)")
         raise RobotTimeoutError(
             f"no ROS 2 robot state after {cfg.connect_timeout_s:g} s: missing {', '.join(missing)} "
             f"(pose {cfg.topic(cfg.current_pose_topic)}, joints {cfg.topic(cfg.joint_states_topic)}; "
