@@ -102,18 +102,28 @@ def test_scripted_episode_over_dds_through_the_robot_server(ros_env: dict[str, s
     env = {**os.environ, **ros_env, "MUJOCO_GL": "egl", "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(ROOT)}
     cli = [sys.executable, "-m", "robot_rl.cli"]
     twin_log, server_log = tmp_path / "twin.log", tmp_path / "server.log"
-    with open(twin_log, "w") as tl, open(server_log, "w") as sl:
+    with open(twin_log, "w") as tl:
         twin = subprocess.Popen([*cli, "ros2-twin", "--task", "twin-reach", "--image-size", "32", "--max-seconds",
                                  "400"], env=env, stdout=tl, stderr=subprocess.STDOUT)
-        server = subprocess.Popen([*cli, "robot-server", "--backend", "ros2", "--ros-twin", "--task", "twin-reach",
-                                   "--image-size", "32", "--bind", "tcp://127.0.0.1:0", "--max-seconds", "400"],
-                                  env=env, stdout=sl, stderr=subprocess.STDOUT)
+    server = None
     try:
+        # the twin first (a fresh checkout compiles the impedance kernel once): then the bridge's start-up wait
+        # covers DDS discovery only
+        def twin_up() -> bool:
+            assert twin.poll() is None, twin_log.read_text()
+            return "ros2-twin: task reach" in twin_log.read_text()
+
+        wait_until(twin_up, 300, "the twin node")
+        with open(server_log, "w") as sl:
+            server = subprocess.Popen([*cli, "robot-server", "--backend", "ros2", "--ros-twin", "--task", "twin-reach",
+                                       "--image-size", "32", "--bind", "tcp://127.0.0.1:0", "--max-seconds", "400",
+                                       "--ros-set", "connect_timeout_s=30"], env=env, stdout=sl,
+                                      stderr=subprocess.STDOUT)
         address = ""
 
         def served() -> bool:
             nonlocal address
-            assert server.poll() is None, server_log.read_text()
+            assert server is not None and server.poll() is None, server_log.read_text()
             for line in server_log.read_text().splitlines():
                 if line.startswith("robot-server: serving"):
                     address = line.split(" on ")[1].split()[0]
@@ -136,9 +146,11 @@ def test_scripted_episode_over_dds_through_the_robot_server(ros_env: dict[str, s
             robot_env.close()
     finally:
         for p in (server, twin):
-            p.terminate()
+            if p is not None:
+                p.terminate()
         for p in (server, twin):
-            p.wait(30)
+            if p is not None:
+                p.wait(30)
     assert "ros2-twin: stopped after publishing" in twin_log.read_text()
 
 

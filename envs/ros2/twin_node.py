@@ -21,6 +21,9 @@ The node is named like the controller (`cartesian_impedance_controller` for CRIS
 
 (1) franka_robot_state_broadcaster/external_wrench_in_base_frame (base frame); FZI: ft_sensor_wrench (TCP frame).
 
+Not implemented: CRISP's `target_joint` (the twin's nullspace posture stays at the home configuration; Ros2Robot's
+reset_joints moves the TCP in Cartesian space, which the twin follows), controller switching, franka_msgs actions.
+
 Time: physics runs in real time, paced by the wall clock: every 1 / state_hz seconds the node simulates the
 physics steps that are due (at most 0.1 s worth, so a stalled process does not burst) and publishes the state.
 Everything runs on the thread that spins the node (the renderer's GL context belongs to it).
