@@ -1,4 +1,4 @@
-"""`robot-rl robot-server`: serve a robot backend (the MuJoCo twin now; franky / ROS 2 later) over ZeroMQ.
+"""`robot-rl robot-server`: serve a robot backend (the MuJoCo twin, or a ROS 2 controller) over ZeroMQ.
 
 One client at a time (the newest `open` wins; see envs.robot_server). Prints the bound address on its first
 line ("robot-server: serving ... on tcp://HOST:PORT"), then, every `--stats-every` seconds, the call and error
@@ -9,6 +9,8 @@ Usage::
     robot-rl robot-server --backend twin --task twin-pick-cube                 # tcp://127.0.0.1:5560
     robot-rl robot-server --task reach --bind tcp://127.0.0.1:0 --no-cameras   # a free port, state only
     robot-rl robot-server --task twin-peg-insert --bind tcp://0.0.0.0:5560 --keys keys/   # CURVE
+    robot-rl robot-server --backend ros2 --task twin-pick-cube --ros-twin     # over DDS to `robot-rl ros2-twin`
+    robot-rl robot-server --backend ros2 --task T --ros-camera front=/cam_front/color/image_raw   # a CRISP arm
     # the client side: envs.remote.make_remote_env("tcp://127.0.0.1:5560", obs_mode="pixels")
 """
 
@@ -24,7 +26,7 @@ from types import FrameType
 from envs.robot_server import BACKENDS, DEFAULT_ADDRESS, RobotServer, RobotServerConfig, make_backend
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robot-rl robot-server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="twin", choices=BACKENDS, help="robot backend to serve")
     parser.add_argument("--task", default="twin-pick-cube", help="task or twin preset (e.g. twin-reach, pick_cube)")
@@ -32,6 +34,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--image-size", type=int, default=128, help="camera image height and width")
     parser.add_argument("--cameras", default="front,wrist", help="comma-separated camera names")
     parser.add_argument("--no-cameras", action="store_true", help="serve no images (state-only; no renderer)")
+    parser.add_argument("--robot-ip", default=None, help="franky: the robot's FCI address (e.g. 172.16.0.2)")
     parser.add_argument("--physics-hz", type=float, default=None, help="twin physics rate (default: the twin's)")
     parser.add_argument("--hold-timeout", type=float, default=1.0,
                         help="seconds without a command before the watchdog reports holding the last target")
@@ -40,7 +43,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without keys")
     parser.add_argument("--stats-every", type=float, default=10.0, help="print counters every N s (0: never)")
     parser.add_argument("--max-seconds", type=float, default=None, help="exit after this long (default: never)")
-    args = parser.parse_args(argv)
+    ros = parser.add_argument_group("ros2 backend")
+    ros.add_argument("--ros-profile", default="crisp", choices=("crisp", "fzi"),
+                     help="controller interface: CRISP's cartesian_impedance_controller or FZI's compliance controller")
+    ros.add_argument("--ros-namespace", default="", help="ROS namespace of the controller's topics")
+    ros.add_argument("--ros-twin", action="store_true",
+                     help="the controller is `robot-rl ros2-twin` (privileged objects, scene resets, topic gripper)")
+    ros.add_argument("--ros-camera", action="append", default=[], metavar="NAME=TOPIC",
+                     help="image topic of a camera (default camera/NAME/image_raw); repeatable")
+    ros.add_argument("--ros-set", action="append", default=[], metavar="FIELD=VALUE",
+                     help="any envs.ros2.config.Ros2RobotConfig field (e.g. gripper=topic, stream_hz=100); repeatable")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
 
     config = RobotServerConfig(bind=args.bind, insecure=args.insecure, hold_timeout_s=args.hold_timeout,
                                max_wait_s=args.max_wait)
@@ -53,8 +70,14 @@ def main(argv: list[str]) -> int:
 
     check_address(config.bind, keys, config.insecure)  # before building the backend: fail fast
     names = tuple(n.strip() for n in args.cameras.split(",") if n.strip())
+    ros2 = None
+    if args.backend == "ros2":
+        from envs.ros2.backend import Ros2BackendOptions
+
+        ros2 = Ros2BackendOptions(profile=args.ros_profile, namespace=args.ros_namespace, twin=args.ros_twin,
+                                  camera_topics=tuple(args.ros_camera), settings=tuple(args.ros_set))
     robot, cameras, info = make_backend(args.backend, args.task, image_size=args.image_size, camera_names=names,
-                                        cameras=not args.no_cameras, physics_hz=args.physics_hz)
+                                        cameras=not args.no_cameras, physics_hz=args.physics_hz, ros2=ros2)
     try:
         server = RobotServer(robot, cameras, config, keys, info)
     except BaseException:

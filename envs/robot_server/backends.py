@@ -1,6 +1,6 @@
 """Robot server, the backends: `make_backend(name, task)` builds the (robot, cameras, info) a server serves, for
-backend 'twin' (the MuJoCo twin) or a hardware backend ('franky', 'ros2', imported lazily: without their
-extra the error names it).
+backend 'twin' (the MuJoCo twin), 'ros2' (envs.ros2: a ROS 2 Cartesian impedance controller) or 'franky',
+imported lazily: without their extra the error names it.
 
 Usage::
 
@@ -24,12 +24,14 @@ BackendFactory = Callable[[], tuple[Robot, Cameras | None, dict[str, Any]]]
 
 
 def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequence[str] = ("front", "wrist"),
-                 cameras: bool = True, physics_hz: float | None = None) -> tuple[Robot, Cameras | None, dict[str, Any]]:
+                 cameras: bool = True, physics_hz: float | None = None, ros2: Any = None,
+                 ) -> tuple[Robot, Cameras | None, dict[str, Any]]:
     """(robot, cameras, info) for backend `name` ('twin', 'franky', 'ros2') and a task name or twin preset.
 
     Hardware backends are imported lazily: without their extra this raises `MissingExtraError` naming it
     (`real` for franky, `ros` for ros2). The twin is built exactly as `envs.env.make_twin_env` builds it, so
-    an env over a RemoteRobot of this backend runs the same episodes as an in-process twin env.
+    an env over a RemoteRobot of this backend runs the same episodes as an in-process twin env. `ros2` is an
+    `envs.ros2.backend.Ros2BackendOptions` (controller profile, namespace, topics; default: CRISP's interface).
     """
     from envs.tasks import get_task
     from robot_rl.extras import optional_import
@@ -51,7 +53,10 @@ def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequ
         raise ConfigError("backend 'franky' is not implemented in this version of robot-rl (only 'twin' is)")
     if name == "ros2":
         optional_import("rclpy", extra="ros", purpose="the ROS 2 backend (--backend ros2)")
-        raise ConfigError("backend 'ros2' is not implemented in this version of robot-rl (only 'twin' is)")
+        from envs.ros2.backend import make_ros2_backend
+
+        return make_ros2_backend(get_task(_task_name(task)).name, int(image_size), tuple(camera_names),
+                                 bool(cameras), ros2)
     raise ConfigError(f"backend={name!r} is unknown; known: {list(BACKENDS)}")
 
 
