@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
 FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {"learners": {"zmq", "rclpy", "mujoco"}}
 # learners works on any gymnasium env but only the training entry point imports gymnasium, lazily
 LAZY_IN_PACKAGE: dict[str, set[str]] = {"learners": {"gymnasium"}, "robot_rl": {"torch", "gymnasium", "mujoco"}}
-LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "pygame", "pyspacemouse", "pynput", "wandb", "hid"}
+LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "cv2", "pygame", "pyspacemouse", "pynput", "wandb", "hid"}
 
 
 def _imports(tree: ast.AST) -> list[tuple[str, bool]]:
