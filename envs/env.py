@@ -16,9 +16,11 @@ box (controllers.safety.clip_pose). Out-of-range actions are clipped to [-1, 1];
 `SafetyError` after re-sending the last (safe) target, so the robot holds its pose.
 
 Reward 1.0 on success (sparse), `terminated` on success, `truncated` at `max_episode_steps` or on a robot
-error. `info` always has "success", "objects" (privileged state, empty on hardware), "jitter_ms" (lateness of
-this step's deadline, 0.0 unless realtime), "gripper_changed", "clipped" (the safety box or step limit
-changed the target), and at the end of an episode "timing" (= `timing_stats()`).
+error (reported in the state, or a RobotError from `command` while the state reports an error: a reflex
+that arose since the last step; the next reset clears it). `info` always has "success", "objects"
+(privileged state, empty on hardware), "jitter_ms" (lateness of this step's deadline, 0.0 unless
+realtime), "gripper_changed", "clipped" (the safety box or step limit changed the target), and at the end
+of an episode "timing" (= `timing_stats()`).
 
 Reset: precision gains; a joint reset (home) on the first episode, every `joint_reset_every` episodes, and on
 every reset with an explicit seed (`joint_reset_on_seed`, so a seeded episode is a pure function of its seed on
@@ -60,7 +62,7 @@ from controllers.transforms import (
 from envs.robot import Cameras, Robot, RobotState
 from envs.tasks import Task, get_task
 from robot_rl.config import Config, require
-from robot_rl.errors import MissingExtraError, RobotRLError, SafetyError, ShapeError
+from robot_rl.errors import MissingExtraError, RobotError, RobotRLError, SafetyError, ShapeError
 
 try:
     import gymnasium
@@ -325,14 +327,22 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         clipped = bool(np.max(np.abs(pos - want_pos)) > 1e-9 or np.max(np.abs(quat - want_quat)) > 1e-9)
 
         gripper_changed = self._update_gripper(float(a[6]))
-        self.robot.command(pos, quat, self._gripper_cmd)
-        self._cmd_pos, self._cmd_quat = pos, quat
-
-        tw = time.perf_counter()
-        jitter_s = self._wait_period()
-        wait_s = time.perf_counter() - tw
+        try:
+            self.robot.command(pos, quat, self._gripper_cmd)
+            command_error = None
+        except RobotError as err:  # an error that arose since the last step (a reflex on hardware)
+            command_error = err
+        if command_error is None:
+            self._cmd_pos, self._cmd_quat = pos, quat
+            tw = time.perf_counter()
+            jitter_s = self._wait_period()
+            wait_s = time.perf_counter() - tw
+        else:
+            jitter_s = wait_s = 0.0
 
         state = self.robot.state()
+        if command_error is not None and not state.error:
+            raise command_error  # refused for another reason (stopped, e-stopped): not an episode's end
         self.last_state = state
         obs = self._observe(state)
         success = self.task.success(state) if self._has_objects(state) else False
