@@ -1,4 +1,4 @@
-"""`robot-rl robot-server`: serve a robot backend (the MuJoCo twin now; franky / ROS 2 later) over ZeroMQ.
+"""`robot-rl robot-server`: serve a robot backend (the MuJoCo twin, or a Franka through franky) over ZeroMQ.
 
 One client at a time (the newest `open` wins; see envs.robot_server). Prints the bound address on its first
 line ("robot-server: serving ... on tcp://HOST:PORT"), then, every `--stats-every` seconds, the call and error
@@ -9,6 +9,8 @@ Usage::
     robot-rl robot-server --backend twin --task twin-pick-cube                 # tcp://127.0.0.1:5560
     robot-rl robot-server --task reach --bind tcp://127.0.0.1:0 --no-cameras   # a free port, state only
     robot-rl robot-server --task twin-peg-insert --bind tcp://0.0.0.0:5560 --keys keys/   # CURVE
+    robot-rl robot-server --backend franky --robot-ip 172.16.0.2 --task pick_cube \
+        --camera realsense:123456789012=front --camera opencv:/dev/video0=wrist    # a real Franka + cameras
     # the client side: envs.remote.make_remote_env("tcp://127.0.0.1:5560", obs_mode="pixels")
 """
 
@@ -32,6 +34,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--image-size", type=int, default=128, help="camera image height and width")
     parser.add_argument("--cameras", default="front,wrist", help="comma-separated camera names")
     parser.add_argument("--no-cameras", action="store_true", help="serve no images (state-only; no renderer)")
+    parser.add_argument("--robot-ip", default=None, help="franky: the robot's FCI address (e.g. 172.16.0.2)")
+    parser.add_argument("--camera", action="append", default=[], metavar="SPEC",
+                        help="franky: a real camera, KIND:ID=NAME (realsense:SERIAL=front, opencv:/dev/video0=wrist); "
+                             "repeat for several")
+    parser.add_argument("--realtime", action="store_true",
+                        help="franky: require a realtime kernel (libfranka RealtimeConfig.Enforce)")
     parser.add_argument("--physics-hz", type=float, default=None, help="twin physics rate (default: the twin's)")
     parser.add_argument("--hold-timeout", type=float, default=1.0,
                         help="seconds without a command before the watchdog reports holding the last target")
@@ -53,8 +61,12 @@ def main(argv: list[str]) -> int:
 
     check_address(config.bind, keys, config.insecure)  # before building the backend: fail fast
     names = tuple(n.strip() for n in args.cameras.split(",") if n.strip())
+    if args.backend != "franky" and (args.robot_ip or args.camera or args.realtime):
+        parser.error("--robot-ip, --camera and --realtime are options of --backend franky")
     robot, cameras, info = make_backend(args.backend, args.task, image_size=args.image_size, camera_names=names,
-                                        cameras=not args.no_cameras, physics_hz=args.physics_hz)
+                                        cameras=not args.no_cameras, physics_hz=args.physics_hz,
+                                        robot_ip=args.robot_ip, camera_specs=args.camera,
+                                        franky_options={"realtime": True} if args.realtime else None)
     try:
         server = RobotServer(robot, cameras, config, keys, info)
     except BaseException:

@@ -24,12 +24,18 @@ BackendFactory = Callable[[], tuple[Robot, Cameras | None, dict[str, Any]]]
 
 
 def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequence[str] = ("front", "wrist"),
-                 cameras: bool = True, physics_hz: float | None = None) -> tuple[Robot, Cameras | None, dict[str, Any]]:
+                 cameras: bool = True, physics_hz: float | None = None, robot_ip: str | None = None,
+                 camera_specs: Sequence[str] = (), franky_options: dict[str, Any] | None = None,
+                 ) -> tuple[Robot, Cameras | None, dict[str, Any]]:
     """(robot, cameras, info) for backend `name` ('twin', 'franky', 'ros2') and a task name or twin preset.
 
     Hardware backends are imported lazily: without their extra this raises `MissingExtraError` naming it
     (`real` for franky, `ros` for ros2). The twin is built exactly as `envs.env.make_twin_env` builds it, so
     an env over a RemoteRobot of this backend runs the same episodes as an in-process twin env.
+
+    franky: `robot_ip` is required; `camera_specs` ("realsense:SERIAL=name", "opencv:/dev/video0=name", see
+    envs.hardware.cameras.make_cameras) attach real cameras at `image_size` (none: a state-only server);
+    `franky_options` are further FrankyRobotConfig fields.
     """
     from envs.tasks import get_task
     from robot_rl.extras import optional_import
@@ -47,8 +53,23 @@ def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequ
                                           render=bool(cameras), **options))
         return robot, (robot.cameras() if cameras else None), {"backend": "twin", "task": the_task.name}
     if name == "franky":
-        optional_import("franky", extra="real", purpose="the libfranka backend (--backend franky)")
-        raise ConfigError("backend 'franky' is not implemented in this version of robot-rl (only 'twin' is)")
+        the_task = get_task(_task_name(task))
+        if not robot_ip:
+            raise ConfigError("backend 'franky' needs the robot's address (--robot-ip, e.g. 172.16.0.2)")
+        from envs.hardware.franky_robot import FrankyRobot, FrankyRobotConfig
+
+        hw_cameras: Cameras | None = None
+        if cameras and camera_specs:
+            from envs.hardware.cameras import make_cameras
+
+            hw_cameras = make_cameras(camera_specs, image_size=int(image_size))
+        try:
+            robot_hw = FrankyRobot(FrankyRobotConfig(robot_ip=str(robot_ip), **(franky_options or {})))
+        except BaseException:
+            if hw_cameras is not None:
+                hw_cameras.close()  # type: ignore[attr-defined]
+            raise
+        return robot_hw, hw_cameras, {"backend": "franky", "task": the_task.name}
     if name == "ros2":
         optional_import("rclpy", extra="ros", purpose="the ROS 2 backend (--backend ros2)")
         raise ConfigError("backend 'ros2' is not implemented in this version of robot-rl (only 'twin' is)")
