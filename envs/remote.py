@@ -287,10 +287,15 @@ class RemoteCameras:
         shape = robot.info.get("image_shape")
         self.image_shape: tuple[int, int, int] | None = (
             (int(shape[0]), int(shape[1]), int(shape[2])) if isinstance(shape, list) and len(shape) == 3 else None)
+        self._ages: dict[str, float] = {}
 
     @property
     def names(self) -> tuple[str, ...]:
         return self._names
+
+    def frame_ages_s(self) -> dict[str, float]:
+        """How old each frame of the last read() was on the server (real cameras; empty for the twin's renders)."""
+        return dict(self._ages)
 
     def read(self) -> dict[str, np.ndarray]:
         reply = self._robot.call("read_cameras")
@@ -304,6 +309,9 @@ class RemoteCameras:
         missing = [n for n in self._names if n not in out]
         if missing:
             raise ProtocolError(f"read_cameras reply: cameras {missing} missing", ErrorCode.BAD_FIELD)
+        ages = reply.result.get("frame_ages_s") if isinstance(reply.result, dict) else None
+        self._ages = ({str(k): float(v) for k, v in ages.items() if isinstance(v, int | float)}
+                      if isinstance(ages, dict) else {})
         return out
 
 

@@ -163,13 +163,18 @@ class RobotServerCore:
             dropped_replies=self._dropped, last_error=self._last_error, uptime_s=now - self._t0)
 
     def close(self) -> None:
-        """Stop the backend (holds its pose, releases its resources). Idempotent."""
+        """Stop the backend (holds its pose, releases its resources) and close the cameras. Idempotent."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self._owner = None
-        self.robot.stop()
+        try:
+            self.robot.stop()
+        finally:
+            close_cameras = getattr(self.cameras, "close", None)  # real cameras: stop their reader threads
+            if callable(close_cameras):
+                close_cameras()
 
     # ------------------------------------------------------------------------------------------------------ calls
 
@@ -288,7 +293,8 @@ class RobotServerCore:
                 raise ShapeError(f"camera {name!r} returned {getattr(img, 'dtype', type(img))} "
                                  f"{getattr(img, 'shape', '')}, expected uint8 (H, W, 3)")
             arrays[IMAGES_PREFIX + name] = img  # contiguous rendered frame: sent without a copy
-        return {}, arrays
+        ages = getattr(self.cameras, "frame_ages_s", None)  # real cameras: how old each frame was
+        return ({"frame_ages_s": {str(k): float(v) for k, v in ages().items()}} if callable(ages) else {}), arrays
 
 
 def _check_args(msg: RobotCall, schema: Mapping[str, tuple[tuple[type, ...], bool]],
