@@ -25,10 +25,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "record-demos": ("demos.record_cli", "record teleop (or scripted) demonstration episodes to a directory"),
     "episodes": ("demos.episodes_cli", "inspect, export (PNG strip / mp4) or replay recorded episode files"),
     "record-labels": ("demos.labels_cli", "record success/failure labelled frames for a reward classifier"),
-    "robot-server": ("envs.robot_server_cli", "serve a robot backend (the MuJoCo twin) over ZeroMQ for RemoteRobot"),
+    "robot-server": ("envs.robot_server_cli", "serve a robot (MuJoCo twin, franky) over ZeroMQ for RemoteRobot"),
     "learner": ("learners.learner_cli", "the distributed learner: transitions in from actors, weights out"),
     "actor": ("actors.actor_cli", "an actor: step the env (twin or robot server) with the learner's latest policy"),
     "sim": ("robot_rl.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
+    "cameras": ("envs.hardware.cameras_cli", "real cameras: list them, a framing PNG strip, a short recording"),
 }
 
 
