@@ -19,8 +19,9 @@ Reward 1.0 on success (sparse), `terminated` on success, `truncated` at `max_epi
 error (reported in the state, or a RobotError from `command` while the state reports an error: a reflex
 that arose since the last step; the next reset clears it). `info` always has "success", "objects"
 (privileged state, empty on hardware), "jitter_ms" (lateness of this step's deadline, 0.0 unless
-realtime), "gripper_changed", "clipped" (the safety box or step limit changed the target), and at the end
-of an episode "timing" (= `timing_stats()`).
+realtime), "gripper_changed", "clipped" (the safety box or step limit changed the target), with real
+cameras "frame_age_ms" (per camera: how old the observed frame was), and at the end of an episode "timing"
+(= `timing_stats()`).
 
 Reset: precision gains; a joint reset (home) on the first episode, every `joint_reset_every` episodes, and on
 every reset with an explicit seed (`joint_reset_on_seed`, so a seeded episode is a pure function of its seed on
@@ -358,6 +359,9 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         }
         if state.error:
             info["robot_error"] = state.error
+        ages = getattr(self.cameras, "frame_ages_s", None)  # real cameras report how old each frame was
+        if callable(ages):
+            info["frame_age_ms"] = {k: 1e3 * v for k, v in ages().items()}
         self._step_s.append(time.perf_counter() - t0)
         self._wait_s.append(wait_s)
         if terminated or truncated:
