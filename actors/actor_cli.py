@@ -1,8 +1,10 @@
 """`robot-rl actor`: one actor process (actors.actor over a ZeroMQ endpoint), or a policy evaluation.
 
 Without --robot it runs the task's MuJoCo twin in process; with --robot it drives the env over a robot server
-(`robot-rl robot-server`, RemoteRobot). It acts randomly until the learner's first weights arrive, then with the
-newest weights (swapped between control steps), streams transitions, keeps running while the learner is away
+(`robot-rl robot-server`, RemoteRobot). Until the learner's first weights arrive it holds the pose (zero
+actions), or acts randomly where that is safe (--warmup: by default random on the twin, in process or served,
+and hold on any other backend, i.e. hardware; `--warmup random` opts in), then acts with the newest weights
+(swapped between control steps), streams transitions, keeps running while the learner is away
 and reconnects by itself. Stops on Ctrl-C / SIGTERM (flushing what the learner has not acknowledged, bounded by
 --flush-timeout) or after --max-steps / --max-episodes. With --stats-out it writes its final stats as JSON.
 
@@ -46,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
+    p.add_argument("--warmup", default="auto", choices=("auto", "hold", "random"),
+                   help="before the first weights: hold the pose or act randomly (auto: random on the twin only)")
     p.add_argument("--chunk-steps", type=int, default=ActorConfig().chunk_steps,
                    help="send transitions at every episode end and at least every N steps")
     p.add_argument("--no-pace", action="store_true",
@@ -67,6 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--eval-seed", type=int, default=10_000, help="seed of the first evaluation episode")
     e.add_argument("--summary", type=Path, default=None, help="write the evaluation result here (JSON)")
     return p
+
+
+def _backend_of(env: Any) -> str:
+    """'twin' for the in-process twin or a robot server serving the twin, else the served backend's name."""
+    robot = getattr(getattr(env, "unwrapped", env), "robot", None)
+    info = getattr(robot, "info", None)
+    if isinstance(info, dict):  # a RemoteRobot: what the server serves
+        return str(info.get("backend", ""))
+    return "twin" if type(robot).__name__ == "TwinRobot" else type(robot).__name__
 
 
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
@@ -168,7 +181,8 @@ def main(argv: list[str]) -> int:
     spec = env_spec_of(env, args.task)
     tcfg = TransportConfig(heartbeat_s=args.heartbeat, heartbeat_timeout_s=5 * args.heartbeat)
     endpoint = connect_actor(spec, actor_id, args.learner, tcfg, keys=keys, insecure=args.insecure)
-    cfg = ActorConfig(chunk_steps=args.chunk_steps, seed=args.seed, pace=not args.no_pace)
+    warmup = args.warmup if args.warmup != "auto" else ("random" if _backend_of(env) == "twin" else "hold")
+    cfg = ActorConfig(chunk_steps=args.chunk_steps, seed=args.seed, pace=not args.no_pace, warmup=warmup)
     actor = Actor(env, endpoint, cfg)
     stop = threading.Event()
 
