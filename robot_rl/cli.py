@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "learner": ("learners.learner_cli", "the distributed learner: transitions in from actors, weights out"),
     "actor": ("actors.actor_cli", "an actor: step the env (twin or robot server) with the learner's latest policy"),
     "sim": ("robot_rl.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
+    "estop": ("envs.estop_cli", "stop a robot server's robot now (any client; latches until the server restarts)"),
     "cameras": ("envs.hardware.cameras_cli", "real cameras: list them, a framing PNG strip, a short recording"),
 }
 
