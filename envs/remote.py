@@ -93,6 +93,9 @@ class RemoteRobotConfig(Config):
     """Deadline of the handshake (`open`) in the constructor: how long to wait for the server to come up."""
     client_name: str = ""
     """A name for the server's log (e.g. the actor id)."""
+    handshake: bool = True
+    """Call `open` on connect (become the robot's owner). False: a bystander that may only call `estop` and
+    `stats` (`robot-rl estop`)."""
     max_reply_bytes: int = 256 << 20
     """Largest reply accepted (camera frames)."""
 
@@ -135,12 +138,15 @@ class RemoteRobot:
         self.stale_replies = 0
         """Replies dropped because their call had already timed out."""
         self._cameras: RemoteCameras | None = None
+        self.info: dict[str, Any] = {}
+        if not cfg.handshake:
+            return
         try:
             reply = self._call("open", {"client": cfg.client_name}, deadline_s=cfg.connect_deadline_s)
         except BaseException:
             self.close()
             raise
-        self.info: dict[str, Any] = dict(reply.result)
+        self.info = dict(reply.result)
         """The server's `open` answer: protocol, session, backend, task, cameras, image_shape, hold_timeout_s."""
 
     # ------------------------------------------------------------------------------------------------------ Robot
@@ -202,6 +208,12 @@ class RemoteRobot:
         if self._cameras is None:
             self._cameras = RemoteCameras(self)
         return self._cameras
+
+    def estop(self, deadline_s: float | None = None) -> dict[str, Any]:
+        """The server's e-stop (any client, no ownership needed; answered at once even during a long call):
+        motion stops, the robot server refuses every command until it restarts. Returns the server's answer
+        (`estop_s`: how long the backend's stop took)."""
+        return dict(self._call("estop", deadline_s=deadline_s).result)
 
     def server_stats(self) -> dict[str, Any]:
         """The server's counters (`envs.robot_server.RobotServerStats.to_dict()`): calls, errors by code,

@@ -2,7 +2,10 @@
 
 One client at a time (the newest `open` wins; see envs.robot_server). Prints the bound address on its first
 line ("robot-server: serving ... on tcp://HOST:PORT"), then, every `--stats-every` seconds, the call and error
-counters. Stops on Ctrl-C or SIGTERM, stopping the backend (it holds its pose).
+counters. Every backend is served behind the safety guard (envs.robot_server.safety: the task's box, the wrench
+limit `--max-force`/`--max-torque`, joint margins, the e-stop). Ctrl-C or SIGTERM first e-stops the robot (at
+once, even during a long call: franky's motion is preempted), then stops the server and the backend (it holds
+its pose); `robot-rl estop ADDR` e-stops it from anywhere.
 
 Usage::
 
@@ -40,6 +43,10 @@ def main(argv: list[str]) -> int:
                              "repeat for several")
     parser.add_argument("--realtime", action="store_true",
                         help="franky: require a realtime kernel (libfranka RealtimeConfig.Enforce)")
+    parser.add_argument("--max-force", type=float, default=None,
+                        help="safety: stop and hold above this external force (N; default 60)")
+    parser.add_argument("--max-torque", type=float, default=None,
+                        help="safety: stop and hold above this external torque (Nm; default 20)")
     parser.add_argument("--physics-hz", type=float, default=None, help="twin physics rate (default: the twin's)")
     parser.add_argument("--hold-timeout", type=float, default=1.0,
                         help="seconds without a command before the watchdog reports holding the last target")
@@ -63,10 +70,14 @@ def main(argv: list[str]) -> int:
     names = tuple(n.strip() for n in args.cameras.split(",") if n.strip())
     if args.backend != "franky" and (args.robot_ip or args.camera or args.realtime):
         parser.error("--robot-ip, --camera and --realtime are options of --backend franky")
+    from envs.robot_server.safety import ServerSafetyConfig
+
+    limits = {k: v for k, v in (("max_force_n", args.max_force), ("max_torque_nm", args.max_torque)) if v is not None}
     robot, cameras, info = make_backend(args.backend, args.task, image_size=args.image_size, camera_names=names,
                                         cameras=not args.no_cameras, physics_hz=args.physics_hz,
                                         robot_ip=args.robot_ip, camera_specs=args.camera,
-                                        franky_options={"realtime": True} if args.realtime else None)
+                                        franky_options={"realtime": True} if args.realtime else None,
+                                        safety=ServerSafetyConfig(**limits))
     try:
         server = RobotServer(robot, cameras, config, keys, info)
     except BaseException:
@@ -75,9 +86,14 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:
+        if not stop.is_set():
+            server.estop()  # motion stops now (thread-safe, does not wait for a running call)
+            print(f"robot-server: {signal.Signals(signum).name}: e-stopped, shutting down", file=sys.stderr,
+                  flush=True)
         stop.set()
 
     previous = signal.signal(signal.SIGTERM, _on_signal)
+    previous_int = signal.signal(signal.SIGINT, _on_signal)
     cams = (f"cameras {','.join(cameras.names)} {args.image_size}x{args.image_size}" if cameras is not None
             else "no cameras")
     print(f"robot-server: serving {info['backend']} (task {info['task']}, {cams}) on {server.address} "
@@ -98,6 +114,7 @@ def main(argv: list[str]) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         s = server.stats()
         server.close()
         print(f"robot-server: stopped after {s.uptime_s:.1f} s; {s.calls} calls, {s.errors} errors", file=sys.stderr,

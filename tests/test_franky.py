@@ -298,3 +298,62 @@ def test_env_episode_over_robot_server_backend_franky(sim: FrankySim, tmp_path: 
             proc.kill()
             _, err = proc.communicate()
     assert proc.returncode == 0, err[-2000:]
+
+
+def test_estop_preempts_a_joint_move_on_franky(sim: FrankySim) -> None:
+    """`robot-rl estop` against `robot-server --backend franky` while the owner's reset_joints (a ~2 s joint
+    move) runs: acknowledged within one control period, franky's motion is preempted (robot.stop()), the move
+    raises RobotError in the owner, the arm comes to rest (franky-sim's idle joint hold brakes with a ~0.1 s time
+    constant: |dq| 0.21 -> 0.08 rad/s in 100 ms, ~10 % after 250 ms) and every later command is refused."""
+    import threading
+
+    from envs.remote import RemoteRobot, RemoteRobotConfig
+    from envs.robot_server import RobotServerConfig, make_backend, serve_in_thread
+    from robot_rl import cli
+
+    handle = serve_in_thread(lambda: make_backend("franky", "reach", robot_ip=sim.ip),
+                             RobotServerConfig(bind="tcp://127.0.0.1:0"))
+    try:
+        franky_robot = handle.robot.robot  # type: ignore[union-attr]  # the guard's backend: the FrankyRobot
+        remote = RemoteRobot(RemoteRobotConfig(address=handle.address, reset_deadline_s=30.0))
+        remote.reset_joints(np.asarray(PANDA_HOME_Q))
+        errors: list[BaseException] = []
+
+        def far_move() -> None:
+            try:
+                remote.reset_joints(np.asarray(PANDA_HOME_Q) + np.array([0.6, 0.2, 0.0, 0.3, 0.0, -0.2, 0.0]))
+            except BaseException as err:
+                errors.append(err)
+
+        def speed() -> float:  # franky's own state read (FrankyRobot's lock is held by the running reset_joints)
+            return float(np.max(np.abs(np.asarray(franky_robot.franky_robot.state.dq))))
+
+        t = threading.Thread(target=far_move)
+        t.start()
+        moving = 0.0
+        t_start = time.monotonic()
+        while moving < 0.1 and time.monotonic() - t_start < 3.0:  # until the joint move is under way
+            time.sleep(0.02)
+            moving = speed()
+        t0 = time.monotonic()
+        assert cli.main(["estop", handle.address]) == 0
+        ack = time.monotonic() - t0
+        while franky_robot.franky_robot.is_in_control and time.monotonic() - t0 < 1.0:
+            time.sleep(0.001)
+        stopped = time.monotonic() - t0  # franky's motion has ended: the robot's own idle hold has the arm
+        t.join(10)
+        time.sleep(0.5 - (time.monotonic() - t0))
+        dq_after = speed()
+        print(f"estop: acknowledged in {1e3 * ack:.1f} ms, motion ended after {1e3 * stopped:.1f} ms; "
+              f"|dq| max {moving:.3f} rad/s while moving, "
+              f"{dq_after:.4f} rad/s 0.5 s after")
+        assert moving >= 0.1  # it really was moving
+        assert ack < 0.1 and stopped < 0.1  # within one 10 Hz control period
+        assert errors and isinstance(errors[0], RobotError)
+        assert not franky_robot.tracking
+        assert dq_after < 0.1 * moving  # at rest (franky-sim's idle hold brakes with a ~0.1 s time constant)
+        with pytest.raises(RobotError, match="e-stopped"):
+            remote.command(np.array([0.4, 0, 0.4]), np.array([0.0, 1.0, 0.0, 0.0]), 0.0)
+        remote.close()
+    finally:
+        handle.close()

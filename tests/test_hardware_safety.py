@@ -5,6 +5,7 @@ SIGINT / SIGTERM on the server) and the actor's hold before the first weights.""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -103,3 +104,267 @@ def test_bound_lead_math() -> None:
     same = bound_lead(np.array([0.452, 0.0, 0.2]), q_meas, np.array([0.45, 0.0, 0.2]), q_meas, 0.01, 0.05)
     np.testing.assert_allclose(same[0], [0.452, 0.0, 0.2])
     assert dataclasses.is_dataclass(RobotEnvConfig()) and RobotEnvConfig().max_lead_m == 0.01
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the robot server's safety guard (every backend), against the twin
+
+
+def _serve_twin(task: str = "pick_cube", **safety: object) -> Any:
+    from envs.robot_server import RobotServerConfig, make_backend, serve_in_thread
+    from envs.robot_server.safety import ServerSafetyConfig
+
+    cfg = ServerSafetyConfig(**safety)  # type: ignore[arg-type]
+    return serve_in_thread(lambda: make_backend("twin", task, cameras=False, safety=cfg),
+                           RobotServerConfig(bind="tcp://127.0.0.1:0", hold_timeout_s=5.0))
+
+
+def _client(address: str) -> Any:
+    from envs.remote import RemoteRobot, RemoteRobotConfig
+
+    return RemoteRobot(RemoteRobotConfig(address=address, deadline_s=3.0))
+
+
+def test_server_clips_targets_into_the_workspace_box() -> None:
+    """A client that does not clip (here: raw RemoteRobot calls) still cannot send the arm out of the task's box:
+    the server clips the target (pick_cube box x <= 0.70 m, + 2 cm margin)."""
+    with _serve_twin() as handle:
+        robot = _client(handle.address)
+        s = robot.state()
+        robot.command(np.array([1.5, 0.0, 0.3]), s.quat_base_ee, 0.0)
+        robot.wait(3.0)
+        s = robot.state()
+        assert 0.70 < s.pos_base_ee[0] < 0.725  # at the server's box edge, not 1.5 m out
+        assert np.isclose(handle.robot.controller.commanded_pos[0], 0.72)  # the twin got the clipped target
+        stats = robot.server_stats()
+        assert stats["safety"]["clips"] == 1 and stats["errors"] == 0
+        robot.stop()
+
+
+def test_wrench_limit_stops_holds_and_reports() -> None:
+    """Pressing on the table with more than the limit (here 10 N; the compliance profile pushes ~20 N): the server
+    stops and holds, the state reports it (the env ends the episode), commands are refused until clear_errors,
+    which succeeds once the force is gone."""
+    from robot_rl.errors import RobotError
+
+    with _serve_twin(max_force_n=10.0) as handle:
+        robot = _client(handle.address)
+        s0 = robot.state()
+        target = np.array([0.5, 0.15, -0.01])  # 1 cm below the table top (the box allows z >= -1 cm)
+        robot.command(target, s0.quat_base_ee, 0.0)
+        for _ in range(60):
+            robot.wait(0.1)
+            s = robot.state()
+            if s.error:
+                break
+        assert "external force" in s.error and s.pos_base_ee[2] < 0.03
+        with pytest.raises(RobotError, match="safety stop"):
+            robot.command(target, s0.quat_base_ee, 0.0)
+        robot.wait(0.5)  # holding the measured pose: the push relaxes
+        assert np.linalg.norm(robot.state().force_ee_n) < 10.0
+        robot.clear_errors()
+        assert robot.state().error == ""
+        robot.command(s.pos_base_ee + np.array([0, 0, 0.05]), s0.quat_base_ee, 0.0)
+        robot.wait(1.0)
+        assert robot.state().pos_base_ee[2] > s.pos_base_ee[2] + 0.03  # moves again
+        stats = robot.server_stats()
+        assert stats["safety"]["trips"] == 1
+        robot.stop()
+
+
+def test_joint_position_and_velocity_margins() -> None:
+    """A joint inside its margin or too fast trips the guard; clear_errors refuses while the joint is still there."""
+    from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.twin import TwinRobot, TwinRobotConfig
+    from robot_rl.errors import RobotError
+
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)), ServerSafetyConfig())
+    try:
+        assert guard.state().error == ""
+        q = np.array(PANDA_HOME_Q)
+        q[0] = PANDA_Q_MAX[0] - 0.02  # 2 cm-rad from the limit, inside the 0.05 rad margin
+        guard.reset_joints(q)
+        s = guard.state()
+        assert "joint 1" in s.error and "limits" in s.error
+        with pytest.raises(RobotError, match="still exceeded"):
+            guard.clear_errors()
+    finally:
+        guard.stop()
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)),
+                        ServerSafetyConfig(max_joint_speed_fraction=0.02))  # ~0.04 rad/s
+    try:
+        s = guard.state()
+        guard.command(s.pos_base_ee + np.array([0.1, 0.1, -0.1]), s.quat_base_ee, 0.0)
+        guard.wait(0.3)
+        assert "moves at" in guard.state().error
+        with pytest.raises(RobotError, match="safety stop"):
+            guard.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+        assert guard.stats()["trips"] == 1
+    finally:
+        guard.stop()
+
+
+def test_estop_call_lands_during_a_long_call_and_latches(capsys: pytest.CaptureFixture[str]) -> None:
+    """`robot-rl estop ADDR` is answered at once even while the owner's 3 s wait() is running (the I/O thread
+    serves it); from then on every command is refused and the state says e-stopped."""
+    import threading
+    import time
+
+    from envs.robot_server import RobotServerConfig, serve_in_thread
+    from envs.robot_server.safety import SafetyGuard
+    from envs.twin import TwinRobot, TwinRobotConfig
+    from robot_rl import cli
+    from robot_rl.errors import RobotError
+
+    class RealTimeTwin(TwinRobot):
+        """The twin whose wait() takes as long as it simulates (as a hardware backend's does)."""
+
+        def wait(self, duration_s: float) -> None:
+            super().wait(duration_s)
+            time.sleep(duration_s)
+
+    def factory() -> Any:
+        return SafetyGuard(RealTimeTwin(TwinRobotConfig(task="reach", render=False))), None, {"task": "reach"}
+
+    with serve_in_thread(factory, RobotServerConfig(bind="tcp://127.0.0.1:0")) as handle:
+        robot = _client(handle.address)
+        s = robot.state()
+        done: dict[str, float] = {}
+
+        def long_wait() -> None:
+            t0 = time.monotonic()
+            robot.wait(3.0)
+            done["wait_s"] = time.monotonic() - t0
+
+        t = threading.Thread(target=long_wait)
+        t.start()
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        assert cli.main(["estop", handle.address]) == 0
+        took = time.monotonic() - t0
+        assert "wait_s" not in done  # the long call was still running
+        out = capsys.readouterr().out
+        t.join(10)
+        print(f"estop acknowledged in {1e3 * took:.1f} ms during a 3 s wait")
+        assert took < 0.1 and "motion stopped" in out  # within one 10 Hz control period
+        with pytest.raises(RobotError, match="e-stopped"):
+            robot.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+        assert "e-stopped" in robot.state().error
+        with pytest.raises(RobotError, match="e-stopped"):
+            robot.clear_errors()
+        stats = robot.server_stats()
+        assert stats["estops"] == 1 and stats["safety"]["estopped"]
+        robot.close()
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_signal_on_the_robot_server_estops_then_exits(sig: str) -> None:
+    """Ctrl-C / SIGTERM on `robot-rl robot-server`: the e-stop runs in the signal handler at once (measured from
+    the signal to the server's 'e-stopped' line), then the server stops cleanly (exit 0, backend stopped)."""
+    import os
+    import queue
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    env = {**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "robot_rl.cli", "robot-server", "--task", "reach", "--no-cameras",
+                             "--bind", "tcp://127.0.0.1:0", "--stats-every", "0"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[tuple[float, str]] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put((time.monotonic(), ln)) for ln in proc.stderr],  # type: ignore[union-attr]
+                     daemon=True).start()
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        address = first.split(" on ")[1].split()[0]
+        robot = _client(address)
+        s = robot.state()
+        robot.command(s.pos_base_ee + np.array([0.05, 0, 0]), s.quat_base_ee, 0.0)
+        t_signal = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        t_line, line = lines.get(timeout=10)
+        while "e-stopped" not in line:
+            t_line, line = lines.get(timeout=10)
+        assert f"{sig}: e-stopped" in line
+        print(f"{sig}: e-stop {1e3 * (t_line - t_signal):.1f} ms after the signal")
+        assert t_line - t_signal < 0.1  # within one 10 Hz control period
+        assert proc.wait(10) == 0
+        robot.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+class _NoWeightsEndpoint:
+    """An actor endpoint whose learner never publishes weights; records what is sent."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec, self.sent = spec, []
+
+    def send(self, chunk: Any, timeout: float = 0.0) -> bool:
+        self.sent.append(chunk)
+        return True
+
+    def latest_weights(self) -> None:
+        return None
+
+    def flush(self, timeout: float) -> bool:
+        return True
+
+    def report(self, **stats: Any) -> bool:
+        return True
+
+    def stats(self) -> Any:
+        class S:
+            state, learner, acked_upto = "connected", {}, -1
+        return S()
+
+
+@pytest.mark.parametrize("warmup", ["hold", "random"])
+def test_actor_holds_the_pose_before_the_first_weights(warmup: str) -> None:
+    """Before any weights the actor's default ('hold') sends zero actions: the commanded pose never leaves the reset
+    pose and the gripper stays; random warm-up is opt-in. The CLI's auto choice is random only on the twin."""
+    from actors.actor import Actor, ActorConfig
+    from actors.actor_cli import _backend_of, env_spec_of
+    from envs.presets import make_env
+
+    env = make_env("twin-reach", obs_mode="state", reset_noise_m=0.0, reset_noise_rad=0.0)
+    assert ActorConfig().warmup == "hold" and _backend_of(env) == "twin"
+    try:
+        spec = env_spec_of(env, "twin-reach")
+        actor = Actor(env, _NoWeightsEndpoint(spec), ActorConfig(warmup=warmup, pace=False, chunk_steps=10))
+        actor.start()
+        start = env.unwrapped.commanded_pose[0]
+        for _ in range(10):
+            actor.step()
+        moved = float(np.linalg.norm(env.unwrapped.commanded_pose[0] - start))
+        actions = np.asarray(actor.endpoint.sent[0].actions)
+        if warmup == "hold":
+            assert moved == 0.0 and np.all(actions == 0.0)
+        else:
+            assert moved > 0.01 and np.std(actions) > 0.3
+        actor.close(flush_s=0.1)
+    finally:
+        env.close()
+
+
+def test_actor_cli_holds_on_a_non_twin_backend() -> None:
+    from actors.actor_cli import _backend_of
+    from envs.remote import make_remote_env
+    from envs.robot_server import RobotServerConfig, serve_in_thread
+    from envs.twin import TwinRobot, TwinRobotConfig
+
+    def factory() -> Any:  # a backend that says it is hardware
+        return TwinRobot(TwinRobotConfig(task="reach", render=False)), None, {"backend": "franky", "task": "reach"}
+
+    with serve_in_thread(factory, RobotServerConfig(bind="tcp://127.0.0.1:0")) as handle:
+        env = make_remote_env(handle.address, obs_mode="state")
+        try:
+            assert _backend_of(env) == "franky"  # -> warm-up 'hold' unless --warmup random
+        finally:
+            env.close()

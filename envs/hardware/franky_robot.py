@@ -19,7 +19,8 @@ How each Robot method maps onto franky:
   `gains_time_constant`); a profile with other error clips starts a new tracker, which franky hands over to
   without stopping (a queued motion takes over seamlessly), aimed at the current target.
 - reset_joints(): stop the tracker, one `JointWaypointMotion([JointWaypoint(JointState(q))])` at
-  `joint_dynamics_factor` of the robot's limits (blocking), then a new tracker holding the reached pose.
+  `joint_dynamics_factor` of the robot's limits (waited for in `poll_s` slices, so that signal handlers run and
+  an e-stop preempts it), then a new tracker holding the reached pose.
 - clear_errors(): `recover_from_errors()`; RobotError when it fails (the error stays; nothing moves), otherwise a
   new tracker holding the current pose.
 - stop(): the tracker's graceful stop (franky ramps the torque into damping and brings the arm to rest; the
@@ -302,10 +303,18 @@ class FrankyRobot:
             if self._error:
                 raise RobotError(f"FrankyRobot is in an error state ({self._error}); call clear_errors()")
             self._stop_tracker()
+            self._refuse_if_stopped()  # an e-stop during the tracker's stop: start nothing
             fr = self._fr
+            motion = fr.JointWaypointMotion([fr.JointWaypoint(fr.JointState(q))])
             try:
                 self._robot.relative_dynamics_factor = self.config.joint_dynamics_factor
-                self._robot.move(fr.JointWaypointMotion([fr.JointWaypoint(fr.JointState(q))]))
+                self._robot.move(motion, asynchronous=True)
+                # wait in short slices, not in one blocking C++ call: a signal handler (SIGINT / SIGTERM on the
+                # robot server) runs between them, and estop() from another thread preempts the motion (stopped
+                # again here in case the e-stop raced with the motion's start)
+                while not self._robot.join_motion(self.config.poll_s):
+                    if self._estopped.is_set():
+                        self._robot.stop()
             except Exception as err:  # franky.ControlException (reflex), preemption by estop
                 self._error = f"reset_joints failed: {type(err).__name__}: {err}"
                 raise RobotError(self._error) from err

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from envs.robot import Cameras, Robot
+from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig, task_safety_box
 from robot_rl.errors import ConfigError
 
 BACKENDS = ("twin", "franky", "ros2")
@@ -26,7 +27,7 @@ BackendFactory = Callable[[], tuple[Robot, Cameras | None, dict[str, Any]]]
 def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequence[str] = ("front", "wrist"),
                  cameras: bool = True, physics_hz: float | None = None, robot_ip: str | None = None,
                  camera_specs: Sequence[str] = (), franky_options: dict[str, Any] | None = None,
-                 ) -> tuple[Robot, Cameras | None, dict[str, Any]]:
+                 safety: ServerSafetyConfig | None = None) -> tuple[Robot, Cameras | None, dict[str, Any]]:
     """(robot, cameras, info) for backend `name` ('twin', 'franky', 'ros2') and a task name or twin preset.
 
     Hardware backends are imported lazily: without their extra this raises `MissingExtraError` naming it
@@ -36,6 +37,10 @@ def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequ
     franky: `robot_ip` is required; `camera_specs` ("realsense:SERIAL=name", "opencv:/dev/video0=name", see
     envs.hardware.cameras.make_cameras) attach real cameras at `image_size` (none: a state-only server);
     `franky_options` are further FrankyRobotConfig fields.
+
+    Every backend is served behind the server-side `SafetyGuard` (envs.robot_server.safety: the task's box grown
+    by a margin, the wrench limit, joint margins, the e-stop) configured by `safety` (default limits; pass
+    ServerSafetyConfig(enabled=False) for the raw backend).
     """
     from envs.tasks import get_task
     from robot_rl.extras import optional_import
@@ -51,7 +56,8 @@ def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequ
         robot = TwinRobot(TwinRobotConfig(task=the_task.twin_task, image_height=int(image_size),
                                           image_width=int(image_size), camera_names=tuple(camera_names),
                                           render=bool(cameras), **options))
-        return robot, (robot.cameras() if cameras else None), {"backend": "twin", "task": the_task.name}
+        return (_guarded(robot, the_task, safety), (robot.cameras() if cameras else None),
+                {"backend": "twin", "task": the_task.name})
     if name == "franky":
         the_task = get_task(_task_name(task))
         if not robot_ip:
@@ -69,11 +75,21 @@ def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequ
             if hw_cameras is not None:
                 hw_cameras.close()  # type: ignore[attr-defined]
             raise
-        return robot_hw, hw_cameras, {"backend": "franky", "task": the_task.name}
+        return _guarded(robot_hw, the_task, safety), hw_cameras, {"backend": "franky", "task": the_task.name}
     if name == "ros2":
         optional_import("rclpy", extra="ros", purpose="the ROS 2 backend (--backend ros2)")
         raise ConfigError("backend 'ros2' is not implemented in this version of robot-rl (only 'twin' is)")
     raise ConfigError(f"backend={name!r} is unknown; known: {list(BACKENDS)}")
+
+
+def _guarded(robot: Robot, task: Any, safety: ServerSafetyConfig | None) -> Robot:
+    cfg = safety or ServerSafetyConfig()
+    if not cfg.enabled:
+        return robot
+    from controllers.kinematics import PANDA_HOME_Q, panda_fk
+
+    home_pos, _ = panda_fk(PANDA_HOME_Q)
+    return SafetyGuard(robot, cfg, task_safety_box(task, cfg.box_margin_m, cfg.box_margin_rad, [home_pos.tolist()]))
 
 
 def _task_name(task: str) -> str:
