@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
+    p.add_argument("--task-config", default=None,
+                   help="with --robot: a task config file (robot-rl safety-box record) whose box the env clips to")
     p.add_argument("--warmup", default="auto", choices=("auto", "hold", "random"),
                    help="before the first weights: hold the pose or act randomly (auto: random on the twin only)")
     p.add_argument("--chunk-steps", type=int, default=ActorConfig().chunk_steps,
@@ -83,8 +85,9 @@ def _backend_of(env: Any) -> str:
 
 
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
-                   intervene: str | None = None, seed: int = 0) -> Any:
-    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`)."""
+                   intervene: str | None = None, seed: int = 0, task_config: str | None = None) -> Any:
+    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); `task_config`
+    (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server."""
     from envs.presets import make_env, twin_task
 
     if robot is None:
@@ -92,7 +95,12 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     else:
         from envs.remote import make_remote_env
 
-        env = make_remote_env(robot, task=twin_task(task), obs_mode=obs_mode, image_size=image_size)
+        the_task: Any = twin_task(task)
+        if task_config is not None:
+            from envs.hardware.safety_box import load_task_config
+
+            the_task = load_task_config(task_config)
+        env = make_remote_env(robot, task=the_task, obs_mode=obs_mode, image_size=image_size)
     if intervene == "scripted":
         from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
         from envs.wrappers import InterventionWrapper
@@ -177,7 +185,8 @@ def main(argv: list[str]) -> int:
         from robot_rl.keys import ClientKeys
 
         keys = ClientKeys.from_dir(args.keys)
-    env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed)
+    env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed,
+                         args.task_config)
     spec = env_spec_of(env, args.task)
     tcfg = TransportConfig(heartbeat_s=args.heartbeat, heartbeat_timeout_s=5 * args.heartbeat)
     endpoint = connect_actor(spec, actor_id, args.learner, tcfg, keys=keys, insecure=args.insecure)
