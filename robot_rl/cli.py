@@ -30,6 +30,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "actor": ("actors.actor_cli", "an actor: step the env (twin or robot server) with the learner's latest policy"),
     "sim": ("robot_rl.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
     "estop": ("envs.estop_cli", "stop a robot server's robot now (any client; latches until the server restarts)"),
+    "check-hardware": ("envs.hardware.check_cli", "read the arm and cameras, print a table, move nothing"),
+    "safety-box": ("envs.hardware.safety_box_cli", "record the workspace box by hand-guiding; save a task config"),
     "cameras": ("envs.hardware.cameras_cli", "real cameras: list them, a framing PNG strip, a short recording"),
 }
 
