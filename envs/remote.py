@@ -56,6 +56,7 @@ from robot_rl.wire import ErrorCode, ErrorReply, Limits, RobotCall, RobotReply, 
 
 if TYPE_CHECKING:
     from envs.env import RobotEnv
+    from envs.tasks import Task
 
 _EXCEPTIONS: dict[str, type[RobotRLError]] = {
     RobotErrorCode.SAFETY.value: SafetyError,
@@ -344,7 +345,7 @@ def _ms_left(t_end: float) -> int:
 
 def make_remote_env(
     address: str | RemoteRobot = DEFAULT_ADDRESS,
-    task: str | None = None,
+    task: str | Task | None = None,
     obs_mode: str = "pixels",
     image_size: int | None = None,
     camera_names: tuple[str, ...] | list[str] | None = None,

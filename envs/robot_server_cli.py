@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import Any
 
 from envs.robot_server import BACKENDS, DEFAULT_ADDRESS, RobotServer, RobotServerConfig, make_backend
 
@@ -37,6 +38,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--image-size", type=int, default=128, help="camera image height and width")
     parser.add_argument("--cameras", default="front,wrist", help="comma-separated camera names")
     parser.add_argument("--no-cameras", action="store_true", help="serve no images (state-only; no renderer)")
+    parser.add_argument("--task-config", default=None,
+                        help="a task config file (robot-rl safety-box record): its box is enforced server-side")
     parser.add_argument("--robot-ip", default=None, help="franky: the robot's FCI address (e.g. 172.16.0.2)")
     parser.add_argument("--camera", action="append", default=[], metavar="SPEC",
                         help="franky: a real camera, KIND:ID=NAME (realsense:SERIAL=front, opencv:/dev/video0=wrist); "
@@ -73,7 +76,12 @@ def main(argv: list[str]) -> int:
     from envs.robot_server.safety import ServerSafetyConfig
 
     limits = {k: v for k, v in (("max_force_n", args.max_force), ("max_torque_nm", args.max_torque)) if v is not None}
-    robot, cameras, info = make_backend(args.backend, args.task, image_size=args.image_size, camera_names=names,
+    task: Any = args.task
+    if args.task_config is not None:
+        from envs.hardware.safety_box import load_task_config
+
+        task = load_task_config(args.task_config)
+    robot, cameras, info = make_backend(args.backend, task, image_size=args.image_size, camera_names=names,
                                         cameras=not args.no_cameras, physics_hz=args.physics_hz,
                                         robot_ip=args.robot_ip, camera_specs=args.camera,
                                         franky_options={"realtime": True} if args.realtime else None,

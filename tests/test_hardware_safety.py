@@ -368,3 +368,35 @@ def test_actor_cli_holds_on_a_non_twin_backend() -> None:
             assert _backend_of(env) == "franky"  # -> warm-up 'hold' unless --warmup random
         finally:
             env.close()
+
+
+def test_recorded_box_becomes_the_servers_box(tmp_path: Any) -> None:
+    """box_from_poses holds every sample (euler relative to the nominal orientation); the task config written by
+    `safety-box record` loads back as the task with that box, and a robot server given it (--task-config) clips
+    targets to it (+ its margin)."""
+    from controllers.transforms import axis_angle_to_quat, quat_mul
+    from envs.hardware.safety_box import box_from_poses, load_task_config, write_task_config
+    from envs.robot_server import RobotServerConfig, make_backend, serve_in_thread
+    from robot_rl.errors import ConfigError
+
+    down = np.array([0.0, 1.0, 0.0, 0.0])
+    quats = [down, quat_mul(axis_angle_to_quat(np.array([0.0, 0.0, 0.3])), down)]
+    box = box_from_poses([[0.40, -0.05, 0.10], [0.55, 0.08, 0.30]], quats, down, margin_m=0.01)
+    assert box["pos_min_m"] == [0.39, -0.06, 0.09] and box["pos_max_m"] == [0.56, 0.09, 0.31]
+    assert box["rot_min_rad"][2] == -0.3 and box["rot_max_rad"][2] == 0.0  # base z is -z in the gripper-down frame
+    path = write_task_config(tmp_path / "box.json", "pick_cube", box, {"samples": 2})
+    task = load_task_config(path)
+    assert task.name == "pick_cube" and task.pos_max_m == (0.56, 0.09, 0.31) and task.object_keys  # still pick_cube
+    with serve_in_thread(lambda: make_backend("twin", task, cameras=False),
+                         RobotServerConfig(bind="tcp://127.0.0.1:0")) as handle:
+        robot = _client(handle.address)
+        s = robot.state()
+        robot.command(np.array([0.5, 0.0, 0.2]), s.quat_base_ee, 0.0)  # inside the recorded box: untouched
+        assert np.allclose(handle.robot.controller.commanded_pos, [0.5, 0.0, 0.2])
+        robot.command(np.array([0.5, 0.3, 0.2]), s.quat_base_ee, 0.0)  # y 0.3 > 0.09 + 0.02 margin
+        assert np.isclose(handle.robot.controller.commanded_pos[1], 0.11)
+        robot.stop()
+    (tmp_path / "bad.json").write_text('{"format": "robot-rl-task-config", "version": 1, "task": "pick_cube", '
+                                        '"overrides": {"pos_min_m": [1, 0, 0], "pos_max_m": [0, 1, 1]}}')
+    with pytest.raises(ConfigError, match="exceeds"):
+        load_task_config(tmp_path / "bad.json")

@@ -22,7 +22,7 @@ How each Robot method maps onto franky:
   `joint_dynamics_factor` of the robot's limits (waited for in `poll_s` slices, so that signal handlers run and
   an e-stop preempts it), then a new tracker holding the reached pose.
 - clear_errors(): `recover_from_errors()`; RobotError when it fails (the error stays; nothing moves), otherwise a
-  new tracker holding the current pose.
+  new tracker holding the current pose. Without an error (and with the tracker in control) a no-op.
 - stop(): the tracker's graceful stop (franky ramps the torque into damping and brings the arm to rest; the
   robot then holds its joints), gripper commands are no longer sent; further commands raise RobotError.
 - estop(): thread-safe (the robot server's I/O thread calls it): `robot.stop()` preempts the running motion at
@@ -108,6 +108,9 @@ class FrankyRobotConfig(Config):
     profile's nullspace stiffness (as our controller's nullspace term)."""
     poll_s: float = 0.01
     """wait() sleeps in slices of at most this long (serving pending gripper changes)."""
+    control: bool = True
+    """False: read-only (no tracker is started, nothing moves, commands are refused): for `check-hardware` and
+    `safety-box record`, where the arm is left alone or guided by hand."""
 
     def validate(self) -> None:
         require(isinstance(self.robot_ip, str) and len(self.robot_ip) > 0, "robot_ip", self.robot_ip,
@@ -200,7 +203,9 @@ class FrankyRobot:
         self._gripper_sent_t = -math.inf
         self._gripper_width = GRIPPER_MAX_WIDTH_M
         pending = errors_text(getattr(self._robot.state, "current_errors", None))
-        if pending:
+        if not cfg.control:
+            self._stopped = True  # read-only: state() works, everything that moves is refused
+        elif pending:
             self._error = f"robot reports errors at connect: {pending} (clear_errors() recovers)"
         else:
             self._start_tracker()
@@ -210,6 +215,8 @@ class FrankyRobot:
 
     def state(self) -> RobotState:
         with self._lock:
+            if self._robot is None:
+                raise RobotError("FrankyRobot is stopped: its connection is released")
             self._check_motion()
             self._service_gripper()
             s = self._robot.state
@@ -331,6 +338,10 @@ class FrankyRobot:
         (or after stop()/estop())."""
         with self._lock:
             self._refuse_if_stopped()
+            self._check_motion()
+            if not self._error and not errors_text(getattr(self._robot.state, "current_errors", None)) \
+                    and self.tracking:
+                return  # nothing to recover (e.g. the server's safety guard tripped, not the robot)
             try:
                 ok = bool(self._robot.recover_from_errors())
             except Exception as err:
@@ -348,20 +359,29 @@ class FrankyRobot:
             self._start_tracker()
 
     def stop(self) -> None:
-        """Bring the arm to rest and hold (franky's graceful tracker stop); idempotent."""
+        """Bring the arm to rest and hold (franky's graceful tracker stop), then release the connection (franky-sim
+        and the robot serve one client at a time: the next one can connect); idempotent."""
         with self._lock:
-            if self._stopped:
+            if self._robot is None:
                 return
-            self._stopped = True
-            self._stop_tracker()
+            if not self._stopped:
+                self._stopped = True
+                self._stop_tracker()
             self._release_gripper()
+            self._alive.clear()
+            self._tracker = None
+            self._gripper = None
+            self._robot = None  # libfranka closes the connection when the last reference goes
 
     def estop(self) -> None:
         """Stop motion now (thread-safe, does not wait for a running call): `robot.stop()` preempts the running
         motion and the arm holds its joints. Latching: every later command raises RobotError."""
         self._estopped.set()
+        robot = self._robot
+        if robot is None:
+            return
         try:
-            self._robot.stop()
+            robot.stop()
         except Exception as err:  # nothing was moving, or the connection is gone: the arm is not moving either
             log.info("franky: robot.stop() during estop: %s", err)
 
@@ -380,7 +400,7 @@ class FrankyRobot:
     @property
     def tracking(self) -> bool:
         """Whether franky's tracker is in control."""
-        return self._tracker is not None and bool(self._robot.is_in_control)
+        return self._tracker is not None and self._robot is not None and bool(self._robot.is_in_control)
 
     @property
     def target(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -477,7 +497,7 @@ class FrankyRobot:
         """Send the wanted gripper state when it differs from the last one sent, no command is in flight and the
         debounce interval has passed."""
         gr = self._gripper
-        if gr is None or self._stopped or self._estopped.is_set():
+        if gr is None or self._stopped or self._estopped.is_set() or self._robot is None:
             return
         fut = self._gripper_future
         if fut is not None:

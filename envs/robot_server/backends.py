@@ -15,6 +15,7 @@ from typing import Any
 
 from envs.robot import Cameras, Robot
 from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig, task_safety_box
+from envs.tasks import Task
 from robot_rl.errors import ConfigError
 
 BACKENDS = ("twin", "franky", "ros2")
@@ -24,7 +25,7 @@ BackendFactory = Callable[[], tuple[Robot, Cameras | None, dict[str, Any]]]
 """Builds (robot, cameras or None, info for `open`) on the serving thread."""
 
 
-def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequence[str] = ("front", "wrist"),
+def make_backend(name: str, task: str | Task, image_size: int = 128, camera_names: Sequence[str] = ("front", "wrist"),
                  cameras: bool = True, physics_hz: float | None = None, robot_ip: str | None = None,
                  camera_specs: Sequence[str] = (), franky_options: dict[str, Any] | None = None,
                  safety: ServerSafetyConfig | None = None) -> tuple[Robot, Cameras | None, dict[str, Any]]:
@@ -49,7 +50,7 @@ def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequ
         optional_import("mujoco", extra="sim", purpose="the MuJoCo twin backend")
         from envs.twin import TwinRobot, TwinRobotConfig
 
-        the_task = get_task(_task_name(task))
+        the_task = task if isinstance(task, Task) else get_task(_task_name(task))
         if not the_task.twin_task:
             raise ConfigError(f"task={task!r} has no MuJoCo twin scene")
         options: dict[str, Any] = {} if physics_hz is None else {"physics_hz": float(physics_hz)}
@@ -59,7 +60,7 @@ def make_backend(name: str, task: str, image_size: int = 128, camera_names: Sequ
         return (_guarded(robot, the_task, safety), (robot.cameras() if cameras else None),
                 {"backend": "twin", "task": the_task.name})
     if name == "franky":
-        the_task = get_task(_task_name(task))
+        the_task = task if isinstance(task, Task) else get_task(_task_name(task))
         if not robot_ip:
             raise ConfigError("backend 'franky' needs the robot's address (--robot-ip, e.g. 172.16.0.2)")
         from envs.hardware.franky_robot import FrankyRobot, FrankyRobotConfig
