@@ -70,6 +70,10 @@ _EXCEPTIONS: dict[str, type[RobotRLError]] = {
 }
 
 
+HARDWARE_BACKENDS = ("franky", "ros2")
+"""Served backends a `make_remote_env` env runs in real time over (RobotEnvConfig.realtime) unless told otherwise."""
+
+
 def exception_for(code: str, message: str) -> RobotRLError:
     """The typed local exception for a failed reply's error code (ProtocolError(code) for wire codes)."""
     cls = _EXCEPTIONS.get(code)
@@ -355,7 +359,8 @@ def make_remote_env(
     **config: Any,
 ) -> RobotEnv:
     """A `RobotEnv` over a robot server: the RemoteRobot (connected here unless one is passed), its cameras in
-    pixels mode, and any other `RobotEnvConfig` field as a kwarg. `task` defaults to the server's task;
+    pixels mode, and any other `RobotEnvConfig` field as a kwarg (`realtime` defaults to True over a hardware
+    backend, HARDWARE_BACKENDS, and False over the twin). `task` defaults to the server's task;
     `image_size` and `camera_names` default to what the server serves. SpecMismatchError when the server runs
     another task or serves other image sizes or cameras than asked for; the env's close() stops the client.
     """
@@ -386,6 +391,8 @@ def make_remote_env(
                                         f"{image_size}x{image_size} (start the server with --image-size "
                                         f"{image_size})", ["image_size"])
             camera_names = tuple(camera_names) if camera_names is not None else cameras.names
+        if "realtime" not in config:  # hardware: the env keeps the 10 Hz deadlines (the twin simulates its wait)
+            config["realtime"] = str(robot.info.get("backend", "")) in HARDWARE_BACKENDS
         cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size or 128),
                              camera_names=tuple(camera_names or ("front", "wrist")), **config)
         return RobotEnv(robot, the_task, cameras, cfg, render_mode=render_mode)

@@ -44,6 +44,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--camera", action="append", default=[], metavar="SPEC",
                         help="franky: a real camera, KIND:ID=NAME (realsense:SERIAL=front, opencv:/dev/video0=wrist); "
                              "repeat for several")
+    parser.add_argument("--camera-exposure", type=float, default=None,
+                        help="franky: fixed exposure of the real cameras in us (auto-exposure off; default: auto)")
     parser.add_argument("--realtime", action="store_true",
                         help="franky: require a realtime kernel (libfranka RealtimeConfig.Enforce)")
     parser.add_argument("--max-force", type=float, default=None,
@@ -71,8 +73,8 @@ def main(argv: list[str]) -> int:
 
     check_address(config.bind, keys, config.insecure)  # before building the backend: fail fast
     names = tuple(n.strip() for n in args.cameras.split(",") if n.strip())
-    if args.backend != "franky" and (args.robot_ip or args.camera or args.realtime):
-        parser.error("--robot-ip, --camera and --realtime are options of --backend franky")
+    if args.backend != "franky" and (args.robot_ip or args.camera or args.realtime or args.camera_exposure):
+        parser.error("--robot-ip, --camera, --camera-exposure and --realtime are options of --backend franky")
     from envs.robot_server.safety import ServerSafetyConfig
 
     limits = {k: v for k, v in (("max_force_n", args.max_force), ("max_torque_nm", args.max_torque)) if v is not None}
@@ -85,7 +87,8 @@ def main(argv: list[str]) -> int:
                                         cameras=not args.no_cameras, physics_hz=args.physics_hz,
                                         robot_ip=args.robot_ip, camera_specs=args.camera,
                                         franky_options={"realtime": True} if args.realtime else None,
-                                        safety=ServerSafetyConfig(**limits))
+                                        safety=ServerSafetyConfig(**limits),
+                                        camera_options={"exposure_us": args.camera_exposure})
     try:
         server = RobotServer(robot, cameras, config, keys, info)
     except BaseException:

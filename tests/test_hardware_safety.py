@@ -366,6 +366,7 @@ def test_actor_cli_holds_on_a_non_twin_backend() -> None:
         env = make_remote_env(handle.address, obs_mode="state")
         try:
             assert _backend_of(env) == "franky"  # -> warm-up 'hold' unless --warmup random
+            assert env.unwrapped.config.realtime  # a hardware backend: the env keeps real-time deadlines
         finally:
             env.close()
 

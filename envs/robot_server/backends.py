@@ -28,7 +28,8 @@ BackendFactory = Callable[[], tuple[Robot, Cameras | None, dict[str, Any]]]
 def make_backend(name: str, task: str | Task, image_size: int = 128, camera_names: Sequence[str] = ("front", "wrist"),
                  cameras: bool = True, physics_hz: float | None = None, robot_ip: str | None = None,
                  camera_specs: Sequence[str] = (), franky_options: dict[str, Any] | None = None,
-                 safety: ServerSafetyConfig | None = None) -> tuple[Robot, Cameras | None, dict[str, Any]]:
+                 safety: ServerSafetyConfig | None = None, camera_options: dict[str, Any] | None = None,
+                 ) -> tuple[Robot, Cameras | None, dict[str, Any]]:
     """(robot, cameras, info) for backend `name` ('twin', 'franky', 'ros2') and a task name or twin preset.
 
     Hardware backends are imported lazily: without their extra this raises `MissingExtraError` naming it
@@ -36,7 +37,8 @@ def make_backend(name: str, task: str | Task, image_size: int = 128, camera_name
     an env over a RemoteRobot of this backend runs the same episodes as an in-process twin env.
 
     franky: `robot_ip` is required; `camera_specs` ("realsense:SERIAL=name", "opencv:/dev/video0=name", see
-    envs.hardware.cameras.make_cameras) attach real cameras at `image_size` (none: a state-only server);
+    envs.hardware.cameras.make_cameras) attach real cameras at `image_size` (none: a state-only server;
+    `camera_options`: further CameraConfig fields, e.g. exposure_us);
     `franky_options` are further FrankyRobotConfig fields.
 
     Every backend is served behind the server-side `SafetyGuard` (envs.robot_server.safety: the task's box grown
@@ -69,7 +71,7 @@ def make_backend(name: str, task: str | Task, image_size: int = 128, camera_name
         if cameras and camera_specs:
             from envs.hardware.cameras import make_cameras
 
-            hw_cameras = make_cameras(camera_specs, image_size=int(image_size))
+            hw_cameras = make_cameras(camera_specs, image_size=int(image_size), options=camera_options)
         try:
             robot_hw = FrankyRobot(FrankyRobotConfig(robot_ip=str(robot_ip), **(franky_options or {})))
         except BaseException:
