@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -185,7 +184,3 @@ class FaultyFrankyRobot:
             object.__setattr__(self, name, value)
         else:
             setattr(self._real, name, value)
-
-
-def python() -> str:
-    return sys.executable
