@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="franky: a real camera, KIND:ID=NAME (realsense:SERIAL=front, opencv:/dev/video0=wrist); "
                              "repeat for several")
     parser.add_argument("--camera-exposure", type=float, default=None,
-                        help="franky: fixed exposure of the real cameras in us (auto-exposure off; default: auto)")
+                        help="franky: fixed exposure of the real cameras in us (auto-exposure off; 0 or unset: auto)")
     parser.add_argument("--realtime", action="store_true",
                         help="franky: require a realtime kernel (libfranka RealtimeConfig.Enforce)")
     parser.add_argument("--max-force", type=float, default=None,
@@ -112,7 +112,7 @@ def main(argv: list[str]) -> int:
                                         robot_ip=args.robot_ip, camera_specs=args.camera,
                                         franky_options={"realtime": True} if args.realtime else None,
                                         safety=ServerSafetyConfig(**limits),
-                                        camera_options={"exposure_us": args.camera_exposure})
+                                        camera_options={"exposure_us": args.camera_exposure or None})
     try:
         server = RobotServer(robot, cameras, config, keys, info)
     except BaseException:
