@@ -39,6 +39,9 @@ def main(argv: list[str]) -> int:
         parser.error("give --robot-ip and/or --camera")
     problems: list[str] = []
     if args.robot_ip:
+        from robot_rl.extras import optional_import
+
+        optional_import("franky", extra="real", purpose="check-hardware --robot-ip (libfranka through franky)")
         problems += _check_robot(args.robot_ip, gripper=not args.no_gripper)
     if args.camera:
         problems += _check_cameras(args.camera, args.image_size, args.exposure, args.seconds)
