@@ -67,6 +67,10 @@ class Task:
     configuration (gripper pointing down, the hand's natural yaw), read once after the first joint reset."""
     reset_gripper_closed: float = 0.0
     """Gripper command held during the reset (0 open, 1 closed)."""
+    gripper_locked: bool = False
+    """The task never moves the gripper: the env holds `reset_gripper_closed` for the whole episode and ignores
+    the action's gripper dim (SERL / HIL-SERL wrap insertion envs in a GripperCloseEnv for the same reason: an
+    exploring policy would otherwise drop the part it holds, a failure nothing in the episode can undo)."""
     pos_min_m: tuple[float, float, float] = (0.25, -0.30, 0.02)
     """Safety box lower corner for the commanded TCP position."""
     pos_max_m: tuple[float, float, float] = (0.70, 0.30, 0.55)
@@ -241,7 +245,8 @@ class PegInsertTask(Task):
     1 cm below the TCP height of a fully inserted peg (5.5 cm), so pushing down presses with at most the
     impedance clip force (~20 N) and the fingertips never reach the fixture top. Orientation is limited to
     +-0.2 rad roll/pitch (an insertion needs the peg upright) and +-0.8 rad yaw (the square peg must be turned
-    to the hole's yaw mod 90 degrees).
+    to the hole's yaw mod 90 degrees). The gripper is locked closed (`gripper_locked`): with it free, an exploring
+    policy opened the hand and dropped the peg in most stochastic episodes (benchmarks/insertion_diagnosis.py).
     """
 
     name: str = "peg_insert"
@@ -249,6 +254,7 @@ class PegInsertTask(Task):
     twin_task: str = "peg_insert"
     reset_pos_m: tuple[float, float, float] = (0.52, 0.0, 0.15)
     reset_gripper_closed: float = 1.0
+    gripper_locked: bool = True
     pos_min_m: tuple[float, float, float] = (0.40, -0.15, 0.045)
     pos_max_m: tuple[float, float, float] = (0.65, 0.15, 0.30)
     rot_min_rad: tuple[float, float, float] = (-0.2, -0.2, -0.8)
