@@ -162,7 +162,7 @@ def probe(run: Any, episodes: int, window: list[dict[str, Any]]) -> dict[str, An
         eps = [_episode_stats(run.eval_env, act(det), 3_000_000 + i, q_of, gamma) for i in range(episodes)]
         out[name] = _summary(eps)
     out["policy_std"] = np.mean(stds, 0).round(4).tolist()
-    for k in ("temperature", "entropy", "q_mean", "critic_loss", "bc_loss"):
+    for k in ("temperature", "entropy", "q_mean", "critic_loss", "bc_loss", "bc_kept"):
         vals = [m[k] for m in window if k in m]
         if vals:
             out[k] = float(np.mean(vals))
