@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     result["expert"] = expert_rows(args.task, [float(x) for x in args.noise_levels.split(",")],
                                    args.expert_episodes)
     if not args.expert_only:
-        from benchmarks.sample_efficiency import record_demos
+        from sample_efficiency import record_demos  # benchmarks/ is on sys.path (this script's directory)
+
         from learners import train_cli
         from learners.loop import LoopConfig, train_online
 
