@@ -10,7 +10,8 @@ Observation (a Dict):
 
 Action: Box [-1, 1]^7 = delta xyz * `action_scale_m`, rotation vector * `action_scale_rad` (base frame,
 applied on the left: q_new = exp(a) q), gripper (>= +threshold: close, <= -threshold: open, in between: keep;
-a change needs `gripper_debounce_steps` steps since the last one). The delta is applied to the current
+a change needs `gripper_debounce_steps` steps since the last one; a task with `gripper_locked` keeps its reset
+command and ignores this dim). The delta is applied to the current
 *commanded* pose, then limited per step (controllers.safety.limit_step), then kept within a bounded lead of
 the *measured* pose (`max_lead_m` per axis, `max_lead_rad` in angle; see "Bounded lead" below) and clipped to
 the task's safety box (controllers.safety.clip_pose).
@@ -507,6 +508,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
     def _update_gripper(self, g: float) -> bool:
         cfg = self.config
         self._steps_since_gripper_change += 1
+        if self.task.gripper_locked:
+            return False
         want = self._gripper_cmd
         if g >= cfg.gripper_threshold:
             want = 1.0
