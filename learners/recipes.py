@@ -98,11 +98,18 @@ RECIPES: dict[str, Recipe] = {
         state={"state_select": ("object", "state[0:3]", "state[5]", "state[12]"), "discount": 0.95, **_TWIN_COMMON,
                "bc_weight": 0.0, "n_step": 5},
         pixels=_TWIN_PIXELS, updates_per_step=2),
+    # cube-relocate (both directions of the reset-free forward/backward run): pick-cube's state recipe
+    "twin-cube-relocate": Recipe(
+        state={"state_select": ("object", "state[0:3]", "state[5]", "state[12]"), "discount": 0.95, **_TWIN_COMMON,
+               "bc_weight": 0.0, "n_step": 5},
+        pixels=_TWIN_PIXELS, updates_per_step=2),
     # peg-insert: the same recipe, not yet tuned or measured on this task
     "twin-peg-insert": Recipe(
         state={"state_select": ("object", "state[0:3]", "state[5]"), "discount": 0.95, **_TWIN_COMMON},
         pixels=_TWIN_PIXELS, updates_per_step=2),
 }
+
+RECIPES["twin-cube-relocate-back"] = RECIPES["twin-cube-relocate"]
 
 _unknown = sorted(set(RECIPES) - set(PRESETS))
 if _unknown:  # a recipe for a task robot_rl.presets does not know would never be used
