@@ -6,6 +6,11 @@ newest weights (swapped between control steps), streams transitions, keeps runni
 and reconnects by itself. Stops on Ctrl-C / SIGTERM (flushing what the learner has not acknowledged, bounded by
 --flush-timeout) or after --max-steps / --max-episodes. With --stats-out it writes its final stats as JSON.
 
+--faithful runs the env hardware-faithful (envs.env.FAITHFUL: no object observation, no reward or termination from
+the task's success, no teleport after the first reset; the true success stays in this process, see actors.actor);
+the reward must then come from a reward model (a classifier or a human). With --evaluate it only drops the object
+observation (evaluation episodes still start from a seeded, teleported scene and report the true success).
+
 --evaluate CKPT runs `--episodes` deterministic episodes with the policy of a learner checkpoint (a checkpoint
 directory or a run's checkpoints/ directory: its newest) instead, prints the success rate and writes --summary.
 
@@ -52,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="never wait for the learner's budget (hardware; the sim default paces to the learner)")
     p.add_argument("--intervene", default=None, choices=("scripted",),
                    help="human-in-the-loop interventions: 'scripted' = the twin's scripted operator (HIL-SERL)")
+    p.add_argument("--faithful", action="store_true",
+                   help="hardware-faithful twin: proprio + cameras only, no task reward, no teleports after the first")
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many env steps (0: never)")
     p.add_argument("--max-episodes", type=int, default=0, help="stop after this many episodes (0: never)")
     p.add_argument("--flush-timeout", type=float, default=5.0, help="seconds to wait for acks when stopping")
@@ -70,16 +77,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
-                   intervene: str | None = None, seed: int = 0) -> Any:
-    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`)."""
+                   intervene: str | None = None, seed: int = 0, faithful: bool = False,
+                   evaluation: bool = False) -> Any:
+    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`). `faithful`: the
+    hardware-faithful mode (for an `evaluation` env only its observation: no object state)."""
+    from envs.env import FAITHFUL
     from envs.presets import make_env, twin_task
 
+    options: dict[str, Any] = {}
+    if faithful:
+        options = {"object_obs": False} if evaluation else dict(FAITHFUL)
     if robot is None:
-        env = make_env(task, obs_mode=obs_mode, image_size=image_size)
+        env = make_env(task, obs_mode=obs_mode, image_size=image_size, **options)
     else:
         from envs.remote import make_remote_env
 
-        env = make_remote_env(robot, task=twin_task(task), obs_mode=obs_mode, image_size=image_size)
+        env = make_remote_env(robot, task=twin_task(task), obs_mode=obs_mode, image_size=image_size, **options)
     if intervene == "scripted":
         from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
         from envs.wrappers import InterventionWrapper
@@ -119,7 +132,7 @@ def run_evaluation(args: argparse.Namespace) -> int:
         raise ConfigError(f"{path}: not a learner checkpoint (no agent group / agent_config)")
     cfg = AgentConfig.from_dict(meta["agent_config"]).replace(device="cpu")
     obs_mode = args.obs_mode
-    env = make_actor_env(args.task, obs_mode, args.image_size, args.robot)
+    env = make_actor_env(args.task, obs_mode, args.image_size, args.robot, faithful=args.faithful, evaluation=True)
     try:
         spec = env_spec_of(env, args.task)
         if isinstance(meta.get("spec"), dict):
@@ -164,7 +177,11 @@ def main(argv: list[str]) -> int:
         from robot_rl.keys import ClientKeys
 
         keys = ClientKeys.from_dir(args.keys)
-    env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed)
+    env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed,
+                         faithful=args.faithful)
+    if args.faithful:
+        print(f"actor {actor_id}: hardware-faithful env: it gives no reward; rewards come from a reward model "
+              "(classifier or human) or are 0", file=sys.stderr, flush=True)
     spec = env_spec_of(env, args.task)
     tcfg = TransportConfig(heartbeat_s=args.heartbeat, heartbeat_timeout_s=5 * args.heartbeat)
     endpoint = connect_actor(spec, actor_id, args.learner, tcfg, keys=keys, insecure=args.insecure)
