@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="actors run the twin themselves instead of talking to robot server processes")
     p.add_argument("--intervene", default=None, choices=("scripted",),
                    help="scripted human interventions in the actors (HIL-SERL)")
+    p.add_argument("--faithful", action="store_true",
+                   help="hardware-faithful actors (no object observation, no task reward, no teleports after the "
+                        "first reset); the reward must come from a reward model")
     p.add_argument("--eval-episodes", type=int, default=20, help="deterministic evaluation episodes at the end")
     p.add_argument("--actor-restarts", type=int, default=3, help="restarts allowed per actor when it dies")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -195,6 +198,8 @@ class Sim:
                         "--obs-mode", a.obs_mode, "--max-env-steps", str(self.max_steps), "--seed", str(a.seed))
         if demos is not None:
             argv += ["--demos", str(demos)]
+        if a.faithful:
+            argv.append("--faithful")
         if a.resume:
             argv.append("--resume")
         if a.image_size:
@@ -214,12 +219,16 @@ class Sim:
             argv += ["--image-size", str(a.image_size)]
         if a.intervene:
             argv += ["--intervene", a.intervene]
+        if a.faithful:
+            argv.append("--faithful")
         return argv + shlex.split(a.actor_args)
 
     def evaluate_argv(self, result_path: Path) -> list[str]:
         a = self.args
         argv = self.cli("actor", "--task", a.task, "--evaluate", str(self.out / "checkpoints"), "--episodes",
                         str(a.eval_episodes), "--obs-mode", a.obs_mode, "--summary", str(result_path))
+        if a.faithful:
+            argv.append("--faithful")
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
         return argv
@@ -369,8 +378,8 @@ class Sim:
             "eval_episodes": evaluation.get("episodes") if evaluation else 0,
             "eval_return": evaluation.get("return") if evaluation else None,
             "milestones": milestones(rows), "learning_curves": curves, "actor_stats": actors,
-            "intervene": a.intervene, "learner_set": list(a.set), "learner_args": a.learner_args,
-            "actor_args": a.actor_args,
+            "intervene": a.intervene, "faithful": a.faithful, "learner_set": list(a.set),
+            "learner_args": a.learner_args, "actor_args": a.actor_args,
         }
         _write_json(self.out / "summary.json", summary)
         ev = summary["eval_success_rate"]
