@@ -1,0 +1,277 @@
+"""Reset-free forward/backward training (SERL's bin relocation): two agents take turns on one env, each undoing
+what the other did, with no teleport in between.
+
+The forward agent moves the scene from its start to the goal (twin-cube-relocate: the cube from zone A to zone
+B), the backward agent moves it back. Each direction has its own agent, online buffer, demo buffer and reward
+source. The env is stepped by the active direction's policy; the active direction's reward source decides the
+reward and the episode's end (the env's own reward is ignored: make it with `task_reward=False`); the episode also
+ends at the env's time limit. Every episode end is followed by `env.reset()`, which on a reset-free env is the
+robot's own reset routine (envs.resets: let go, lift, back to the reset pose), never a teleport after the first.
+
+Hand-over guard: after each reset the active direction's reward source is asked about the new episode's first
+frame. Only if it still fires does the other direction take over; otherwise the same direction runs again. So a
+false positive that ended an episode (the classifier fired, the cube is not where it should be) does not hand the
+other policy an impossible start: it is counted (`false_positive_handovers`) and the same direction goes on. A
+timeout after which the source does fire (the goal was reached but not rewarded in time) hands over too.
+
+Reward sources (`RewardSource`, the protocol of learners.reward_model.RewardModel on the classifier branch:
+`reset()`, `step(obs, info, episode, t) -> decision` with `.reward`, `.success`, `.positive`):
+- `GoalReward(goal)`: the task's TRUE success for one named goal (`info["goals"][goal]`, privileged twin state):
+  the stand-in for a classifier on the twin ("task" on the command line), never available on hardware;
+- `PredicateReward(fn)`: any callable `fn(obs, info) -> bool` (a scripted check, a human's key in info, ...);
+- a trained classifier (`classifier:DIR`, learners.reward_model, when that module is installed).
+
+Usage::
+
+    fwd = Direction("forward", agent_f, online_f, demo_f, GoalReward("in_zone_b"), goal="in_zone_b")
+    bwd = Direction("backward", agent_b, online_b, demo_b, GoalReward("in_zone_a"), goal="in_zone_a")
+    for m in forward_backward(env, (fwd, bwd), ForwardBackwardConfig(total_steps=20_000)):
+        print(m["env_step"], m["direction"], m["true_success"], m["switched"])
+    counters = ...  # FBCounters: handovers, false_positive_handovers, per-direction episodes and successes
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from learners.loop import Agent, action_bounds, to_env_action
+from learners.replay import MixedSampler, ReplayBuffer, route_transition
+from robot_rl.config import Config, require
+from robot_rl.errors import ConfigError
+
+DIRECTIONS = ("forward", "backward")
+
+
+# --------------------------------------------------------------------------------------------------- rewards
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """One step's reward decision (the fields learners.reward_model.RewardDecision shares)."""
+
+    reward: float
+    success: bool
+    """Ends the episode (a success)."""
+    positive: bool
+    """The frame alone says "goal reached" (what the hand-over guard asks)."""
+
+
+class RewardSource(Protocol):
+    """Maps the newest observation (and the env's info) to a decision; `reset()` at every episode start."""
+
+    def reset(self) -> None: ...
+
+    def step(self, obs: Any, info: Mapping[str, Any], episode: int, t: int) -> Any: ...
+
+
+class PredicateReward:
+    """Reward 1 and success on every frame where `fn(obs, info)` is true (no gating).
+
+    `fn` is any check: a scripted test of proprio, a human's success key reported in info, a model."""
+
+    def __init__(self, fn: Callable[[Any, Mapping[str, Any]], bool], name: str = "predicate") -> None:
+        self.fn, self.name = fn, name
+        self.positive_frames = 0
+
+    def reset(self) -> None:
+        pass
+
+    def step(self, obs: Any, info: Mapping[str, Any], episode: int, t: int) -> Decision:
+        hit = bool(self.fn(obs, info))
+        self.positive_frames += int(hit)
+        return Decision(1.0 if hit else 0.0, hit, hit)
+
+
+class GoalReward(PredicateReward):
+    """The task's true success for goal `goal` (`info["goals"][goal]`): privileged twin state, the stand-in for a
+    learned classifier. ConfigError when the env reports no such goal (a hardware env has none)."""
+
+    def __init__(self, goal: str) -> None:
+        super().__init__(self._check, name=f"task:{goal}")
+        self.goal = goal
+
+    def _check(self, obs: Any, info: Mapping[str, Any]) -> bool:
+        goals = info.get("goals")
+        if not isinstance(goals, Mapping) or self.goal not in goals:
+            have = sorted(goals) if isinstance(goals, Mapping) else []
+            raise ConfigError(f"reward source 'task' needs the env's true goal {self.goal!r} in info['goals'] (twin "
+                              f"only; this env reports {have or 'none'}); on hardware use classifier:DIR")
+        return bool(goals[self.goal])
+
+
+def make_reward_source(spec: str, goal: str, obs_shapes: Mapping[str, Any] | None = None,
+                       audit_dir: str | None = None) -> RewardSource:
+    """'task' -> GoalReward(goal); 'classifier:DIR' -> learners.reward_model's gated classifier (ConfigError when
+    that module is not installed). ConfigError for anything else."""
+    if spec == "task":
+        return GoalReward(goal)
+    if spec.startswith("classifier:") and len(spec) > len("classifier:"):
+        try:
+            reward_model = importlib.import_module("learners.reward_model")
+        except ModuleNotFoundError:
+            raise ConfigError(f"reward source {spec!r}: learned reward classifiers (learners.reward_model) are not "
+                              "part of this installation; use 'task' on the twin") from None
+        model: RewardSource = reward_model.make_reward_model(spec, obs_shapes, audit_dir)
+        return model
+    raise ConfigError(f"reward source {spec!r}: expected 'task' (the twin's true success, privileged) or "
+                      f"'classifier:DIR' (a trained reward classifier)")
+
+
+def fires(source: RewardSource, obs: Any, info: Mapping[str, Any], episode: int) -> bool:
+    """Whether `source` calls this single frame a success (the hand-over guard); leaves the source reset."""
+    source.reset()
+    d = source.step(obs, info, episode, 0)
+    source.reset()
+    return bool(getattr(d, "positive", d.success)) and bool(getattr(d, "predicate_ok", True))
+
+
+# --------------------------------------------------------------------------------------------------- the loop
+
+
+@dataclasses.dataclass
+class Direction:
+    """One direction's learner side: its agent, buffers, reward source and counters. `goal` names the env's true
+    goal for this direction (`info["goals"]`; metrics only, never a reward unless the source is GoalReward)."""
+
+    name: str
+    agent: Agent
+    online: ReplayBuffer
+    demo: ReplayBuffer | None
+    source: RewardSource
+    goal: str | None = None
+    steps: int = 0
+    episodes: int = 0
+    updates: int = 0
+    reward_successes: int = 0
+    true_successes: int = 0
+
+    def counters(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in ("steps", "episodes", "updates", "reward_successes", "true_successes")}
+
+
+@dataclasses.dataclass(frozen=True)
+class ForwardBackwardConfig(Config):
+    """The forward/backward loop's settings (per direction where it says so)."""
+
+    total_steps: int = 20_000
+    """Env steps of the run, both directions together."""
+    start_steps: int = 0
+    """Uniform random actions for each direction's first this many steps (0 with demos: RLPD)."""
+    learning_starts: int = 100
+    """No updates of a direction's agent before its online buffer holds this many transitions."""
+    updates_per_step: int = 1
+    """Updates of the active direction's agent per env step (each agent learns at this rate from its own steps)."""
+    demo_ratio: float = 0.5
+    """Share of each batch from the direction's demo buffer (RLPD: 0.5)."""
+    guard: bool = True
+    """Hand over only if the active direction's reward source still fires on the first frame after the reset
+    (False: hand over whenever the source ended the episode, as SERL does)."""
+    seed: int = 0
+    """Seed of the first env reset."""
+
+    def validate(self) -> None:
+        require(self.total_steps >= 1, "total_steps", self.total_steps, "must be >= 1")
+        require(self.start_steps >= 0, "start_steps", self.start_steps, "must be >= 0")
+        require(self.learning_starts >= 1, "learning_starts", self.learning_starts, "must be >= 1")
+        require(self.updates_per_step >= 0, "updates_per_step", self.updates_per_step, "must be >= 0")
+        require(0.0 <= self.demo_ratio <= 1.0, "demo_ratio", self.demo_ratio, "must be in [0, 1]")
+
+
+@dataclasses.dataclass
+class FBCounters:
+    """Where a forward/backward run stands (advanced in place by `forward_backward`)."""
+
+    env_step: int = 0
+    episode: int = 0
+    active: int = 0
+    """Index into DIRECTIONS of the direction that acts next."""
+    handovers: int = 0
+    """Switches of direction."""
+    false_positive_handovers: int = 0
+    """Episodes the reward source ended whose hand-over the guard refused (the source no longer fired)."""
+    handovers_without_true_success: int = 0
+    """Hand-overs made while the env's true goal of the finishing direction did not hold (metrics only)."""
+
+
+def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: ForwardBackwardConfig,
+                     counters: FBCounters | None = None, rng: np.random.Generator | None = None,
+                     ) -> Iterator[dict[str, Any]]:
+    """Run `cfg.total_steps` env steps alternating the two directions (module docstring); yield one metrics dict
+    per finished episode: env_step, episode, direction, episode_return, episode_length, ended_by_reward,
+    true_success (the direction's true goal at the episode's last step, None when the env reports none), switched,
+    false_positive_handover, scene_teleports (the env's count, when it keeps one), the direction's counters and
+    the mean of its agent's update metrics over the episode."""
+    c = counters if counters is not None else FBCounters()
+    rng = rng if rng is not None else np.random.default_rng(cfg.seed)
+    bounds = action_bounds(env)
+    dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
+    samplers = [MixedSampler(d.online, d.demo, cfg.demo_ratio, int(getattr(d.agent.cfg, "n_step", 1)))
+                for d in directions]
+    act_dim = int(np.prod(directions[0].online.actions.shape[1:]))
+    obs, info = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
+    directions[c.active].source.reset()
+    ep_return, ep_len, n_metrics = 0.0, 0, 0
+    sums: dict[str, float] = {}
+    for step in range(c.env_step + 1, cfg.total_steps + 1):
+        c.env_step = step
+        d, sampler = directions[c.active], samplers[c.active]
+        if d.steps < cfg.start_steps:
+            action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+        else:
+            action = d.agent.act(obs, deterministic=False)
+        next_obs, _env_reward, env_terminated, truncated, info = env.step(to_env_action(action, bounds, dtype))
+        decision = d.source.step(next_obs, info, c.episode, ep_len + 1)
+        reward, success = float(decision.reward), bool(decision.success)
+        terminated = success or bool(env_terminated)
+        route_transition(d.online, d.demo, obs, action, reward, next_obs, terminated, bool(truncated))
+        d.steps += 1
+        ep_return += reward
+        ep_len += 1
+        obs = next_obs
+        if len(d.online) >= cfg.learning_starts:
+            rows = int(getattr(d.agent.cfg, "samples_per_update", 256))
+            for _ in range(cfg.updates_per_step):
+                for k, v in d.agent.update(sampler.sample(rows)).items():
+                    sums[k] = sums.get(k, 0.0) + v
+                d.updates += 1
+                n_metrics += 1
+        if not (terminated or truncated):
+            continue
+        goals = info.get("goals") if isinstance(info, Mapping) else None
+        true = bool(goals[d.goal]) if isinstance(goals, Mapping) and d.goal in goals else None
+        d.episodes += 1
+        d.reward_successes += int(success)
+        d.true_successes += int(bool(true))
+        obs, info = env.reset()
+        handover = fires(d.source, obs, info, c.episode + 1) if cfg.guard else success
+        out: dict[str, Any] = {
+            "env_step": step, "episode": c.episode, "direction": d.name, "episode_return": ep_return,
+            "episode_length": ep_len, "ended_by_reward": success, "true_success": true, "switched": handover,
+            "false_positive_handover": success and not handover,
+            **{f"{d.name}_{k}": v for k, v in d.counters().items()},
+        }
+        if n_metrics:
+            out.update({k: v / n_metrics for k, v in sums.items()})
+        c.false_positive_handovers += int(success and not handover)
+        if handover:
+            next_goals = info.get("goals") if isinstance(info, Mapping) else None
+            if isinstance(next_goals, Mapping) and d.goal in next_goals and not next_goals[d.goal]:
+                c.handovers_without_true_success += 1
+            c.handovers += 1
+            c.active = 1 - c.active
+        teleports = getattr(getattr(env, "unwrapped", env), "scene_teleports", None)
+        if teleports is not None:
+            out["scene_teleports"] = int(teleports)
+        out.update(handovers=c.handovers, false_positive_handovers=c.false_positive_handovers,
+                   handovers_without_true_success=c.handovers_without_true_success)
+        c.episode += 1
+        directions[c.active].source.reset()
+        ep_return, ep_len, sums, n_metrics = 0.0, 0, {}, 0
+        yield out
+        if step >= cfg.total_steps:
+            return

@@ -1,0 +1,143 @@
+"""Reset-free forward/backward training on twin-cube-relocate (learners.forward_backward).
+
+A few hundred env steps with real SAC agents learning from their own buffers, while the scripted expert of each
+direction picks the actions (so the cube really goes A -> B -> A ... within the test's budget): both directions
+run, they switch, the scene is never teleported after the first reset, and a false positive of the reward source
+is caught by the hand-over guard.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+pytest.importorskip("torch")
+
+from envs.env import make_twin_env
+from envs.experts import ScriptedExpert
+from envs.tasks import RELOCATE_ZONE_A_M, RELOCATE_ZONE_B_M, in_zone
+from learners.config import rlpd_state_config
+from learners.forward_backward import (
+    Direction,
+    FBCounters,
+    ForwardBackwardConfig,
+    GoalReward,
+    PredicateReward,
+    forward_backward,
+    make_reward_source,
+)
+from learners.replay import ReplayBuffer
+from learners.sac import SACAgent
+from robot_rl.errors import ConfigError
+from robot_rl.specs import EnvSpec
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*Box observation space m.*:UserWarning")
+
+AGENT = rlpd_state_config(hidden_dims=(16, 16), ensemble_size=2, batch_size=8, critic_updates_per_actor_update=1,
+                          device="cpu", state_select=("object", "state[0:3]"))
+
+
+class ExpertDriven:
+    """An agent whose actions come from a scripted expert (restarted at every episode start) and whose updates go
+    to a real SACAgent: the loop's plumbing runs for real, the cube moves within a short test."""
+
+    def __init__(self, env: Any, task: str, spec: EnvSpec, seed: int) -> None:
+        self.env, self.expert = env, ScriptedExpert(task, seed=seed)
+        self.sac = SACAgent(spec, AGENT.replace(seed=seed))
+        self.cfg = self.sac.cfg
+        self.updates = 0
+
+    def act(self, obs: Any, deterministic: bool = False) -> np.ndarray:
+        base = self.env.unwrapped
+        if base.episode_steps == 0:
+            self.expert.reset()
+        return self.expert.act(base.last_state)
+
+    def update(self, batch: Any) -> dict[str, float]:
+        self.updates += 1
+        return self.sac.update(batch)
+
+
+def make_run(forward_source: Any = None) -> tuple[Any, tuple[Direction, Direction], list[Any]]:
+    env = make_twin_env("cube_relocate", obs_mode="state", scene_resets="first", task_reward=False)
+    teleports: list[Any] = []
+    real = env.robot.reset_scene
+    env.robot.reset_scene = lambda seed=None: (teleports.append(seed), real(seed))  # type: ignore[method-assign]
+    spec = EnvSpec.from_spaces("twin-cube-relocate", env.observation_space, env.action_space, control_hz=10.0)
+    dirs = []
+    for name, task, goal, seed in (("forward", "cube_relocate", "in_zone_b", 0),
+                                   ("backward", "cube_relocate_back", "in_zone_a", 1)):
+        agent = ExpertDriven(env, task, spec, seed)
+        source = forward_source if (name == "forward" and forward_source is not None) else GoalReward(goal)
+        dirs.append(Direction(name, agent, ReplayBuffer(spec, 1000, seed=seed), None, source, goal=goal))
+    return env, (dirs[0], dirs[1]), teleports
+
+
+def test_both_directions_run_switch_and_never_teleport() -> None:
+    env, (fwd, bwd), teleports = make_run()
+    counters = FBCounters()
+    cfg = ForwardBackwardConfig(total_steps=300, learning_starts=20, updates_per_step=1, seed=0)
+    episodes = list(forward_backward(env, (fwd, bwd), cfg, counters))
+    order = [m["direction"] for m in episodes]
+    assert order[:4] == ["forward", "backward", "forward", "backward"], order
+    assert fwd.episodes >= 2 and bwd.episodes >= 2 and counters.handovers == len(order) >= 4
+    assert all(m["ended_by_reward"] and m["true_success"] and m["switched"] for m in episodes)
+    assert fwd.true_successes == fwd.reward_successes == fwd.episodes
+    assert len(teleports) == 1 == env.scene_teleports and episodes[-1]["scene_teleports"] == 1
+    assert counters.false_positive_handovers == 0 == counters.handovers_without_true_success
+    # each agent learned from its own steps only, and only while it acted
+    assert len(fwd.online) == fwd.steps and len(bwd.online) == bwd.steps and fwd.steps + bwd.steps == 300
+    assert fwd.agent.updates == fwd.updates > 0 and bwd.agent.updates == bwd.updates > 0
+    # where the cube is now: wherever the last finished direction put it (plus the unfinished episode's doing)
+    cube = env.last_state.objects["cube_pos"]
+    assert in_zone(cube[:2], RELOCATE_ZONE_A_M) or in_zone(cube[:2], RELOCATE_ZONE_B_M) or cube[2] > 0.025
+    env.close()
+
+
+def test_a_false_positive_is_not_handed_over() -> None:
+    calls = {"n": 0}
+
+    def fires_once_early(obs: Any, info: Any) -> bool:  # a "classifier" that fires on frame 3, then is right
+        calls["n"] += 1
+        return calls["n"] == 3 or bool(info["goals"]["in_zone_b"])
+
+    env, (fwd, bwd), teleports = make_run(PredicateReward(fires_once_early))
+    counters = FBCounters()
+    cfg = ForwardBackwardConfig(total_steps=120, learning_starts=1000, seed=0)
+    episodes = list(forward_backward(env, (fwd, bwd), cfg, counters))
+    first, second = episodes[0], episodes[1]
+    assert first["direction"] == "forward" and first["episode_length"] == 3 and first["ended_by_reward"]
+    assert first["true_success"] is False and not first["switched"] and first["false_positive_handover"]
+    assert second["direction"] == "forward" and second["true_success"] and second["switched"]  # forward went on
+    assert counters.false_positive_handovers == 1 and len(teleports) == 1
+    env.close()
+
+
+def test_reward_sources_are_named_and_errors_are_one_line() -> None:
+    assert isinstance(make_reward_source("task", "in_zone_b"), GoalReward)
+    with pytest.raises(ConfigError, match="expected 'task'"):
+        make_reward_source("oracle", "in_zone_b")
+    with pytest.raises(ConfigError, match=r"info\['goals'\].*reports none"):
+        GoalReward("in_zone_b").step({}, {"success": True}, 0, 1)
+
+
+def test_train_refuses_what_it_cannot_run_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from robot_rl.cli import main
+
+    out = tmp_path / "run"
+    for argv, msg in (
+            (["--task", "twin-pick-cube", "--forward-backward"], "task twin-pick-cube has no backward direction; "
+                                                                 "tasks with one: ['twin-cube-relocate']"),
+            (["--task", "twin-pick-cube", "--faithful"], "--faithful: the env gives no reward"),
+            (["--env-id", "Pendulum-v1", "--faithful"], "needs a twin --task"),
+            (["--task", "twin-cube-relocate", "--backward-demos", "x"], "only with --forward-backward"),
+            (["--task", "twin-cube-relocate", "--forward-backward", "--forward-reward", "oracle"],
+             "reward source 'oracle'")):
+        assert main(["train", *argv, "--out", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert msg in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert not out.exists()
