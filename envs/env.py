@@ -25,7 +25,8 @@ Reset: precision gains; a joint reset (home) on the first episode, every `joint_
 every reset with an explicit seed (`joint_reset_on_seed`, so a seeded episode is a pure function of its seed on
 the twin); `robot.reset_scene(seed)`; move to the reset pose + uniform noise (`reset_noise_m`, `reset_noise_rad`)
 and settle; compliance gains. A move that does not settle within `reset_timeout_s` is retried `reset_retries`
-times, then `robot_rl.errors.ResetError` stops the run (no episode starts from a wrong pose).
+times (after a joint reset: `joint_reset_before_retry`), then `robot_rl.errors.ResetError` stops the run (no
+episode starts from a wrong pose); `reset_retry_count` counts the retries.
 With `scene_resets = "first"` the scene is teleported (`reset_scene`) only on the env's first reset; every later
 reset runs the task's reset routine through the Robot seam instead (envs.resets: e.g. pick-cube puts a held cube
 back at a random spot of its start region), then the joint reset when due, then the move to the reset pose.
@@ -143,6 +144,9 @@ class RobotEnvConfig(Config):
     """Give up waiting for a reset move after this long (then retry it, see reset_retries)."""
     reset_retries: int = 2
     """A reset move that has not settled within reset_timeout_s is tried again this many times; then ResetError."""
+    joint_reset_before_retry: bool = True
+    """Before retrying a reset move, reset the joints to `home_q_rad` (the arm may be stuck at a joint limit or in
+    an odd configuration that the Cartesian impedance law cannot leave)."""
     object_obs: bool = True
     """State mode: include the privileged "object" observation. False: proprio only (hardware-faithful)."""
     task_reward: bool = True
@@ -267,6 +271,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._episodes = 0
         self.scene_teleports = 0
         """How many times this env teleported the scene (`robot.reset_scene`)."""
+        self.reset_retry_count = 0
+        """How many reset moves had to be tried again (see `RobotEnvConfig.reset_retries`)."""
         self.reset_routine: tuple[ResetStep, ...] = routine_for(self.task.name)
         """The steps a reset without a teleport runs (envs.resets); replace it to change the routine."""
         check_routine(self.reset_routine, where=f"reset routine of task {self.task.name!r}")
@@ -512,9 +518,13 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         cfg = self.config
         tries = 1 + cfg.reset_retries if must_settle else 1
         state, settled = self.robot.state(), False
-        for _ in range(tries):
+        for i in range(tries):
             if state.error:
                 self.robot.clear_errors()
+            if i > 0:
+                self.reset_retry_count += 1
+                if cfg.joint_reset_before_retry:
+                    self.robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
             state, settled = self._move_to(pos, quat, gripper)
             if settled or not must_settle:
                 return state, settled
