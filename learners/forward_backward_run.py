@@ -146,6 +146,7 @@ def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, lo
             "handovers": counters.handovers, "false_positive_handovers": counters.false_positive_handovers,
             "handovers_without_true_success": counters.handovers_without_true_success,
             "scene_teleports": int(getattr(env.unwrapped, "scene_teleports", -1)),
+            "reset_retries": int(getattr(env.unwrapped, "reset_retry_count", -1)),
         }
         for d in (fwd, bwd):
             r.update({f"{d.name}_{k}": v for k, v in d.counters().items()})

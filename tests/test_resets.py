@@ -25,7 +25,7 @@ def test_routines_are_checked_data() -> None:
         check_routine(steps)
     with pytest.raises(ConfigError, match=r"step 1 \('jump'\)"):
         check_routine((ResetStep("wait"), ResetStep("jump")))
-    with pytest.raises(ConfigError, match="then step 0.*wait_s=-1"):
+    with pytest.raises(ConfigError, match=r"then step 0.*wait_s=-1"):
         check_routine((ResetStep("if_held", then=(ResetStep("wait", wait_s=-1.0),)),))
     with pytest.raises(ConfigError, match="needs frame 'base'"):
         check_routine((ResetStep("move", pos_m=(None, 0.0, 0.0), frame="tcp"),))
@@ -40,7 +40,7 @@ class BlockedRobot:
         self.quat = quat_mul(axis_angle_to_quat(np.array([0.0, 0.0, math.pi / 4])), np.array([0.0, 1.0, 0.0, 0.0]))
         self.target = self.pos.copy()
         self.t = 0.0
-        self.clears = 0
+        self.joint_resets = 0
 
     def state(self) -> RobotState:
         z3, z7 = np.zeros(3), np.zeros(7)
@@ -58,13 +58,13 @@ class BlockedRobot:
         pass
 
     def reset_joints(self, q: np.ndarray) -> None:
-        pass
+        self.joint_resets += 1
 
     def reset_scene(self, seed: int | None = None) -> None:
         pass
 
     def clear_errors(self) -> None:
-        self.clears += 1
+        pass
 
     def stop(self) -> None:
         pass
@@ -78,10 +78,11 @@ def test_a_reset_that_does_not_settle_is_retried_then_stops_the_run() -> None:
     _, info = env.reset(seed=0)
     assert info["reset_settled"]
     robot.floor_m = 0.43  # now something is in the way, 3 cm above the reset pose
-    t0 = robot.t
+    t0, joint_resets = robot.t, robot.joint_resets
     with pytest.raises(ResetError, match=r"reset pose did not settle after 3 tries of 0.5 s \(TCP 3.0 cm"):
         env.reset()
     assert robot.t - t0 == pytest.approx(3 * 0.5, abs=0.11)  # three full tries, not one
+    assert robot.joint_resets - joint_resets == 2 == env.reset_retry_count  # a joint reset before each retry
     # with the obstacle gone the same env resets again
     robot.floor_m = 0.0
     _, info = env.reset()
@@ -120,3 +121,22 @@ def test_pick_cube_routine_puts_a_held_cube_back_without_a_teleport() -> None:
     assert len(teleports) == 1 == env.scene_teleports
     assert min(np.linalg.norm(a - b) for i, a in enumerate(spots) for b in spots[i + 1:]) > 0.005  # random spots
     env.close()
+
+
+def test_joint_reset_every_n_episodes_comes_after_the_routine() -> None:
+    cfg = RobotEnvConfig(obs_mode="state", scene_resets="first", joint_reset_every=2, joint_reset_on_seed=False)
+    robot = BlockedRobot(floor_m=0.0)
+    events: list[str] = []
+    real_reset_joints, real_reset_scene = robot.reset_joints, robot.reset_scene
+    robot.reset_joints = lambda q: (events.append("joints"), real_reset_joints(q))  # type: ignore[method-assign]
+    robot.reset_scene = lambda seed=None: (events.append("scene"), real_reset_scene(seed))  # type: ignore[method-assign]
+    env = RobotEnv(robot, "reach", None, cfg)
+    real_routine = env._run_routine
+    env._run_routine = lambda steps, rng: (events.append("routine"), real_routine(steps, rng))  # type: ignore
+    for episode in range(5):
+        events.append(f"reset {episode}")
+        env.reset()
+        env.step(np.zeros(7, np.float32))
+    assert events == ["reset 0", "joints", "scene", "reset 1", "routine", "reset 2", "routine", "joints",
+                      "reset 3", "routine", "reset 4", "routine", "joints"]
+    assert env.scene_teleports == 1 and robot.joint_resets == 3
