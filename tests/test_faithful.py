@@ -179,3 +179,26 @@ def test_faithful_is_one_switch_on_the_twin_and_its_presets() -> None:
     env = make_twin_env("pick_cube", obs_mode="state", faithful=True, scene_resets="every")  # explicit field wins
     assert not env.faithful and env.config.scene_resets == "every"
     env.close()
+
+
+def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_path: Path) -> None:
+    from actors.actor_cli import build_parser as actor_parser
+    from actors.actor_cli import make_actor_env
+    from learners.learner_cli import build_parser as learner_parser
+    from learners.learner_cli import env_spec
+    from supervisor.sim_cli import Sim, build_parser
+
+    sim = Sim(build_parser().parse_args(["--task", "twin-pick-cube", "--faithful", "--out", str(tmp_path / "s")]))
+    learner_argv, actor_argv = sim.learner_argv(None), sim.actor_argv(0, "tcp://127.0.0.1:1", None)
+    evaluate_argv = sim.evaluate_argv(tmp_path / "e.json")
+    assert all("--faithful" in argv for argv in (learner_argv, actor_argv, evaluate_argv))
+    # each child parses it, and gets the faithful observation (the learner's spec matches the actor's env)
+    learner_args = learner_parser().parse_args(learner_argv[learner_argv.index("learner") + 1:])
+    actor_args = actor_parser().parse_args(actor_argv[actor_argv.index("actor") + 1:])
+    spec = env_spec(learner_args.task, learner_args.obs_mode, None, faithful=learner_args.faithful)
+    env = make_actor_env(actor_args.task, actor_args.obs_mode, None, None, faithful=actor_args.faithful)
+    assert env.unwrapped.faithful and [s.name for s in spec.observation] == list(env.observation_space.spaces)
+    env.close()
+    evaluation = make_actor_env("twin-pick-cube", "state", None, None, faithful=True, evaluation=True)
+    assert list(evaluation.observation_space.spaces) == ["state"] and evaluation.unwrapped.config.task_reward
+    evaluation.close()
