@@ -539,7 +539,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
 
     def _run_routine(self, steps: tuple[ResetStep, ...], rng: np.random.Generator) -> None:
         """Execute reset-routine steps (envs.resets) through the Robot seam, starting from the current target."""
-        assert self.safety_box is not None
+        assert self.safety_box is not None and self.reset_pose is not None
         robot = self.robot
         for st in steps:
             if st.op == "gains":
@@ -557,7 +557,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
                 else:
                     want = np.array([cur[i] if v is None else float(v) for i, v in enumerate(st.pos_m)])
                 want = want + rng.uniform(-1.0, 1.0, 3) * np.asarray(st.noise_m, np.float64)
-                pos, quat = clip_pose(self.safety_box, want, self._cmd_quat)
+                pos, quat = clip_pose(self.safety_box, want,
+                                      self.reset_pose[1] if st.orientation == "reset" else self._cmd_quat)
                 self._settled_move(pos, quat, self._gripper_cmd, f"reset-routine target {np.round(pos, 3).tolist()}",
                                    must_settle=st.must_settle)
                 self._cmd_pos, self._cmd_quat = pos, quat

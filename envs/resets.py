@@ -14,13 +14,15 @@ Ops (fields of `ResetStep` that each one reads):
 | "gains"   | profile                            | `set_gains(profile)` ("precision" for resets, "compliance")   |
 | "gripper" | closed, wait_s                     | command the gripper (0 open, 1 closed), hold the pose `wait_s` |
 | "wait"    | wait_s                             | hold the current target for `wait_s`                           |
-| "move"    | pos_m, frame, noise_m, must_settle | walk the reference to the target at the reset speeds, settle   |
+| "move"    | pos_m, frame, noise_m, orientation | walk the reference to the target at the reset speeds, settle   |
 | "if_held" | held_width_m, then                 | run the steps in `then` only if something is in the fingers   |
 
 "move" targets: frame "base" = absolute base-frame coordinates, where None keeps the TCP's current coordinate on
 that axis; frame "tcp" = an offset from the TCP's current position (base-frame axes). Uniform noise of +-noise_m
 per axis is added (a "random spot in a region" is the region's centre with its half-extent as noise). The
-orientation is the current commanded one, and the target is clipped to the task's safety box. A move with
+orientation is the task's nominal reset orientation (`orientation="reset"`, the default: an exploring policy may
+leave the hand tilted where the arm cannot follow it, e.g. pitched back near the base puts joint 4 at its limit) or
+the current commanded one ("keep"); the target is clipped to the task's safety box. A move with
 `must_settle` that does not settle is retried (`RobotEnvConfig.reset_retries`) and then stops the run with
 `robot_rl.errors.ResetError`; `must_settle=False` is for moves that may end in contact (putting a held cube down).
 "if_held" decides from proprio alone (what a real gripper reports): the gripper is commanded closed and its width
@@ -43,6 +45,7 @@ from robot_rl.errors import ConfigError
 
 OPS = ("gains", "gripper", "wait", "move", "if_held")
 FRAMES = ("base", "tcp")
+ORIENTATIONS = ("reset", "keep")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +68,8 @@ class ResetStep:
     """move: uniform noise +- per axis added to the target, metres."""
     must_settle: bool = True
     """move: a move that does not settle is retried, then ResetError; False: time out silently (contact moves)."""
+    orientation: str = "reset"
+    """move: "reset" (the task's nominal reset orientation) or "keep" (the current commanded one)."""
     held_width_m: tuple[float, float] = (0.01, 0.07)
     """if_held: the finger gap range that means "something is held" (the twin's cube reads ~0.04)."""
     then: tuple[ResetStep, ...] = ()
@@ -83,6 +88,8 @@ def check_routine(steps: tuple[ResetStep, ...], where: str = "reset routine") ->
             raise ConfigError(f"{at}: closed={st.closed} must be in [0, 1]")
         if st.frame not in FRAMES:
             raise ConfigError(f"{at}: frame={st.frame!r} must be one of {FRAMES}")
+        if st.orientation not in ORIENTATIONS:
+            raise ConfigError(f"{at}: orientation={st.orientation!r} must be one of {ORIENTATIONS}")
         if len(st.pos_m) != 3 or any(v is not None and not math.isfinite(v) for v in st.pos_m):
             raise ConfigError(f"{at}: pos_m={st.pos_m} must be 3 finite numbers (or None on frame 'base')")
         if st.frame == "tcp" and any(v is None for v in st.pos_m):
