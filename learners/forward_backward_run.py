@@ -15,9 +15,10 @@ start (a fixed test set; the training env never teleports after its first reset)
 Outputs in `--out DIR`: config.json, agent_config.json (forward) and agent_config_backward.json, metrics.jsonl (per
 evaluation: forward_success_rate (= success_rate), backward_success_rate, hand-overs, false-positive hand-overs,
 hand-overs without true success, scene_teleports, per-direction training episodes and true success rates since the
-last row, updates/s, buffer sizes), learning_curve.png, checkpoints/forward/ and checkpoints/backward/ (each a
-`robot-rl train` checkpoint directory: `robot-rl eval --checkpoint DIR/checkpoints/forward`). `--resume` is not
-supported yet for forward/backward runs. A distributed variant (one actor, two learners, as in SERL) is not built:
+last row, updates/s, buffer sizes), learning_curve.png, checkpoints/ (the forward agent's) and
+checkpoints_backward/ (each a `robot-rl train` checkpoint directory: `robot-rl eval --checkpoint DIR` evaluates the
+forward policy, `--checkpoint DIR/checkpoints_backward` the backward one). `--resume` is not supported yet for
+forward/backward runs. A distributed variant (one actor, two learners, as in SERL) is not built:
 this runs both agents in the trainer's process.
 
 Usage::
@@ -64,7 +65,8 @@ REWARD_NOTE = ("the twin's TRUE success of the direction's goal (privileged stat
 def _prepare(out: Path, resume: bool) -> None:
     if resume:
         raise ConfigError("--resume is not supported with --forward-backward yet: start a new run (--out)")
-    if ((out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir())) or (out / "metrics.jsonl").is_file():
+    if any((out / d).is_dir() and any((out / d).iterdir()) for d in ("checkpoints", "checkpoints_backward")) \
+            or (out / "metrics.jsonl").is_file():
         raise ConfigError(f"output directory {out} already holds a run; choose another --out")
 
 
@@ -177,7 +179,8 @@ def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, lo
             meta = {"config": dcfg.to_dict(), "agent_config": d.agent.cfg.to_dict(), "direction": d.name,
                     "forward_backward": dataclasses.asdict(counters)}
             assert isinstance(d.agent, SACAgent)
-            TrainingRun(d.agent, d.online, d.demo, counts).save(out / "checkpoints" / d.name, extra_meta=meta)
+            where = out / ("checkpoints" if d.name == "forward" else "checkpoints_backward")
+            TrainingRun(d.agent, d.online, d.demo, counts).save(where, extra_meta=meta)
 
     try:
         for m in forward_backward(env, (fwd, bwd), loop_cfg, counters):
