@@ -22,7 +22,8 @@ that axis; frame "tcp" = an offset from the TCP's current position (base-frame a
 per axis is added (a "random spot in a region" is the region's centre with its half-extent as noise). The
 orientation is the task's nominal reset orientation (`orientation="reset"`, the default: an exploring policy may
 leave the hand tilted where the arm cannot follow it, e.g. pitched back near the base puts joint 4 at its limit) or
-the current commanded one ("keep"); the target is clipped to the task's safety box. A move with
+the current commanded one ("keep": the routines' lifts, which must not turn open fingers around a cube); the target
+is clipped to the task's safety box. A move with
 `must_settle` that does not settle is retried (`RobotEnvConfig.reset_retries`) and then stops the run with
 `robot_rl.errors.ResetError`; `must_settle=False` is for moves that may end in contact (putting a held cube down).
 "if_held" decides from proprio alone (what a real gripper reports): the gripper is commanded closed and its width
@@ -106,7 +107,9 @@ def check_routine(steps: tuple[ResetStep, ...], where: str = "reset routine") ->
 
 
 def _lift(dz_m: float) -> ResetStep:
-    return ResetStep("move", pos_m=(0.0, 0.0, dz_m), frame="tcp")
+    """Straight up, the hand's orientation kept (turning it could sweep a cube that is still between the open
+    fingers), best effort: a lift that stops short at a joint limit is fine, the moves after it must settle."""
+    return ResetStep("move", pos_m=(0.0, 0.0, dz_m), frame="tcp", orientation="keep", must_settle=False)
 
 
 _PUT_DOWN_HERE: tuple[ResetStep, ...] = (
