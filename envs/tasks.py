@@ -303,8 +303,10 @@ class CubeRelocateTask(Task):
     the cube's centre is inside the target zone, it rests on the table (centre z <= 2.6 cm, i.e. within 6 mm of
     resting) and the hand has let go (finger gap >= `released_width_m` = 5 cm; a held cube reads 4 cm). Requiring
     the release makes a success a state the other direction can start from. 120 steps (12 s): the scripted expert
-    needs ~50-70 (grasp, carry 20 cm, put down, open). Start (0.5, 0, 0.25) above the middle between the zones;
-    the safety box is pick-cube's. `goals` reports both zones ("in_zone_a", "in_zone_b"), so one env serves a
+    needs ~40-55 (grasp, carry 20 cm, put down, open). Start (0.5, 0, 0.25) above the middle between the zones.
+    The zones lie in a tray (inner x [0.38, 0.62], y [-0.21, 0.21], 3 cm walls; as SERL's bins, a reset-free run
+    cannot push the cube out of reach); the safety box keeps the TCP 2 cm inside the walls (x [0.40, 0.60],
+    y [-0.19, 0.19]), so a cube let go of always falls into the tray. `goals` reports both zones ("in_zone_a", "in_zone_b"), so one env serves a
     forward/backward run whichever direction is active.
     """
 
@@ -312,8 +314,8 @@ class CubeRelocateTask(Task):
     description: str = "move the cube from zone A to zone B and let go (success: resting in B, released)"
     twin_task: str = "cube_relocate"
     reset_pos_m: tuple[float, float, float] = (0.50, 0.0, 0.25)
-    pos_min_m: tuple[float, float, float] = (0.30, -0.25, 0.01)
-    pos_max_m: tuple[float, float, float] = (0.70, 0.25, 0.40)
+    pos_min_m: tuple[float, float, float] = (0.40, -0.19, 0.01)
+    pos_max_m: tuple[float, float, float] = (0.60, 0.19, 0.40)
     rot_min_rad: tuple[float, float, float] = (-0.3, -0.3, -math.pi / 2)
     rot_max_rad: tuple[float, float, float] = (0.3, 0.3, math.pi / 2)
     max_episode_steps: int = 120
