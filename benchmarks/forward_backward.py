@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.perf_counter() - t0
         rows = read_metrics(out / "metrics.jsonl")
         keys = ("env_step", "forward_success_rate", "backward_success_rate", "handovers", "false_positive_handovers",
-                "handovers_without_true_success", "scene_teleports", "reset_retries", "forward_episodes",
+                "handovers_without_true_success", "timeout_handovers", "scene_teleports", "reset_retries",
+                "forward_episodes",
                 "backward_episodes",
                 "train_forward_true_success_rate", "train_backward_true_success_rate", "train_forward_episodes",
                 "train_backward_episodes", "updates", "updates_per_s", "minutes")
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             "env_steps_done": last["env_step"], "handovers": last["handovers"],
             "false_positive_handovers": last["false_positive_handovers"],
             "handovers_without_true_success": last["handovers_without_true_success"],
+            "timeout_handovers": last.get("timeout_handovers"),
             "teleports_after_first_reset": int(last["scene_teleports"]) - 1,
             "reset_retries": last.get("reset_retries"),
             "forward_episodes": last["forward_episodes"], "backward_episodes": last["backward_episodes"],
@@ -206,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'-' if btr is None else f'{btr:.0%}':>13}")
         print(f"seed {run['seed']}: forward >= {BAR:.0%} first at {run['forward_first_step_at_80'] or 'never'}, "
               f"backward at {run['backward_first_step_at_80'] or 'never'}; {run['handovers']} hand-overs, "
-              f"{run['false_positive_handovers']} false-positive, {run['teleports_after_first_reset']} teleports "
+              f"{run['false_positive_handovers']} false-positive, {run['timeout_handovers']} after timeouts, "
+              f"{run['teleports_after_first_reset']} teleports "
               f"after the first reset; {run['env_steps_done']} env steps in {run['wall_s'] / 60:.1f} min")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "forward_backward.json"

@@ -14,6 +14,11 @@ false positive that ended an episode (the classifier fired, the cube is not wher
 other policy an impossible start: it is counted (`false_positive_handovers`) and the same direction goes on. A
 timeout after which the source does fire (the goal was reached but not rewarded in time) hands over too.
 
+Stuck scene: a direction whose episodes keep timing out may have left the scene where its policy cannot act (the
+cube against a wall, on its edge). After `handover_after_timeouts` timeouts in a row the other direction takes over
+anyway (`timeout_handovers`, counted apart from the guarded ones): both policies learn to act from such scenes,
+and a scene that already is the other direction's goal ends that direction's episode at its first step.
+
 Reward sources (`RewardSource`, the protocol of learners.reward_model.RewardModel on the classifier branch:
 `reset()`, `step(obs, info, episode, t) -> decision` with `.reward`, `.success`, `.positive`):
 - `GoalReward(goal)`: the task's TRUE success for one named goal (`info["goals"][goal]`, privileged twin state):
@@ -171,6 +176,9 @@ class ForwardBackwardConfig(Config):
     guard: bool = True
     """Hand over only if the active direction's reward source still fires on the first frame after the reset
     (False: hand over whenever the source ended the episode, as SERL does)."""
+    handover_after_timeouts: int = 3
+    """After this many consecutive timed-out episodes of one direction, the other direction takes over (a stuck
+    scene; 0: never)."""
     seed: int = 0
     """Seed of the first env reset."""
 
@@ -180,6 +188,8 @@ class ForwardBackwardConfig(Config):
         require(self.learning_starts >= 1, "learning_starts", self.learning_starts, "must be >= 1")
         require(self.updates_per_step >= 0, "updates_per_step", self.updates_per_step, "must be >= 0")
         require(0.0 <= self.demo_ratio <= 1.0, "demo_ratio", self.demo_ratio, "must be in [0, 1]")
+        require(self.handover_after_timeouts >= 0, "handover_after_timeouts", self.handover_after_timeouts,
+                "must be >= 0")
 
 
 @dataclasses.dataclass
@@ -196,6 +206,10 @@ class FBCounters:
     """Episodes the reward source ended whose hand-over the guard refused (the source no longer fired)."""
     handovers_without_true_success: int = 0
     """Hand-overs made while the env's true goal of the finishing direction did not hold (metrics only)."""
+    timeout_handovers: int = 0
+    """Hand-overs after `handover_after_timeouts` timed-out episodes in a row (a stuck scene)."""
+    timeouts_in_a_row: int = 0
+    """Consecutive timed-out episodes of the active direction."""
 
 
 def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: ForwardBackwardConfig,
@@ -249,10 +263,13 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
         d.true_successes += int(bool(true))
         obs, info = env.reset()
         handover = fires(d.source, obs, info, c.episode + 1) if cfg.guard else success
+        c.timeouts_in_a_row = 0 if (success or handover) else c.timeouts_in_a_row + 1
+        stuck = (not handover and cfg.handover_after_timeouts > 0
+                 and c.timeouts_in_a_row >= cfg.handover_after_timeouts)
         out: dict[str, Any] = {
             "env_step": step, "episode": c.episode, "direction": d.name, "episode_return": ep_return,
-            "episode_length": ep_len, "ended_by_reward": success, "true_success": true, "switched": handover,
-            "false_positive_handover": success and not handover,
+            "episode_length": ep_len, "ended_by_reward": success, "true_success": true, "switched": handover or stuck,
+            "false_positive_handover": success and not handover, "timeout_handover": stuck,
             **{f"{d.name}_{k}": v for k, v in d.counters().items()},
         }
         if n_metrics:
@@ -262,13 +279,18 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
             next_goals = info.get("goals") if isinstance(info, Mapping) else None
             if isinstance(next_goals, Mapping) and d.goal in next_goals and not next_goals[d.goal]:
                 c.handovers_without_true_success += 1
+        if stuck:
+            c.timeout_handovers += 1
+        if handover or stuck:
             c.handovers += 1
             c.active = 1 - c.active
+            c.timeouts_in_a_row = 0
         teleports = getattr(getattr(env, "unwrapped", env), "scene_teleports", None)
         if teleports is not None:
             out["scene_teleports"] = int(teleports)
         out.update(handovers=c.handovers, false_positive_handovers=c.false_positive_handovers,
-                   handovers_without_true_success=c.handovers_without_true_success)
+                   handovers_without_true_success=c.handovers_without_true_success,
+                   timeout_handovers=c.timeout_handovers)
         c.episode += 1
         directions[c.active].source.reset()
         ep_return, ep_len, sums, n_metrics = 0.0, 0, {}, 0

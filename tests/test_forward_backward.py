@@ -63,8 +63,8 @@ class ExpertDriven:
         return self.sac.update(batch)
 
 
-def make_run(forward_source: Any = None) -> tuple[Any, tuple[Direction, Direction], list[Any]]:
-    env = make_twin_env("cube_relocate", obs_mode="state", scene_resets="first", task_reward=False)
+def make_run(forward_source: Any = None, **env_kw: Any) -> tuple[Any, tuple[Direction, Direction], list[Any]]:
+    env = make_twin_env("cube_relocate", obs_mode="state", scene_resets="first", task_reward=False, **env_kw)
     teleports: list[Any] = []
     real = env.robot.reset_scene
     env.robot.reset_scene = lambda seed=None: (teleports.append(seed), real(seed))  # type: ignore[method-assign]
@@ -115,6 +115,34 @@ def test_a_false_positive_is_not_handed_over() -> None:
     assert first["true_success"] is False and not first["switched"] and first["false_positive_handover"]
     assert second["direction"] == "forward" and second["true_success"] and second["switched"]  # forward went on
     assert counters.false_positive_handovers == 1 and len(teleports) == 1
+    env.close()
+
+
+class Idle:
+    """A policy that holds still."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+
+    def act(self, obs: Any, deterministic: bool = False) -> np.ndarray:
+        return np.zeros(7, np.float32)
+
+    def update(self, batch: Any) -> dict[str, float]:
+        return {}
+
+
+def test_a_stuck_direction_hands_over_after_its_timeouts() -> None:
+    env, (fwd, bwd), teleports = make_run(max_episode_steps=10)
+    fwd.agent, bwd.agent = Idle(AGENT), Idle(AGENT)
+    counters = FBCounters()
+    cfg = ForwardBackwardConfig(total_steps=31, learning_starts=1000, handover_after_timeouts=3, seed=0)
+    episodes = list(forward_backward(env, (fwd, bwd), cfg, counters))
+    # forward never moves the cube out of zone A: three timeouts, then backward, whose goal (zone A) holds at once
+    assert [(m["direction"], m["episode_length"], m["timeout_handover"]) for m in episodes] == [
+        ("forward", 10, False), ("forward", 10, False), ("forward", 10, True), ("backward", 1, False)]
+    assert episodes[-1]["ended_by_reward"] and episodes[-1]["true_success"] and episodes[-1]["switched"]
+    assert counters.timeout_handovers == 1 and counters.handovers == 2 and counters.active == 0
+    assert counters.false_positive_handovers == 0 and len(teleports) == 1
     env.close()
 
 
