@@ -310,6 +310,12 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         )
         teleport = cfg.scene_resets == "every" or self.scene_teleports == 0
         if not teleport:  # the robot tidies up itself; the joint reset comes after (a held cube is put down first)
+            # first hold where the hand IS: the policy's last target may be pressed into the table or an object,
+            # and the stiffer reset gains would drag the hand there (and the cube with it)
+            now = robot.state()
+            self._cmd_pos, self._cmd_quat = np.array(now.pos_base_ee, np.float64), quat_normalize(now.quat_base_ee)
+            if not now.error:
+                robot.command(self._cmd_pos, self._cmd_quat, self._gripper_cmd)
             self._run_routine(self.reset_routine, rng)
         if joint_reset:
             robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
@@ -538,7 +544,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             f"obstacle or a trapped object, then restart")
 
     def _run_routine(self, steps: tuple[ResetStep, ...], rng: np.random.Generator) -> None:
-        """Execute reset-routine steps (envs.resets) through the Robot seam, starting from the current target."""
+        """Execute reset-routine steps (envs.resets) through the Robot seam, starting from the current target (`reset`
+        sets it to the measured TCP pose first)."""
         assert self.safety_box is not None and self.reset_pose is not None
         robot = self.robot
         for st in steps:
