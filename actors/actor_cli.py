@@ -1,8 +1,10 @@
 """`robot-rl actor`: one actor process (actors.actor over a ZeroMQ endpoint), or a policy evaluation.
 
 Without --robot it runs the task's MuJoCo twin in process; with --robot it drives the env over a robot server
-(`robot-rl robot-server`, RemoteRobot). It acts randomly until the learner's first weights arrive, then with the
-newest weights (swapped between control steps), streams transitions, keeps running while the learner is away
+(`robot-rl robot-server`, RemoteRobot). Until the learner's first weights arrive it holds the pose (zero
+actions), or acts randomly where that is safe (--warmup: by default random on the twin, in process or served,
+and hold on any other backend, i.e. hardware; `--warmup random` opts in), then acts with the newest weights
+(swapped between control steps), streams transitions, keeps running while the learner is away
 and reconnects by itself. Stops on Ctrl-C / SIGTERM (flushing what the learner has not acknowledged, bounded by
 --flush-timeout) or after --max-steps / --max-episodes. With --stats-out it writes its final stats as JSON.
 
@@ -51,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
+    p.add_argument("--task-config", default=None,
+                   help="with --robot: a task config file (robot-rl safety-box record) whose box the env clips to")
+    p.add_argument("--warmup", default="auto", choices=("auto", "hold", "random"),
+                   help="before the first weights: hold the pose or act randomly (auto: random on the twin only)")
     p.add_argument("--chunk-steps", type=int, default=ActorConfig().chunk_steps,
                    help="send transitions at every episode end and at least every N steps")
     p.add_argument("--no-pace", action="store_true",
@@ -59,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="human-in-the-loop interventions: 'scripted' = the twin's scripted operator (HIL-SERL)")
     p.add_argument("--faithful", action="store_true",
                    help="hardware-faithful twin: proprio + cameras only, no task reward, no teleports after the first")
+    p.add_argument("--reward", default="env",
+                   help="env (the env's reward), classifier:DIR (a trained reward classifier, gated) or human (the "
+                        "teleop device's success key; needs --intervene); --faithful needs classifier:DIR or human")
+    p.add_argument("--reward-audit", type=Path, default=None,
+                   help="where positives of a classifier/human reward are logged (default: reward_audit/ACTOR_ID)")
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many env steps (0: never)")
     p.add_argument("--max-episodes", type=int, default=0, help="stop after this many episodes (0: never)")
     p.add_argument("--flush-timeout", type=float, default=5.0, help="seconds to wait for acks when stopping")
@@ -76,29 +87,68 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _backend_of(env: Any) -> str:
+    """'twin' for the in-process twin or a robot server serving the twin, else the served backend's name."""
+    robot = getattr(getattr(env, "unwrapped", env), "robot", None)
+    info = getattr(robot, "info", None)
+    if isinstance(info, dict):  # a RemoteRobot: what the server serves
+        return str(info.get("backend", ""))
+    return "twin" if type(robot).__name__ == "TwinRobot" else type(robot).__name__
+
+
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
-                   intervene: str | None = None, seed: int = 0, faithful: bool = False,
+                   intervene: str | None = None, seed: int = 0, reward: str = "env",
+                   reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
                    evaluation: bool = False) -> Any:
-    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`). `faithful`: the
-    hardware-faithful mode (for an `evaluation` env only its observation: no object state)."""
+    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
+    classifier or human `reward`, wrapped in learners.reward_model.RewardModelWrapper (outermost); `task_config`
+    (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server.
+    `faithful`: the hardware-faithful mode (envs.env.FAITHFUL; for an `evaluation` env only its observation: no
+    object state). A faithful acting env needs a reward model (`reward` classifier:DIR or human): ConfigError
+    for 'env', whose reward would be 0 on every step."""
     from envs.env import FAITHFUL
     from envs.presets import make_env, twin_task
+    from learners.reward_model import (
+        RewardModelWrapper,
+        env_overrides,
+        image_shapes_of_space,
+        make_reward_model,
+        parse_reward_source,
+    )
 
-    options: dict[str, Any] = {}
+    kind, _ = parse_reward_source(reward)
+    if kind == "human" and intervene is None:
+        raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene DEVICE")
+    if faithful and not evaluation and kind == "env":
+        raise ConfigError("--faithful: the hardware-faithful env gives no reward (no Task.success); pass --reward "
+                          "classifier:DIR (robot-rl train-classifier) or --reward human (with --intervene)")
+    overrides = env_overrides(reward)
     if faithful:
-        options = {"object_obs": False} if evaluation else dict(FAITHFUL)
+        overrides.update({"object_obs": False} if evaluation else FAITHFUL)
     if robot is None:
-        env = make_env(task, obs_mode=obs_mode, image_size=image_size, **options)
+        env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
     else:
         from envs.remote import make_remote_env
 
-        env = make_remote_env(robot, task=twin_task(task), obs_mode=obs_mode, image_size=image_size, **options)
+        the_task: Any = twin_task(task)
+        if task_config is not None:
+            from envs.hardware.safety_box import load_task_config
+
+            the_task = load_task_config(task_config)
+        env = make_remote_env(robot, task=the_task, obs_mode=obs_mode, image_size=image_size, **overrides)
     if intervene == "scripted":
         from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
         from envs.wrappers import InterventionWrapper
 
-        env = InterventionWrapper(env, ScriptedHuman(ScriptedHumanConfig(task=twin_task(task), seed=seed)))
-    return env
+        human = ScriptedHumanConfig(task=twin_task(task), seed=seed, press_success=kind == "human")
+        env = InterventionWrapper(env, ScriptedHuman(human))
+    try:
+        model = make_reward_model(reward, image_shapes_of_space(env.observation_space), reward_audit,
+                                  where=f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
+    except Exception:
+        env.close()
+        raise
+    return env if model is None else RewardModelWrapper(env, model)
 
 
 def env_spec_of(env: Any, task: str) -> EnvSpec:
@@ -177,15 +227,18 @@ def main(argv: list[str]) -> int:
         from robot_rl.keys import ClientKeys
 
         keys = ClientKeys.from_dir(args.keys)
+    audit = args.reward_audit if args.reward_audit is not None else Path("reward_audit") / actor_id
     env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed,
+                         reward=args.reward, reward_audit=audit, task_config=args.task_config,
                          faithful=args.faithful)
     if args.faithful:
-        print(f"actor {actor_id}: hardware-faithful env: it gives no reward; rewards come from a reward model "
-              "(classifier or human) or are 0", file=sys.stderr, flush=True)
+        print(f"actor {actor_id}: hardware-faithful env: rewards and successes sent to the learner come from "
+              f"--reward {args.reward}, never from the task's true success", file=sys.stderr, flush=True)
     spec = env_spec_of(env, args.task)
     tcfg = TransportConfig(heartbeat_s=args.heartbeat, heartbeat_timeout_s=5 * args.heartbeat)
     endpoint = connect_actor(spec, actor_id, args.learner, tcfg, keys=keys, insecure=args.insecure)
-    cfg = ActorConfig(chunk_steps=args.chunk_steps, seed=args.seed, pace=not args.no_pace)
+    warmup = args.warmup if args.warmup != "auto" else ("random" if _backend_of(env) == "twin" else "hold")
+    cfg = ActorConfig(chunk_steps=args.chunk_steps, seed=args.seed, pace=not args.no_pace, warmup=warmup)
     actor = Actor(env, endpoint, cfg)
     stop = threading.Event()
 
@@ -219,6 +272,8 @@ def main(argv: list[str]) -> int:
         except Exception as err:  # the endpoint failed (e.g. spec mismatch): report below, still clean up
             print(f"actor {actor_id}: {err}", file=sys.stderr)
         final = {**actor.stats(), "actor_id": actor_id, "flushed": flushed}
+        if callable(getattr(env, "stats", None)):  # a reward model: episodes it ended, and without true success
+            final["reward_model"] = env.stats()
         st = endpoint.stats()
         final.update(session=st.session, next_seq=st.next_seq, acked_upto=st.acked_upto, unacked=st.unacked_messages,
                      reconnects=st.reconnects, resent_messages=st.resent_messages, state=st.state)

@@ -1,16 +1,19 @@
 """Reset-free forward/backward training on twin-cube-relocate: success vs env steps, teleports, false hand-overs.
 
 Records scripted demos of both directions once (`robot-rl record-demos` on twin-cube-relocate and
-twin-cube-relocate-back, state mode), then runs the real entry point `robot-rl train --task twin-cube-relocate
+twin-cube-relocate-back, in `--obs-mode`), then runs the real entry point `robot-rl train --task twin-cube-relocate
 --forward-backward` per seed into its own run directory and reads its metrics.jsonl (one row per evaluation: the
 deterministic forward policy on `--eval-episodes` seeded episodes of the forward task and the backward policy on
 the backward task, each in an evaluation env of its own; the training env teleports the cube on its first reset
-only). Prints a table and writes benchmarks/results/forward_backward.{json,png}.
+only). Prints a table and writes benchmarks/results/forward_backward.{json,png} (`--reward classifier
+--obs-mode pixels`: forward_backward_classifier_pixels.{json,png}).
 
-Reward sources: `--reward task` (default) gives each direction the twin's TRUE success of its goal (cube resting
-and released in zone B / zone A) through the reward-source seam, a privileged stand-in for the learned classifiers
-hardware needs; `--reward classifier` would take `--forward-classifier DIR --backward-classifier DIR` (trained with
-`robot-rl train-classifier`, where installed).
+Reward models (learners.reward_model, one per direction): `--reward env` (default) gives each direction the
+twin's TRUE success of its goal (cube resting and released in zone B / zone A), a privileged stand-in for the
+learned classifiers hardware needs; `--reward classifier` takes `--forward-classifier DIR --backward-classifier
+DIR` (trained with `robot-rl train-classifier` on labels recorded with `robot-rl record-labels --task
+twin-cube-relocate` / `twin-cube-relocate-back`). A classifier reads the cameras, so it needs `--obs-mode pixels`
+(a state policy with a classifier reward is not wired: state mode renders no camera).
 
 What it reports per seed: the first env step (both directions together) at which the forward policy's evaluation
 success reaches 80 %, the backward one's, the final and best rates, the hand-overs, the false-positive hand-overs
@@ -51,14 +54,14 @@ BAR = 0.8
 TASK = "twin-cube-relocate"
 
 
-def record_demos(task: str, episodes: int, out: Path) -> Path:
-    """Scripted state-mode demos via `robot-rl record-demos` (skipped when `out` already holds enough)."""
+def record_demos(task: str, episodes: int, out: Path, obs_mode: str = "state") -> Path:
+    """Scripted demos via `robot-rl record-demos` (skipped when `out` already holds enough)."""
     from demos import record_cli
     from robot_rl.episodes import episode_paths
 
     have = len(episode_paths(out)) if out.is_dir() else 0
     if have < episodes:
-        argv = ["--task", task, "--episodes", str(episodes - have), "--out", str(out), "--obs-mode", "state",
+        argv = ["--task", task, "--episodes", str(episodes - have), "--out", str(out), "--obs-mode", obs_mode,
                 "--seed", str(have)]
         if record_cli.main(argv) != 0:
             raise SystemExit(f"recording demos into {out} failed")
@@ -119,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-every", type=int, default=2000)
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes per direction")
-    p.add_argument("--reward", default="task", choices=("task", "classifier"))
+    p.add_argument("--reward", default="env", choices=("env", "classifier"))
+    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"))
     p.add_argument("--forward-classifier", type=Path, default=None)
     p.add_argument("--backward-classifier", type=Path, default=None)
     p.add_argument("--budget-min", type=float, default=0.0, help="wall-clock budget per seed in minutes (0 = none)")
@@ -129,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.reward == "classifier" and (args.forward_classifier is None or args.backward_classifier is None):
         raise SystemExit("--reward classifier needs --forward-classifier DIR and --backward-classifier DIR")
+    if args.reward == "classifier" and args.obs_mode != "pixels":
+        raise SystemExit("--reward classifier reads the cameras: add --obs-mode pixels")
 
     import torch
 
@@ -136,17 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     from learners.recipes import recipe_for
 
     work = args.work or Path(tempfile.mkdtemp(prefix="forward_backward_"))
-    demos_f = record_demos(TASK, args.demos, work / "demos_forward")
-    demos_b = record_demos(f"{TASK}-back", args.demos, work / "demos_backward")
-    sources = {"forward": "task", "backward": "task"}
+    suffix = "" if args.obs_mode == "state" else f"_{args.obs_mode}"
+    demos_f = record_demos(TASK, args.demos, work / f"demos_forward{suffix}", args.obs_mode)
+    demos_b = record_demos(f"{TASK}-back", args.demos, work / f"demos_backward{suffix}", args.obs_mode)
+    sources = {"forward": "env", "backward": "env"}
     if args.reward == "classifier":
         sources = {"forward": f"classifier:{args.forward_classifier}",
                    "backward": f"classifier:{args.backward_classifier}"}
     runs = []
     for seed in args.seeds:
         out = work / f"run_seed{seed}_{time.strftime('%H%M%S')}"
-        train_argv = ["--task", TASK, "--obs-mode", "state", "--forward-backward", "--demos", str(demos_f),
-                      "--backward-demos", str(demos_b), "--forward-reward", sources["forward"], "--backward-reward",
+        train_argv = ["--task", TASK, "--obs-mode", args.obs_mode, "--forward-backward", "--demos", str(demos_f),
+                      "--backward-demos", str(demos_b), "--reward", sources["forward"], "--backward-reward",
                       sources["backward"], "--max-env-steps", str(args.steps), "--eval-every", str(args.eval_every),
                       "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", str(args.steps),
                       "--seed", str(seed), "--threads", str(args.threads), "--device", "cpu", *extra]
@@ -185,18 +192,18 @@ def main(argv: list[str] | None = None) -> int:
             "updates_per_s": float(np.mean([r["updates_per_s"] for r in rows[1:]])) if len(rows) > 1 else None,
         })
     recipe = recipe_for(TASK)
-    result = {"benchmark": "forward_backward", "task": TASK, "obs_mode": "state", "reward": sources,
-              "reward_note": ("the twin's TRUE success of each direction's goal via the reward-source seam "
-                              "(privileged; a stand-in for learned classifiers)") if args.reward == "task" else "",
+    result = {"benchmark": "forward_backward", "task": TASK, "obs_mode": args.obs_mode, "reward": sources,
+              "reward_note": ("the twin's TRUE success of each direction's goal as the direction's reward model "
+                              "(privileged; a stand-in for learned classifiers)") if args.reward == "env" else "",
               "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds,
-              "recipe": {"agent": recipe.overrides("state"), "updates_per_step": recipe.updates_per_step},
+              "recipe": {"agent": recipe.overrides(args.obs_mode), "updates_per_step": recipe.updates_per_step},
               "extra_flags": extra, "budget_min": args.budget_min, "threads": args.threads,
               "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
               "bar": BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
-    print(f"\n{TASK} forward/backward (state), reward {sources}, {args.demos} demos per direction; evaluation "
-          f"success over {args.eval_episodes} deterministic episodes per direction:")
+    print(f"\n{TASK} forward/backward ({args.obs_mode}), reward {sources}, {args.demos} demos per direction; "
+          f"evaluation success over {args.eval_episodes} deterministic episodes per direction:")
     print(f"{'seed':>4} {'env steps':>9} {'forward':>8} {'backward':>8} {'hand-overs':>10} {'false pos.':>10} "
           f"{'teleports':>9} {'fwd train ep.':>13} {'bwd train ep.':>13}")
     for run in runs:
@@ -212,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{run['teleports_after_first_reset']} teleports "
               f"after the first reset; {run['env_steps_done']} env steps in {run['wall_s'] / 60:.1f} min")
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "forward_backward.json"
+    name = "forward_backward" + ("" if args.reward == "env" else f"_{args.reward}") + suffix
+    path = args.out / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(path)

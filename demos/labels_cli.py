@@ -24,6 +24,12 @@ label), `rewards[t]` = 1.0 on success frames else 0.0, `intervention[t]` = the d
 "positives" / "negatives" (the segment's counts).
 A segment the operator discards ("rerecord") is not written; "quit" writes the current segment and stops.
 
+Near misses (`--near-misses N`, scripted pick-cube only, default 1 there): after every expert segment the
+scripted device records N segments of `envs.near_miss` routines, cycling through "lift-drop" (cube lifted
+~1.5 cm, then dropped), "grip-beside" (fingers closed next to the cube, lifted empty) and "push" (cube pushed
+along the table); each ends when its routine is done and is all negatives. `info["segment"]` says which
+("expert" or "near-miss:<kind>").
+
 Usage::
 
     robot-rl record-labels --task twin-pick-cube --teleop scripted --out labels/pick --frames 600
@@ -259,6 +265,9 @@ def record_segment(
         if limits.max_frames is not None and len(labels) >= limits.max_frames:
             reason = "frames"
             break
+        if getattr(device, "done", False):  # a scripted routine that ends by itself (envs.near_miss)
+            reason = "device-done"
+            break
     if not actions:
         return Segment(None, reason)
     meta = dict(info or {})
@@ -286,6 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
     p.add_argument("--seed", type=int, default=0, help="seed of the first segment (then +1 per segment)")
+    p.add_argument("--near-misses", type=int, default=None,
+                   help="scripted pick-cube: near-miss segments after each expert segment (default 1; 0: none)")
+    p.add_argument("--robot", default=None, metavar="ADDR",
+                   help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
+                        "in-process twin")
+    p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
     return p
 
 
@@ -314,6 +329,26 @@ class _LiveCounts:
         self.segment += 1
 
 
+def near_miss_count(requested: int | None, teleop: str, task: str) -> int:
+    """Near-miss segments per expert segment: `requested`, or by default 1 for the scripted device on a
+    pick-cube task and 0 otherwise; ConfigError where the routines do not exist."""
+    from envs.presets import twin_task
+    from robot_rl.errors import UnknownTaskError
+
+    try:
+        pick = teleop == "scripted" and twin_task(task) == "pick_cube"
+    except UnknownTaskError:
+        pick = False
+    if requested is None:
+        return 1 if pick else 0
+    if requested < 0:
+        raise ConfigError(f"--near-misses={requested} must be >= 0")
+    if requested and not pick:
+        raise ConfigError(f"--near-misses={requested}: scripted near misses exist only for pick-cube with "
+                          f"--teleop scripted (got --task {task} --teleop {teleop})")
+    return requested
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.frames < 1:
@@ -326,8 +361,15 @@ def main(argv: list[str]) -> int:
     source = args.labels if args.labels != "auto" else ("info" if args.teleop == "scripted" else "events")
     labeler = make_labeler(source)
     driver = BackOutAfterSuccess(args.hold_steps) if args.teleop == "scripted" else None
+    near_misses = near_miss_count(args.near_misses, args.teleop, args.task)
     env_kwargs = {k: v for k, v in (("obs_mode", args.obs_mode), ("image_size", args.image_size)) if v is not None}
-    env, task_success = make_continuing_env(args.task, **env_kwargs)
+    if args.robot is not None:  # a robot server (hardware or a twin): the env's info still reports success
+        from demos.record_cli import make_recording_env
+
+        env = make_recording_env(args.task, args.robot, args.keys, terminate_on_success=False, **env_kwargs)
+        task_success = lambda state, info: bool(info.get("success", False))  # noqa: E731
+    else:
+        env, task_success = make_continuing_env(args.task, **env_kwargs)
     device = make_device(args.teleop, task=args.task, seed=args.seed, noise_std=args.noise)
     live = _LiveCounts(sys.stdout)
     info = {"teleop": getattr(device, "name", args.teleop), "labels": source, "env_kwargs": env_kwargs}
@@ -336,9 +378,17 @@ def main(argv: list[str]) -> int:
     t0 = time.monotonic()
     try:
         while frames < args.frames and (args.positives is None or live.pos < args.positives):
-            seg = record_segment(env, device, labeler, task_success, seed=args.seed + live.segment,
+            seg_seed = args.seed + live.segment
+            seg_device, seg_driver, seg_info = device, driver, {**info, "segment": "expert"}
+            if near_misses and live.segment % (near_misses + 1):
+                from envs.near_miss import NEAR_MISS_KINDS, NearMissOperator
+
+                kind = NEAR_MISS_KINDS[(live.segment - live.segment // (near_misses + 1) - 1) % len(NEAR_MISS_KINDS)]
+                seg_device, seg_driver = NearMissOperator(kind, seed=seg_seed), None
+                seg_info.update(teleop=seg_device.name, segment=f"near-miss:{kind}")
+            seg = record_segment(env, seg_device, labeler, task_success, seed=seg_seed,
                                  limits=SegmentLimits(args.after_success, args.frames - frames), task=args.task,
-                                 driver=driver, info=info, on_step=live.step, spec=spec)
+                                 driver=seg_driver, info=seg_info, on_step=live.step, spec=spec)
             if seg.episode is not None:
                 path = save_episode(seg.episode, args.out)
                 frames += seg.episode.length

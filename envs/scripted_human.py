@@ -68,6 +68,9 @@ class ScriptedHumanConfig(Config):
     """Gaussian noise on the expert's arm actions (see ScriptedExpert), also while it is in control."""
     seed: int | None = 0
     """Seeds the expert noise."""
+    press_success: bool = False
+    """Report the success key ("success" event) on every poll whose state meets the task's success condition,
+    as a person watching the scene would (one step after it happened): the `--reward human` source on the twin."""
     action_scale_m: float = 0.02
     """Must match the env's RobotEnvConfig.action_scale_m."""
     action_scale_rad: float = 0.1
@@ -162,12 +165,13 @@ class ScriptedHuman:
                 expert = self.expert.act(state).astype(np.float64)
         active = self._remaining > 0
         self._last_active = active
+        success = frozenset({"success"}) if cfg.press_success and self.expert.task.success(state) else frozenset()
         if active:
             self._remaining -= 1
             self.intervention_steps += 1
             return HumanCommand(delta_ee=expert[:6].copy(), gripper=float(expert[6]), active=True,
-                                events=frozenset({"intervene"}))
-        return HumanCommand(delta_ee=np.zeros(6), gripper=0.0, active=False)
+                                events=frozenset({"intervene"}) | success)
+        return HumanCommand(delta_ee=np.zeros(6), gripper=0.0, active=False, events=success)
 
     def close(self) -> None:
         """Nothing to release (teleop device interface)."""

@@ -5,7 +5,12 @@ Modules (import the one you need; this package imports nothing at import time):
 - `learners.recipes`  per-task training recipes (typed AgentConfig overrides, updates per env step)
 - `learners.agent_options`  --set FIELD=VALUE parsing, defaults < recipe < flags < --set, OUT/agent_config.json
 - `learners.policy`   actor-side policy (encoder + tanh-Gaussian actor + gripper head): build_policy, act,
-                      trainable_state / load_trainable_state. Actors import only this module.
+                      trainable_state / load_trainable_state. Actors import only this module and reward_model.
+- `learners.reward_model`  run-time rewards: ClassifierReward (k-frame gate + proprio predicate, audit log),
+                      HumanReward (success key), RewardModelWrapper (any gymnasium-style env), --reward parsing
+- `learners.classifier`  the reward classifier (per-camera CameraEncoder + HIL-SERL head), card, save / load;
+                      `classifier_data` (labels, split by episode), `classifier_metrics` (threshold, tables,
+                      k-gate replay), `classifier_train`, `classifier_cli` (train-classifier / eval-classifier)
 - `learners.sac`      SACAgent: critic ensemble, targets, temperature, UTD updates, full state for checkpoints
 - `learners.replay`   ReplayBuffer (uint8 frames stored once), MixedSampler (RLPD), route_transition
 - `learners.loop`     train_online (generator of per-episode metrics) and evaluate, for any gymnasium-like env

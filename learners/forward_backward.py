@@ -3,33 +3,36 @@ what the other did, with no teleport in between.
 
 The forward agent moves the scene from its start to the goal (twin-cube-relocate: the cube from zone A to zone
 B), the backward agent moves it back. Each direction has its own agent, online buffer, demo buffer and reward
-source. The env is stepped by the active direction's policy; the active direction's reward source decides the
+model. The env is stepped by the active direction's policy; the active direction's reward model decides the
 reward and the episode's end (the env's own reward is ignored: make it with `task_reward=False`); the episode also
 ends at the env's time limit. Every episode end is followed by `env.reset()`, which on a reset-free env is the
 robot's own reset routine (envs.resets: let go, lift, back to the reset pose), never a teleport after the first.
 
-Hand-over guard: after each reset the active direction's reward source is asked about the new episode's first
+Hand-over guard: after each reset the active direction's reward model is asked about the new episode's first
 frame. Only if it still fires does the other direction take over; otherwise the same direction runs again. So a
 false positive that ended an episode (the classifier fired, the cube is not where it should be) does not hand the
 other policy an impossible start: it is counted (`false_positive_handovers`) and the same direction goes on. A
-timeout after which the source does fire (the goal was reached but not rewarded in time) hands over too.
+timeout after which the model does fire (the goal was reached but not rewarded in time) hands over too.
 
 Stuck scene: a direction whose episodes keep timing out may have left the scene where its policy cannot act (the
 cube against a wall, on its edge). After `handover_after_timeouts` timeouts in a row the other direction takes over
 anyway (`timeout_handovers`, counted apart from the guarded ones): both policies learn to act from such scenes,
 and a scene that already is the other direction's goal ends that direction's episode at its first step.
 
-Reward sources (`RewardSource`, the protocol of learners.reward_model.RewardModel on the classifier branch:
-`reset()`, `step(obs, info, episode, t) -> decision` with `.reward`, `.success`, `.positive`):
-- `GoalReward(goal)`: the task's TRUE success for one named goal (`info["goals"][goal]`, privileged twin state):
-  the stand-in for a classifier on the twin ("task" on the command line), never available on hardware;
-- `PredicateReward(fn)`: any callable `fn(obs, info) -> bool` (a scripted check, a human's key in info, ...);
-- a trained classifier (`classifier:DIR`, learners.reward_model, when that module is installed).
+Reward models: each direction has a learners.reward_model.RewardModel (the one reward seam of the project, the
+same the actor and `robot-rl train --reward` use): `direction_reward(source, goal)` with source
+- "env": `GoalReward(goal)`, the twin's TRUE success for the direction's named goal (`info["goals"][goal]`,
+  privileged twin state): the stand-in for a classifier on the twin, never available on hardware;
+- "classifier:DIR": a trained classifier, gated (k consecutive frames, proprio predicate), positives audited;
+- "human": the teleop device's success key (needs a teleop device in the env: `info["events"]`);
+or any other RewardModel, e.g. `PredicateReward(fn)` for a callable `fn(obs, info) -> bool`. The hand-over guard
+asks the model about one frame (`fires`: positive and predicate, no k-frame gate); a human's key is taken as it is.
 
 Usage::
 
-    fwd = Direction("forward", agent_f, online_f, demo_f, GoalReward("in_zone_b"), goal="in_zone_b")
-    bwd = Direction("backward", agent_b, online_b, demo_b, GoalReward("in_zone_a"), goal="in_zone_a")
+    fwd = Direction("forward", agent_f, online_f, demo_f, direction_reward("env", "in_zone_b"), goal="in_zone_b")
+    bwd = Direction("backward", agent_b, online_b, demo_b, direction_reward("classifier:runs/cls_b", "in_zone_a",
+                    obs_shapes), goal="in_zone_a")
     for m in forward_backward(env, (fwd, bwd), ForwardBackwardConfig(total_steps=20_000)):
         print(m["env_step"], m["direction"], m["true_success"], m["switched"])
     counters = ...  # FBCounters: handovers, false_positive_handovers, per-direction episodes and successes
@@ -38,16 +41,16 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from learners.loop import Agent, action_bounds, to_env_action
 from learners.replay import MixedSampler, ReplayBuffer, route_transition
+from learners.reward_model import GoalReward, HumanReward, RewardModel, make_reward_model, parse_reward_source
 from robot_rl.config import Config, require
-from robot_rl.errors import ConfigError
 
 DIRECTIONS = ("forward", "backward")
 
@@ -55,84 +58,27 @@ DIRECTIONS = ("forward", "backward")
 # --------------------------------------------------------------------------------------------------- rewards
 
 
-@dataclasses.dataclass(frozen=True)
-class Decision:
-    """One step's reward decision (the fields learners.reward_model.RewardDecision shares)."""
-
-    reward: float
-    success: bool
-    """Ends the episode (a success)."""
-    positive: bool
-    """The frame alone says "goal reached" (what the hand-over guard asks)."""
-
-
-class RewardSource(Protocol):
-    """Maps the newest observation (and the env's info) to a decision; `reset()` at every episode start."""
-
-    def reset(self) -> None: ...
-
-    def step(self, obs: Any, info: Mapping[str, Any], episode: int, t: int) -> Any: ...
-
-
-class PredicateReward:
-    """Reward 1 and success on every frame where `fn(obs, info)` is true (no gating).
-
-    `fn` is any check: a scripted test of proprio, a human's success key reported in info, a model."""
-
-    def __init__(self, fn: Callable[[Any, Mapping[str, Any]], bool], name: str = "predicate") -> None:
-        self.fn, self.name = fn, name
-        self.positive_frames = 0
-
-    def reset(self) -> None:
-        pass
-
-    def step(self, obs: Any, info: Mapping[str, Any], episode: int, t: int) -> Decision:
-        hit = bool(self.fn(obs, info))
-        self.positive_frames += int(hit)
-        return Decision(1.0 if hit else 0.0, hit, hit)
-
-
-class GoalReward(PredicateReward):
-    """The task's true success for goal `goal` (`info["goals"][goal]`): privileged twin state, the stand-in for a
-    learned classifier. ConfigError when the env reports no such goal (a hardware env has none)."""
-
-    def __init__(self, goal: str) -> None:
-        super().__init__(self._check, name=f"task:{goal}")
-        self.goal = goal
-
-    def _check(self, obs: Any, info: Mapping[str, Any]) -> bool:
-        goals = info.get("goals")
-        if not isinstance(goals, Mapping) or self.goal not in goals:
-            have = sorted(goals) if isinstance(goals, Mapping) else []
-            raise ConfigError(f"reward source 'task' needs the env's true goal {self.goal!r} in info['goals'] (twin "
-                              f"only; this env reports {have or 'none'}); on hardware use classifier:DIR")
-        return bool(goals[self.goal])
-
-
-def make_reward_source(spec: str, goal: str, obs_shapes: Mapping[str, Any] | None = None,
-                       audit_dir: str | None = None) -> RewardSource:
-    """'task' -> GoalReward(goal); 'classifier:DIR' -> learners.reward_model's gated classifier (ConfigError when
-    that module is not installed). ConfigError for anything else."""
-    if spec == "task":
+def direction_reward(source: str, goal: str, obs_shapes: Mapping[str, Sequence[int]] | None = None,
+                     audit_dir: str | os.PathLike[str] | None = None, flag: str = "--reward") -> RewardModel:
+    """The reward model of one direction: `source` is what `--reward` takes (learners.reward_model), with 'env' =
+    `GoalReward(goal)` (the twin's true success of the direction's goal; the env itself gives no reward in a
+    forward/backward run). A classifier is checked against `obs_shapes`; ConfigError naming `flag` otherwise."""
+    kind, _ = parse_reward_source(source)
+    if kind == "env":
         return GoalReward(goal)
-    if spec.startswith("classifier:") and len(spec) > len("classifier:"):
-        try:
-            reward_model = importlib.import_module("learners.reward_model")
-        except ModuleNotFoundError:
-            raise ConfigError(f"reward source {spec!r}: learned reward classifiers (learners.reward_model) are not "
-                              "part of this installation; use 'task' on the twin") from None
-        model: RewardSource = reward_model.make_reward_model(spec, obs_shapes, audit_dir)
-        return model
-    raise ConfigError(f"reward source {spec!r}: expected 'task' (the twin's true success, privileged) or "
-                      f"'classifier:DIR' (a trained reward classifier)")
+    model = make_reward_model(source, obs_shapes, audit_dir, where=f"the observation ({flag} {source})")
+    assert model is not None
+    return model
 
 
-def fires(source: RewardSource, obs: Any, info: Mapping[str, Any], episode: int) -> bool:
-    """Whether `source` calls this single frame a success (the hand-over guard); leaves the source reset."""
-    source.reset()
-    d = source.step(obs, info, episode, 0)
-    source.reset()
-    return bool(getattr(d, "positive", d.success)) and bool(getattr(d, "predicate_ok", True))
+def fires(model: RewardModel, obs: Any, info: Mapping[str, Any], episode: int) -> bool:
+    """Whether `model` calls this single frame a success (the hand-over guard: the frame is positive and the
+    model's proprio predicate holds; no k-frame gate); leaves the model reset. A classifier's audit log records the
+    query as step 0 of `episode`."""
+    model.reset()
+    d = model.step(obs, info, episode, 0)
+    model.reset()
+    return bool(d.positive) and bool(d.predicate_ok)
 
 
 # --------------------------------------------------------------------------------------------------- the loop
@@ -140,14 +86,14 @@ def fires(source: RewardSource, obs: Any, info: Mapping[str, Any], episode: int)
 
 @dataclasses.dataclass
 class Direction:
-    """One direction's learner side: its agent, buffers, reward source and counters. `goal` names the env's true
-    goal for this direction (`info["goals"]`; metrics only, never a reward unless the source is GoalReward)."""
+    """One direction's learner side: its agent, buffers, reward model and counters. `goal` names the env's true
+    goal for this direction (`info["goals"]`; metrics only, never a reward unless the model is GoalReward)."""
 
     name: str
     agent: Agent
     online: ReplayBuffer
     demo: ReplayBuffer | None
-    source: RewardSource
+    reward: RewardModel
     goal: str | None = None
     steps: int = 0
     episodes: int = 0
@@ -174,8 +120,8 @@ class ForwardBackwardConfig(Config):
     demo_ratio: float = 0.5
     """Share of each batch from the direction's demo buffer (RLPD: 0.5)."""
     guard: bool = True
-    """Hand over only if the active direction's reward source still fires on the first frame after the reset
-    (False: hand over whenever the source ended the episode, as SERL does)."""
+    """Hand over only if the active direction's reward model still fires on the first frame after the reset
+    (False: hand over whenever the model ended the episode, as SERL does)."""
     handover_after_timeouts: int = 3
     """After this many consecutive timed-out episodes of one direction, the other direction takes over (a stuck
     scene; 0: never)."""
@@ -203,7 +149,7 @@ class FBCounters:
     handovers: int = 0
     """Switches of direction."""
     false_positive_handovers: int = 0
-    """Episodes the reward source ended whose hand-over the guard refused (the source no longer fired)."""
+    """Episodes the reward model ended whose hand-over the guard refused (the model no longer fired)."""
     handovers_without_true_success: int = 0
     """Hand-overs made while the env's true goal of the finishing direction did not hold (metrics only)."""
     timeout_handovers: int = 0
@@ -228,7 +174,7 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
                 for d in directions]
     act_dim = int(np.prod(directions[0].online.actions.shape[1:]))
     obs, info = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
-    directions[c.active].source.reset()
+    directions[c.active].reward.reset()
     ep_return, ep_len, n_metrics = 0.0, 0, 0
     sums: dict[str, float] = {}
     for step in range(c.env_step + 1, cfg.total_steps + 1):
@@ -239,7 +185,7 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
         else:
             action = d.agent.act(obs, deterministic=False)
         next_obs, _env_reward, env_terminated, truncated, info = env.step(to_env_action(action, bounds, dtype))
-        decision = d.source.step(next_obs, info, c.episode, ep_len + 1)
+        decision = d.reward.step(next_obs, info, c.episode, ep_len + 1)
         reward, success = float(decision.reward), bool(decision.success)
         terminated = success or bool(env_terminated)
         route_transition(d.online, d.demo, obs, action, reward, next_obs, terminated, bool(truncated))
@@ -262,7 +208,9 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
         d.reward_successes += int(success)
         d.true_successes += int(bool(true))
         obs, info = env.reset()
-        handover = fires(d.source, obs, info, c.episode + 1) if cfg.guard else success
+        # a human's key is the verdict itself (nobody presses it on the reset frame): no guard for HumanReward
+        guarded = cfg.guard and not isinstance(d.reward, HumanReward)
+        handover = fires(d.reward, obs, info, c.episode + 1) if guarded else success
         c.timeouts_in_a_row = 0 if (success or handover) else c.timeouts_in_a_row + 1
         stuck = (not handover and cfg.handover_after_timeouts > 0
                  and c.timeouts_in_a_row >= cfg.handover_after_timeouts)
@@ -292,7 +240,7 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
                    handovers_without_true_success=c.handovers_without_true_success,
                    timeout_handovers=c.timeout_handovers)
         c.episode += 1
-        directions[c.active].source.reset()
+        directions[c.active].reward.reset()
         ep_return, ep_len, sums, n_metrics = 0.0, 0, {}, 0
         yield out
         if step >= cfg.total_steps:

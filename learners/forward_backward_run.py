@@ -3,10 +3,11 @@
 One env of the task (twin-cube-relocate), made reset-free (`scene_resets="first"`: the objects are teleported on
 the first reset only, afterwards the robot's reset routine runs) and without the task's reward (`task_reward=False`;
 `--faithful` also drops the object observation). Two agents, each with its own online buffer, demo buffer
-(`--demos` forward, `--backward-demos` backward, e.g. recorded on twin-cube-relocate-back) and reward source
-(`--forward-reward`, `--backward-reward`: "task" = the twin's true success for the direction's goal, a privileged
-stand-in for a classifier, or classifier:DIR), take turns as learners.forward_backward describes (hand-over guard
-included). Each agent updates from its own buffers at the task recipe's updates per env step while it acts.
+(`--demos` forward, `--backward-demos` backward, e.g. recorded on twin-cube-relocate-back) and reward model
+(`--reward` forward, `--backward-reward` backward, learners.reward_model: "env" = the twin's true success of the
+direction's goal, a privileged stand-in for a classifier, or classifier:DIR; `--faithful` needs classifiers), take
+turns as learners.forward_backward describes (hand-over guard included). Each agent updates from its own buffers
+at the task recipe's updates per env step while it acts.
 
 Evaluation (metrics only): the deterministic forward policy on `--eval-episodes` episodes of the forward task and
 the backward policy on the backward task, each in its own evaluation env whose scene IS teleported to a seeded
@@ -45,11 +46,12 @@ from learners.forward_backward import (
     Direction,
     FBCounters,
     ForwardBackwardConfig,
+    direction_reward,
     forward_backward,
-    make_reward_source,
 )
 from learners.loop import evaluate_episodes
 from learners.replay import ReplayBuffer
+from learners.reward_model import parse_reward_source
 from learners.sac import SACAgent
 from learners.state import TrainingRun
 from learners.train_cli import ScalarWriter, TrainConfig, env_spec, load_demo_buffer, make_env
@@ -72,9 +74,9 @@ def _prepare(out: Path, resume: bool) -> None:
 
 def _direction_config(cfg: TrainConfig, backward_task: str) -> TrainConfig:
     """The TrainConfig the backward agent is built with (and its checkpoints record): the backward preset, its
-    demos, another seed."""
+    demos and reward, another seed."""
     return cfg.replace(task=backward_task, demos=cfg.backward_demos, backward_demos=None, forward_backward=False,
-                       seed=cfg.seed + 1)
+                       reward=cfg.backward_reward, backward_reward="env", seed=cfg.seed + 1)
 
 
 def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -> dict[str, Any]:
@@ -84,6 +86,10 @@ def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, lo
     if fb is None:
         have = sorted(n for n, p in PRESETS.items() if p.forward_backward is not None)
         raise ConfigError(f"--forward-backward: task {cfg.task} has no backward direction; tasks with one: {have}")
+    for flag, source in (("--reward", cfg.reward), ("--backward-reward", cfg.backward_reward)):
+        if parse_reward_source(source)[0] == "human":
+            raise ConfigError(f"--forward-backward: {flag} human needs a teleop device's success key, and robot-rl "
+                              f"train runs none; use env (twin) or classifier:DIR")
     _prepare(out, resume)
     torch.set_num_threads(cfg.threads)
     train_kw: dict[str, Any] = {"faithful": True} if cfg.faithful else {"scene_resets": "first", "task_reward": False}
@@ -97,14 +103,15 @@ def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, lo
         shapes = {s.name: tuple(s.shape) for s in flatten_space(env.observation_space) if s.is_image}
         directions = []
         for name, dcfg, spec, goal, source_spec, demos in (
-                ("forward", cfg, spec_f, fb.forward_goal, cfg.forward_reward, cfg.demos),
+                ("forward", cfg, spec_f, fb.forward_goal, cfg.reward, cfg.demos),
                 ("backward", bcfg, spec_b, fb.backward_goal, cfg.backward_reward, cfg.backward_demos)):
             agent = SACAgent(spec, dcfg.agent_config(has_cameras=has_cams))
             online = ReplayBuffer(spec, cfg.replay_capacity, seed=dcfg.seed)
             demo = load_demo_buffer(demos, spec, seed=dcfg.seed + 1, flag=f"--{'backward-' * (name == 'backward')}"
                                     "demos") if demos else None
-            source = make_reward_source(source_spec, goal, shapes, str(out / "reward_audit" / name))
-            directions.append(Direction(name, agent, online, demo, source, goal=goal))
+            flag = "--backward-reward" if name == "backward" else "--reward"
+            model = direction_reward(source_spec, goal, shapes, out / "reward_audit" / name, flag=flag)
+            directions.append(Direction(name, agent, online, demo, model, goal=goal))
         fwd, bwd = directions
     except BaseException:
         for e in (env, *eval_envs):
@@ -114,8 +121,8 @@ def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, lo
     (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
     announce_agent_config(fwd.agent.cfg, out, prefix="[train] forward", log=log)
     (out / "agent_config_backward.json").write_text(json.dumps(bwd.agent.cfg.to_dict(), indent=1))
-    for d, src in ((fwd, cfg.forward_reward), (bwd, cfg.backward_reward)):
-        note = REWARD_NOTE if src == "task" else src
+    for d, src in ((fwd, cfg.reward), (bwd, cfg.backward_reward)):
+        note = REWARD_NOTE if src == "env" else src
         log(f"[train] {d.name} ({d.goal}): reward from {note}; demos {len(d.demo) if d.demo else 0} transitions")
     log(f"[train] env: {'hardware-faithful' if cfg.faithful else 'reset-free (object state observed)'}; the scene is "
         "teleported on the first reset only, then the robot's reset routine runs")
@@ -205,7 +212,8 @@ def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, lo
     finally:
         tb.close()
         for d in (fwd, bwd):
-            close = getattr(d.source, "close", None)
+            audit = getattr(d.reward, "audit", None)  # a classifier's audit log
+            close = getattr(audit, "close", None)
             if callable(close):
                 close()
         for e in (env, *eval_envs):

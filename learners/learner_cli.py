@@ -115,7 +115,7 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     if args.agent != "rlpd":
         machine = {}
     get_preset(args.task)  # UnknownTaskError first
-    recipe = {} if args.no_recipe else recipe_for(args.task).overrides(args.obs_mode)
+    recipe = {} if args.no_recipe else recipe_for(args.task).overrides(args.obs_mode, faithful=args.faithful)
     overrides: dict[str, Any] = {}
     for flag, field in (("hidden", "hidden_dims"), ("ensemble", "ensemble_size"), ("batch", "batch_size"),
                         ("critic_updates", "critic_updates_per_actor_update"), ("encoder", "encoder"),

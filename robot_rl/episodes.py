@@ -15,7 +15,9 @@ observation after step t is `obs/...[t + 1]`):
 | `success` | (T,) bool | per-step success (or success label while the operator holds the key) |
 
 Files are written atomically (temporary file + rename). A corrupt, truncated or unknown-version file raises
-`EpisodeFileError` naming the file; `load_dir` skips such files and reports them, loading the others.
+`EpisodeFileError` naming the file; so does a file with a NaN or infinite value in any float array (an
+observation leaf, `actions`, `rewards`), naming the field and the first bad row: demos, label sets and replay
+dumps never feed a NaN into training. `load_dir` skips such files and reports them, loading the others.
 
 Usage::
 
@@ -168,6 +170,20 @@ def save_episode(ep: Episode, directory: str | os.PathLike[str], compress: bool 
     return path
 
 
+def first_non_finite_row(arr: np.ndarray) -> int | None:
+    """The first row (index along axis 0) of a float array holding a NaN or inf; None if all finite or the array
+    is not floating point (uint8 images, bools)."""
+    a = np.asarray(arr)
+    if not np.issubdtype(a.dtype, np.floating) or a.size == 0:
+        return None
+    finite = np.isfinite(a)
+    if finite.all():
+        return None
+    if a.ndim == 0:
+        return 0
+    return int(np.flatnonzero(~finite.reshape(a.shape[0], -1).all(axis=1))[0])
+
+
 def load_episode(path: str | os.PathLike[str]) -> Episode:
     """Read one episode file; raises EpisodeFileError naming the file if it is corrupt or of another version."""
     p = Path(path)
@@ -185,6 +201,10 @@ def load_episode(path: str | os.PathLike[str]) -> Episode:
     if meta.get("version") != FORMAT_VERSION:
         raise EpisodeFileError(f"{p}: episode format version {meta.get('version')!r}, this reader supports "
                                f"{FORMAT_VERSION}")
+    for key, arr in arrays.items():
+        bad = first_non_finite_row(arr)
+        if bad is not None:
+            raise EpisodeFileError(f"{p}: field '{key}' has a non-finite value (NaN or inf) in row {bad}")
     try:
         obs = {k[len("obs/"):]: v for k, v in arrays.items() if k.startswith("obs/")}
         return Episode(

@@ -69,7 +69,7 @@ fractions = st.tuples(*[st.floats(0.0, 1.0)] * 6).map(np.array)
 def test_poses_inside_are_unchanged(box: SafetyBox, frac: np.ndarray, flip: bool) -> None:
     lo = np.concatenate([box.pos_min_m, box.rot_min_rad])
     hi = np.concatenate([box.pos_max_m, box.rot_max_rad])
-    x = lo + frac * (hi - lo)
+    x = np.clip(lo + frac * (hi - lo), lo, hi)  # lo + 1.0 * (hi - lo) can round one ulp past hi
     pos = x[:3]
     quat = quat_mul(box.nominal_quat, euler_xyz_to_quat(x[3:])) * (-1.0 if flip else 1.0)
     assert contains(box, pos, quat, tol=1e-9)

@@ -73,3 +73,41 @@ def test_wrong_version_and_inconsistent_shapes(tmp_path) -> None:
         load_episode(tmp_path / "episode_000000.npz")
     with pytest.raises(ShapeError):
         Episode.from_steps([{"s": np.zeros(2)}] * 3, np.zeros((3, 7)), [0] * 3, [0] * 3, [0] * 3)
+
+
+@pytest.mark.parametrize("field,row", [("actions", 3), ("rewards", 0), ("obs/state", 5)])
+def test_non_finite_values_are_refused_naming_file_field_and_row(tmp_path, field: str, row: int) -> None:
+    """A NaN anywhere in a float array (a demo's action, a reward, an observation) makes the file unreadable,
+    with the file, the field and the first bad row in the message; load_dir skips it and loads the rest."""
+    from robot_rl.episodes import episode_to_arrays
+
+    save_episode(_episode(seed=0), tmp_path)
+    arrays = episode_to_arrays(_episode(seed=1))
+    bad = arrays[field].copy()
+    bad[(row,) + (0,) * (bad.ndim - 1)] = np.nan if field != "rewards" else np.inf
+    arrays[field] = bad
+    np.savez(tmp_path / "episode_000001.npz", **arrays)
+    with pytest.raises(EpisodeFileError, match=rf"episode_000001\.npz: field '{field}' .*non-finite.* row {row}$"):
+        load_episode(tmp_path / "episode_000001.npz")
+    eps, errors = load_dir(tmp_path)
+    assert [e.info["seed"] for e in eps] == [0] and len(errors) == 1 and f"'{field}'" in str(errors[0])
+
+
+def test_train_refuses_demos_whose_only_episode_has_nan_actions(tmp_path, capsys) -> None:
+    """`robot-rl train --demos` used to load NaN demo actions without complaint: now the file is skipped with a
+    warning naming it and the field, and a demo directory with no usable episode is a one-line error."""
+    from learners import train_cli
+    from robot_rl.episodes import episode_to_arrays
+    from robot_rl.errors import ConfigError
+
+    arrays = episode_to_arrays(_episode())
+    arrays["actions"] = arrays["actions"].copy()
+    arrays["actions"][2, 0] = np.nan
+    demos = tmp_path / "demos"
+    demos.mkdir()
+    np.savez(demos / "episode_000000.npz", **arrays)
+    cfg = train_cli.TrainConfig(task="twin-reach", obs_mode="state", demos=str(demos), device="cpu")
+    with pytest.raises(ConfigError, match="no readable episodes"):
+        train_cli.build_run(cfg)
+    err = capsys.readouterr().err
+    assert "episode_000000.npz: field 'actions'" in err and "row 2" in err

@@ -2,8 +2,9 @@
 
 A few hundred env steps with real SAC agents learning from their own buffers, while the scripted expert of each
 direction picks the actions (so the cube really goes A -> B -> A ... within the test's budget): both directions
-run, they switch, the scene is never teleported after the first reset, and a false positive of the reward source
-is caught by the hand-over guard.
+run, they switch, the scene is never teleported after the first reset, and a false positive of the reward model
+is caught by the hand-over guard. Each direction's reward is a learners.reward_model.RewardModel (the env's true
+goal, a predicate, a classifier).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from learners.forward_backward import (
     Direction,
     FBCounters,
     ForwardBackwardConfig,
-    GoalReward,
-    PredicateReward,
+    direction_reward,
+    fires,
     forward_backward,
-    make_reward_source,
 )
 from learners.replay import ReplayBuffer
+from learners.reward_model import ClassifierReward, GoalReward, HumanReward, PredicateReward
 from learners.sac import SACAgent
 from robot_rl.errors import ConfigError
 from robot_rl.specs import EnvSpec
@@ -146,12 +147,29 @@ def test_a_stuck_direction_hands_over_after_its_timeouts() -> None:
     env.close()
 
 
-def test_reward_sources_are_named_and_errors_are_one_line() -> None:
-    assert isinstance(make_reward_source("task", "in_zone_b"), GoalReward)
-    with pytest.raises(ConfigError, match="expected 'task'"):
-        make_reward_source("oracle", "in_zone_b")
+def test_direction_rewards_are_the_reward_models_of_the_rest_of_the_project(tmp_path: Path) -> None:
+    from tests.test_reward_classifier import constant_classifier
+
+    assert isinstance(direction_reward("env", "in_zone_b"), GoalReward)
+    assert isinstance(direction_reward("human", "in_zone_b"), HumanReward)
+    with pytest.raises(ConfigError, match="expected env, human or classifier:DIR"):
+        direction_reward("oracle", "in_zone_b")
     with pytest.raises(ConfigError, match=r"info\['goals'\].*reports none"):
         GoalReward("in_zone_b").step({}, {"success": True}, 0, 1)
+    # a classifier: gated over k frames for the reward, but the hand-over guard asks about one frame (and the
+    # predicate), and a camera the card does not know is refused up front, naming the flag
+    cls = constant_classifier(tmp_path / "c", 0.9, size=8, k=2, predicate=("state[12]>=0.01",))
+    model = direction_reward(f"classifier:{cls}", "in_zone_b", {"images/front": (8, 8, 3)},
+                             audit_dir=tmp_path / "audit")
+    assert isinstance(model, ClassifierReward) and model.k == 2
+    frame = {"images": {"front": np.zeros((8, 8, 3), np.uint8)}, "state": np.zeros(19, np.float32)}
+    held = {**frame, "state": np.full(19, 0.03, np.float32)}
+    assert [model.step(held, {}, 0, t).success for t in (1, 2)] == [False, True]
+    assert fires(model, held, {}, 1) and not fires(model, frame, {}, 1)  # one frame; predicate: gripper closed
+    assert model.run == 0  # the guard leaves the model reset
+    with pytest.raises(ConfigError, match=r"--backward-reward classifier:.*images/front"):
+        direction_reward(f"classifier:{cls}", "in_zone_a", {"images/front": (16, 16, 3)},
+                         flag="--backward-reward")
 
 
 def test_train_refuses_what_it_cannot_run_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -162,10 +180,15 @@ def test_train_refuses_what_it_cannot_run_in_one_line(tmp_path: Path, capsys: py
             (["--task", "twin-pick-cube", "--forward-backward"], "task twin-pick-cube has no backward direction; "
                                                                  "tasks with one: ['twin-cube-relocate']"),
             (["--task", "twin-pick-cube", "--faithful"], "--faithful: the env gives no reward"),
-            (["--env-id", "Pendulum-v1", "--faithful"], "needs a twin --task"),
+            (["--task", "twin-cube-relocate", "--forward-backward", "--faithful", "--reward", "classifier:x"],
+             "pass --backward-reward classifier:DIR"),
+            (["--env-id", "Pendulum-v1", "--faithful", "--reward", "human"], "needs a twin --task"),
             (["--task", "twin-cube-relocate", "--backward-demos", "x"], "only with --forward-backward"),
-            (["--task", "twin-cube-relocate", "--forward-backward", "--forward-reward", "oracle"],
-             "reward source 'oracle'")):
+            (["--task", "twin-cube-relocate", "--backward-reward", "human"], "only with --forward-backward"),
+            (["--task", "twin-cube-relocate", "--forward-backward", "--reward", "oracle"],
+             "--reward 'oracle': expected env, human or classifier:DIR"),
+            (["--task", "twin-cube-relocate", "--forward-backward", "--backward-reward", "human"],
+             "--backward-reward human needs a teleop device's success key")):
         assert main(["train", *argv, "--out", str(out)]) == 1
         err = capsys.readouterr().err
         assert msg in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

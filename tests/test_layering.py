@@ -2,9 +2,9 @@
 
 Rules: robot_rl imports none of the other packages (except robot_rl/cli.py, lazily); controllers ->
 robot_rl; envs -> controllers, robot_rl; learners -> robot_rl only (never envs, controllers, rclpy, zmq);
-actors -> envs, robot_rl and learners.policy; demos -> envs, robot_rl; supervisor -> robot_rl only (it runs
-everything else as child processes, so it never imports torch, mujoco, gymnasium or zmq). Hardware/heavy
-packages are imported lazily (inside functions), never at module top level.
+actors -> envs, robot_rl and learners.policy / learners.reward_model; demos -> envs, robot_rl; supervisor ->
+robot_rl only (it runs everything else as child processes, so it never imports torch, mujoco, gymnasium or zmq).
+Hardware/heavy packages are imported lazily (inside functions), never at module top level.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "controllers": {"robot_rl", "controllers"},
     "envs": {"robot_rl", "controllers", "envs"},
     "learners": {"robot_rl", "learners"},
-    "actors": {"robot_rl", "envs", "actors", "learners.policy"},
+    "actors": {"robot_rl", "envs", "actors", "learners.policy", "learners.reward_model"},
     "demos": {"robot_rl", "envs", "demos"},
     "supervisor": {"robot_rl", "supervisor"},
 }
@@ -31,7 +31,9 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
 }
 # learners works on any gymnasium env but only the training entry point imports gymnasium, lazily
 LAZY_IN_PACKAGE: dict[str, set[str]] = {"learners": {"gymnasium"}, "robot_rl": {"torch", "gymnasium", "mujoco"}}
-LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "pygame", "pyspacemouse", "pynput", "wandb", "hid"}
+LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "cv2", "pygame", "pyspacemouse", "pynput", "wandb", "hid",
+             "geometry_msgs",
+             "sensor_msgs", "std_msgs", "std_srvs", "rcl_interfaces", "franka_msgs"}
 
 
 def _imports(tree: ast.AST) -> list[tuple[str, bool]]:
