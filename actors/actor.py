@@ -21,6 +21,11 @@ actors) has used that up, sending its partial chunk first so the learner always 
 waits for the learner's first report before its first step. Once the learner has gone away it does not wait
 (it keeps going with the last weights); with `pace=False` (hardware: the robot sets the pace) it never waits.
 
+Hardware-faithful envs (`env.unwrapped.faithful`, envs.env.FAITHFUL): the twin's true success (`info["success"]`)
+never leaves the actor. The per-step success flag of a transition and the episode stats sent to the learner carry
+the reward model's success (`info["reward_success"]`, False without one); the true success rate stays in this
+process's own stats (`true_success_rate`, not reported to the learner), for evaluation only.
+
 Usage::
 
     actor = Actor(env, endpoint, ActorConfig(chunk_steps=100, seed=0))
@@ -459,6 +464,8 @@ class Actor:
         self.paused_s = 0.0
         self.paused = False
         self.successes: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
+        self.faithful = bool(getattr(getattr(env, "unwrapped", env), "faithful", False))
+        self.true_successes: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
         self.returns: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
         self.intervention_rates: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
         self.policy_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
@@ -577,7 +584,9 @@ class Actor:
         intervention = bool(info.get("intervention", False))
         stored = np.asarray(info["intervene_action"], np.float32) if intervention and "intervene_action" in info \
             else action
-        success = bool(info.get("success", False))
+        true_success = bool(info.get("success", False))
+        # faithful: what goes to the learner is the reward model's success, never the twin's privileged one
+        success = bool(info.get("reward_success", False)) if self.faithful else true_success
         self.builder.add(stored, float(reward), bool(terminated), bool(truncated), intervention, success, next_obs)
         self.steps += 1
         self.ep_step += 1
@@ -592,6 +601,7 @@ class Actor:
             self._queue(self.builder.take(stats=stats))
             self.episodes += 1
             self.successes.append(float(success))
+            self.true_successes.append(float(true_success))
             self.returns.append(self.ep_return)
             self.intervention_rates.append(self.ep_interventions / max(1, self.ep_step))
         elif self.builder.full:
@@ -648,6 +658,8 @@ class Actor:
             "dropped_chunks": self.dropped_chunks, "paused": self.paused, "paused_s": round(self.paused_s, 3),
             "env_steps_per_s": round(self._rate, 2),
         }
+        if self.faithful:  # this process's own record; _report leaves it out
+            out["true_success_rate"] = float(np.mean(self.true_successes)) if self.true_successes else None
         if timings:
             out.update({
                 "policy_ms_p50": _percentile_ms(self.policy_s, 50),
@@ -665,7 +677,9 @@ class Actor:
             return
         timings = now - self._t_timings >= self.cfg.timing_report_every_s
         # never wait on the I/O thread in the control loop: a busy endpoint gets the report on a later step
-        if self.endpoint.report(block=force, **self.stats(timings=timings)) is False:
+        stats = self.stats(timings=timings)
+        stats.pop("true_success_rate", None)  # faithful mode: the true success stays here
+        if self.endpoint.report(block=force, **stats) is False:
             return
         self._t_report = now
         if timings:

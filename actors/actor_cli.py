@@ -8,6 +8,11 @@ and hold on any other backend, i.e. hardware; `--warmup random` opts in), then a
 and reconnects by itself. Stops on Ctrl-C / SIGTERM (flushing what the learner has not acknowledged, bounded by
 --flush-timeout) or after --max-steps / --max-episodes. With --stats-out it writes its final stats as JSON.
 
+--faithful runs the env hardware-faithful (envs.env.FAITHFUL: no object observation, no reward or termination from
+the task's success, no teleport after the first reset; the true success stays in this process, see actors.actor);
+the reward must then come from a reward model (a classifier or a human). With --evaluate it only drops the object
+observation (evaluation episodes still start from a seeded, teleported scene and report the true success).
+
 --evaluate CKPT runs `--episodes` deterministic episodes with the policy of a learner checkpoint (a checkpoint
 directory or a run's checkpoints/ directory: its newest) instead, prints the success rate and writes --summary.
 
@@ -58,9 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="never wait for the learner's budget (hardware; the sim default paces to the learner)")
     p.add_argument("--intervene", default=None, choices=("scripted",),
                    help="human-in-the-loop interventions: 'scripted' = the twin's scripted operator (HIL-SERL)")
+    p.add_argument("--faithful", action="store_true",
+                   help="hardware-faithful twin: proprio + cameras only, no task reward, no teleports after the first")
     p.add_argument("--reward", default="env",
                    help="env (the env's reward), classifier:DIR (a trained reward classifier, gated) or human (the "
-                        "teleop device's success key; needs --intervene)")
+                        "teleop device's success key; needs --intervene); --faithful needs classifier:DIR or human")
     p.add_argument("--reward-audit", type=Path, default=None,
                    help="where positives of a classifier/human reward are logged (default: reward_audit/ACTOR_ID)")
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many env steps (0: never)")
@@ -91,10 +98,15 @@ def _backend_of(env: Any) -> str:
 
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
                    intervene: str | None = None, seed: int = 0, reward: str = "env",
-                   reward_audit: Path | None = None, task_config: str | None = None) -> Any:
+                   reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
+                   evaluation: bool = False) -> Any:
     """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
     classifier or human `reward`, wrapped in learners.reward_model.RewardModelWrapper (outermost); `task_config`
-    (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server."""
+    (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server.
+    `faithful`: the hardware-faithful mode (envs.env.FAITHFUL; for an `evaluation` env only its observation: no
+    object state). A faithful acting env needs a reward model (`reward` classifier:DIR or human): ConfigError
+    for 'env', whose reward would be 0 on every step."""
+    from envs.env import FAITHFUL
     from envs.presets import make_env, twin_task
     from learners.reward_model import (
         RewardModelWrapper,
@@ -107,7 +119,12 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     kind, _ = parse_reward_source(reward)
     if kind == "human" and intervene is None:
         raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene DEVICE")
+    if faithful and not evaluation and kind == "env":
+        raise ConfigError("--faithful: the hardware-faithful env gives no reward (no Task.success); pass --reward "
+                          "classifier:DIR (robot-rl train-classifier) or --reward human (with --intervene)")
     overrides = env_overrides(reward)
+    if faithful:
+        overrides.update({"object_obs": False} if evaluation else FAITHFUL)
     if robot is None:
         env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
     else:
@@ -165,7 +182,7 @@ def run_evaluation(args: argparse.Namespace) -> int:
         raise ConfigError(f"{path}: not a learner checkpoint (no agent group / agent_config)")
     cfg = AgentConfig.from_dict(meta["agent_config"]).replace(device="cpu")
     obs_mode = args.obs_mode
-    env = make_actor_env(args.task, obs_mode, args.image_size, args.robot)
+    env = make_actor_env(args.task, obs_mode, args.image_size, args.robot, faithful=args.faithful, evaluation=True)
     try:
         spec = env_spec_of(env, args.task)
         if isinstance(meta.get("spec"), dict):
@@ -212,7 +229,11 @@ def main(argv: list[str]) -> int:
         keys = ClientKeys.from_dir(args.keys)
     audit = args.reward_audit if args.reward_audit is not None else Path("reward_audit") / actor_id
     env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed,
-                         reward=args.reward, reward_audit=audit, task_config=args.task_config)
+                         reward=args.reward, reward_audit=audit, task_config=args.task_config,
+                         faithful=args.faithful)
+    if args.faithful:
+        print(f"actor {actor_id}: hardware-faithful env: rewards and successes sent to the learner come from "
+              f"--reward {args.reward}, never from the task's true success", file=sys.stderr, flush=True)
     spec = env_spec_of(env, args.task)
     tcfg = TransportConfig(heartbeat_s=args.heartbeat, heartbeat_timeout_s=5 * args.heartbeat)
     endpoint = connect_actor(spec, actor_id, args.learner, tcfg, keys=keys, insecure=args.insecure)

@@ -8,6 +8,8 @@ is imported only when an env is made):
 | robot_rl/TwinReach-v0           | reach      | proprio + camera images (pixels)     |
 | robot_rl/TwinPickCube-v0        | pick_cube  | proprio + camera images (pixels)     |
 | robot_rl/TwinPegInsert-v0       | peg_insert | proprio + camera images (pixels)     |
+| robot_rl/TwinCubeRelocate-v0    | cube_relocate | proprio + camera images (pixels)  |
+| robot_rl/TwinCubeRelocateBack-v0| cube_relocate_back | (the backward direction)     |
 | robot_rl/Twin{...}State-v0      | same       | proprio + privileged object state    |
 
 Usage::
@@ -17,7 +19,8 @@ Usage::
     env = gymnasium.make("robot_rl/TwinPickCube-v0", obs_mode="state")
     env = envs.presets.make_env("twin-pick-cube", obs_mode="state")          # the CLI's --task names
 
-Any `envs.env.RobotEnvConfig` field passes through as a kwarg (e.g. reset_noise_m=0.0), except
+Any `envs.env.RobotEnvConfig` field passes through as a kwarg (e.g. reset_noise_m=0.0; `faithful=True` for the
+hardware-faithful mode), except
 `max_episode_steps`, which gymnasium.make keeps for itself (a TimeLimit wrapper); the env's own episode length
 is the task's default.
 """
@@ -30,6 +33,8 @@ TWIN_ENV_IDS: dict[str, str] = {
     "reach": "robot_rl/TwinReach",
     "pick_cube": "robot_rl/TwinPickCube",
     "peg_insert": "robot_rl/TwinPegInsert",
+    "cube_relocate": "robot_rl/TwinCubeRelocate",
+    "cube_relocate_back": "robot_rl/TwinCubeRelocateBack",
 }
 """Task name -> gymnasium id stem (append '-v0' for pixels, 'State-v0' for state mode)."""
 

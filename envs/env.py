@@ -6,7 +6,7 @@ Observation (a Dict):
   "Reset pose" is the task's nominal reset pose (without the per-episode noise), so the noise is visible.
 - pixels mode: "images": Dict{camera: uint8 (H, W, 3)} for every name in `camera_names`.
 - state mode: "object": float32 (k,) privileged task state (`Task.object_obs`, positions relative to the
-  reset pose). Nothing is rendered in state mode; the env never touches a camera.
+  reset pose), unless `object_obs` is False. Nothing is rendered in state mode; the env never touches a camera.
 
 Action: Box [-1, 1]^7 = delta xyz * `action_scale_m`, rotation vector * `action_scale_rad` (base frame,
 applied on the left: q_new = exp(a) q), gripper (>= +threshold: close, <= -threshold: open, in between: keep;
@@ -36,12 +36,24 @@ that arose since the last step; the next reset clears it). `info` always has "su
 (privileged state, empty on hardware), "jitter_ms" (lateness of this step's deadline, 0.0 unless
 realtime), "gripper_changed", "clipped" (the safety box or step limit changed the target), with real
 cameras "frame_age_ms" (per camera: how old the observed frame was), and at the end of an episode "timing"
-(= `timing_stats()`).
+(= `timing_stats()`). Tasks with named goals (`Task.goals`, e.g. cube-relocate's zones) add "goals" {name: bool}.
 
 Reset: precision gains; a joint reset (home) on the first episode, every `joint_reset_every` episodes, and on
 every reset with an explicit seed (`joint_reset_on_seed`, so a seeded episode is a pure function of its seed on
 the twin); `robot.reset_scene(seed)`; move to the reset pose + uniform noise (`reset_noise_m`, `reset_noise_rad`)
-and settle; compliance gains.
+and settle; compliance gains. A move that does not settle within `reset_timeout_s` is retried `reset_retries`
+times (after a joint reset: `joint_reset_before_retry`), then `robot_rl.errors.ResetError` stops the run (no
+episode starts from a wrong pose); `reset_retry_count` counts the retries.
+With `scene_resets = "first"` the scene is teleported (`reset_scene`) only on the env's first reset; every later
+reset runs the task's reset routine through the Robot seam instead (envs.resets: e.g. pick-cube puts a held cube
+back at a random spot of its start region), then the joint reset when due, then the move to the reset pose.
+`scene_teleports` counts the `reset_scene` calls; `info["scene_reset"]` says whether this reset made one.
+
+Hardware-faithful mode (`FAITHFUL`, `make_twin_env(faithful=True)`): `object_obs=False` (proprio + cameras only),
+`task_reward=False` (reward 0 and no termination from `Task.success`: a learned classifier or a human decides;
+the true success stays in `info["success"]` and "goals" for evaluation and metrics, never in the reward or the
+observation), `scene_resets="first"`; "objects" is left out of `info`. The learner then gets only what a real arm
+gives.
 
 Timing: the env owns the control loop. Not realtime (the twin): `robot.wait(period)` simulates one period.
 Realtime (hardware): the env asks the robot to let the rest of the period pass and then sleeps to the
@@ -77,10 +89,11 @@ from controllers.transforms import (
     quat_to_euler_xyz,
     quat_to_mat,
 )
+from envs.resets import ResetStep, check_routine, routine_for
 from envs.robot import Cameras, Robot, RobotState
 from envs.tasks import Task, get_task
 from robot_rl.config import Config, require
-from robot_rl.errors import MissingExtraError, RobotError, RobotRLError, SafetyError, ShapeError
+from robot_rl.errors import MissingExtraError, ResetError, RobotError, RobotRLError, SafetyError, ShapeError
 
 try:
     import gymnasium
@@ -98,6 +111,10 @@ STATE_DIM = 19
 """Length of the proprio vector (see the module docstring)."""
 
 OBS_MODES = ("pixels", "state")
+SCENE_RESETS = ("every", "first")
+
+FAITHFUL: dict[str, Any] = {"object_obs": False, "task_reward": False, "scene_resets": "first"}
+"""The RobotEnvConfig fields of the hardware-faithful mode (see the module docstring)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +160,20 @@ class RobotEnvConfig(Config):
     reset_settle_speed_m_per_s: float = 0.01
     """... and moves slower than this."""
     reset_timeout_s: float = 4.0
-    """Give up waiting for the reset move after this long (the episode starts anyway; see info)."""
+    """Give up waiting for a reset move after this long (then retry it, see reset_retries)."""
+    reset_retries: int = 2
+    """A reset move that has not settled within reset_timeout_s is tried again this many times; then ResetError."""
+    joint_reset_before_retry: bool = True
+    """Before retrying a reset move, reset the joints to `home_q_rad` (the arm may be stuck at a joint limit or in
+    an odd configuration that the Cartesian impedance law cannot leave)."""
+    object_obs: bool = True
+    """State mode: include the privileged "object" observation. False: proprio only (hardware-faithful)."""
+    task_reward: bool = True
+    """Reward and termination from `Task.success`. False: reward 0 and no termination on success (a reward model
+    outside the env decides); `info["success"]` still reports the true success (hardware-faithful)."""
+    scene_resets: str = "every"
+    """"every": teleport the objects (`robot.reset_scene`) at every reset; "first": only at the env's first reset,
+    later resets run the task's reset routine with the robot (envs.resets; hardware-faithful)."""
     realtime: bool = False
     """True for hardware: sleep to each step's deadline and measure jitter. False: `robot.wait` simulates."""
     gripper_threshold: float = 0.5
@@ -191,6 +221,13 @@ class RobotEnvConfig(Config):
         require(self.gripper_debounce_steps >= 0, "gripper_debounce_steps", self.gripper_debounce_steps,
                 "must be >= 0")
         require(self.timing_window > 0, "timing_window", self.timing_window, "must be > 0")
+        require(self.reset_retries >= 0, "reset_retries", self.reset_retries, "must be >= 0")
+        require(self.scene_resets in SCENE_RESETS, "scene_resets", self.scene_resets, f"must be one of {SCENE_RESETS}")
+
+    @property
+    def faithful(self) -> bool:
+        """True when every hardware-faithful setting (`FAITHFUL`) is in force."""
+        return all(getattr(self, k) == v for k, v in FAITHFUL.items())
 
     @property
     def period_s(self) -> float:
@@ -245,7 +282,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             obs_spaces["images"] = spaces.Dict(
                 {n: spaces.Box(0, 255, hw3, np.uint8) for n in cfg.camera_names}
             )
-        else:
+        elif cfg.object_obs:
             obs_spaces["object"] = spaces.Box(-np.inf, np.inf, (self.task.object_dim,), np.float32)
         self.observation_space = spaces.Dict(obs_spaces)
         self.action_space = spaces.Box(-1.0, 1.0, (7,), np.float32)
@@ -262,6 +299,13 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._steps_since_gripper_change = 0
         self._episode_steps = 0
         self._episodes = 0
+        self.scene_teleports = 0
+        """How many times this env teleported the scene (`robot.reset_scene`)."""
+        self.reset_retry_count = 0
+        """How many reset moves had to be tried again (see `RobotEnvConfig.reset_retries`)."""
+        self.reset_routine: tuple[ResetStep, ...] = routine_for(self.task.name)
+        """The steps a reset without a teleport runs (envs.resets); replace it to change the routine."""
+        check_routine(self.reset_routine, where=f"reset routine of task {self.task.name!r}")
         self._needs_reset = True
         self._closed = False
         # timing
@@ -294,16 +338,27 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             or (cfg.joint_reset_every > 0 and self._episodes % cfg.joint_reset_every == 0)
             or (seed is not None and cfg.joint_reset_on_seed)
         )
+        teleport = cfg.scene_resets == "every" or self.scene_teleports == 0
+        if not teleport:  # the robot tidies up itself; the joint reset comes after (a held cube is put down first)
+            # first hold where the hand IS: the policy's last target may be pressed into the table or an object,
+            # and the stiffer reset gains would drag the hand there (and the cube with it)
+            now = robot.state()
+            self._cmd_pos, self._cmd_quat = np.array(now.pos_base_ee, np.float64), quat_normalize(now.quat_base_ee)
+            if not now.error:
+                robot.command(self._cmd_pos, self._cmd_quat, self._gripper_cmd)
+            self._run_routine(self.reset_routine, rng)
         if joint_reset:
             robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
         if self.reset_pose is None:
             self._init_reset_pose(robot.state())
         assert self.reset_pose is not None and self.safety_box is not None
-        robot.reset_scene(scene_seed)
+        if teleport:
+            robot.reset_scene(scene_seed)
+            self.scene_teleports += 1
 
         pos0, quat0 = self.reset_pose
         target = clip_pose(self.safety_box, pos0 + noise_pos, quat_mul(axis_angle_to_quat(noise_rot), quat0))
-        state, settled = self._move_to(target[0], target[1], float(task.reset_gripper_closed))
+        state, settled = self._settled_move(target[0], target[1], float(task.reset_gripper_closed), "the reset pose")
         robot.set_gains("compliance")
 
         self._cmd_pos, self._cmd_quat = target[0].copy(), target[1].copy()
@@ -322,7 +377,9 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             "reset_settled": settled,
             "joint_reset": joint_reset,
             "scene_seed": scene_seed,
+            "scene_reset": teleport,
         }
+        self._add_privileged_info(info, state)
         return obs, info
 
     def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
@@ -388,7 +445,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         obs = self._observe(state)
         success = self.task.success(state) if self._has_objects(state) else False
         self._episode_steps += 1
-        terminated = bool(success) and cfg.terminate_on_success
+        terminated = bool(success) and cfg.terminate_on_success and cfg.task_reward
         truncated = self._episode_steps >= self.max_episode_steps or bool(state.error)
         info: dict[str, Any] = {
             "success": bool(success),
@@ -399,6 +456,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         }
         if state.error:
             info["robot_error"] = state.error
+        self._add_privileged_info(info, state)
         ages = getattr(self.cameras, "frame_ages_s", None)  # real cameras report how old each frame was
         if callable(ages):
             info["frame_age_ms"] = {k: 1e3 * v for k, v in ages().items()}
@@ -407,7 +465,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         if terminated or truncated:
             self._needs_reset = True
             info["timing"] = self.timing_stats()
-        reward = cfg.success_reward if success else 0.0
+        reward = cfg.success_reward if success and cfg.task_reward else 0.0
         return obs, float(reward), terminated, truncated, info
 
     def render(self) -> np.ndarray | None:
@@ -439,6 +497,12 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
     @property
     def episode_steps(self) -> int:
         return self._episode_steps
+
+    @property
+    def faithful(self) -> bool:
+        """True in the hardware-faithful mode (`RobotEnvConfig.faithful`): no privileged value in observations,
+        rewards or terminations, no teleports after the first reset."""
+        return self.config.faithful
 
     def timing_stats(self) -> dict[str, Any]:
         """Wall time per step (ms; mean/p50/p99 over the last `timing_window` steps), the share spent
@@ -505,6 +569,74 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             if t >= cfg.reset_timeout_s:
                 return state, False
 
+    def _settled_move(self, pos: np.ndarray, quat: np.ndarray, gripper: float, what: str,
+                      must_settle: bool = True) -> tuple[RobotState, bool]:
+        """`_move_to`, tried 1 + `reset_retries` times (clearing a robot error in between) until it settles; then
+        ResetError naming the target, how far off the TCP is and any robot error. `must_settle=False`: one try,
+        its outcome returned."""
+        cfg = self.config
+        tries = 1 + cfg.reset_retries if must_settle else 1
+        state, settled = self.robot.state(), False
+        for i in range(tries):
+            if state.error:
+                self.robot.clear_errors()
+            if i > 0:
+                self.reset_retry_count += 1
+                if cfg.joint_reset_before_retry:
+                    self.robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
+            state, settled = self._move_to(pos, quat, gripper)
+            if settled or not must_settle:
+                return state, settled
+        off_m = float(np.linalg.norm(state.pos_base_ee - pos))
+        off_rad = float(np.linalg.norm(orientation_error(state.quat_base_ee, quat)))
+        speed = float(np.linalg.norm(state.twist_ee_body[:3]))
+        raise ResetError(
+            f"reset: the move to {what} did not settle after {tries} tries of {cfg.reset_timeout_s:g} s (TCP "
+            f"{100 * off_m:.1f} cm / {off_rad:.2f} rad from the target, moving {100 * speed:.1f} cm/s"
+            f"{', robot error: ' + state.error if state.error else ''}); the run stops: check the workspace for an "
+            f"obstacle or a trapped object, then restart")
+
+    def _run_routine(self, steps: tuple[ResetStep, ...], rng: np.random.Generator) -> None:
+        """Execute reset-routine steps (envs.resets) through the Robot seam, starting from the current target (`reset`
+        sets it to the measured TCP pose first)."""
+        assert self.safety_box is not None and self.reset_pose is not None
+        robot = self.robot
+        for st in steps:
+            if st.op == "gains":
+                robot.set_gains(st.profile)
+            elif st.op in ("gripper", "wait"):
+                if st.op == "gripper":
+                    self._gripper_cmd = float(st.closed)
+                robot.command(self._cmd_pos, self._cmd_quat, self._gripper_cmd)
+                if st.wait_s > 0:
+                    robot.wait(st.wait_s)
+            elif st.op == "move":
+                cur = np.asarray(robot.state().pos_base_ee, np.float64)
+                if st.frame == "tcp":
+                    want = cur + np.asarray(st.pos_m, np.float64)
+                else:
+                    want = np.array([cur[i] if v is None else float(v) for i, v in enumerate(st.pos_m)])
+                want = want + rng.uniform(-1.0, 1.0, 3) * np.asarray(st.noise_m, np.float64)
+                pos, quat = clip_pose(self.safety_box, want,
+                                      self.reset_pose[1] if st.orientation == "reset" else self._cmd_quat)
+                self._settled_move(pos, quat, self._gripper_cmd, f"reset-routine target {np.round(pos, 3).tolist()}",
+                                   must_settle=st.must_settle)
+                self._cmd_pos, self._cmd_quat = pos, quat
+            elif st.op == "if_held":
+                width = float(robot.state().gripper_width_m)
+                lo, hi = st.held_width_m
+                if self._gripper_cmd >= 0.5 and lo <= width <= hi:
+                    self._run_routine(st.then, rng)
+
+    def _add_privileged_info(self, info: dict[str, Any], state: RobotState) -> None:
+        """The task's named goals into `info`; in the faithful mode the objects leave it."""
+        if self._has_objects(state):
+            goals = self.task.goals(state)
+            if goals:
+                info["goals"] = goals
+        if not self.config.object_obs and not self.config.task_reward:
+            info.pop("objects", None)
+
     def _update_gripper(self, g: float) -> bool:
         cfg = self.config
         self._steps_since_gripper_change += 1
@@ -554,6 +686,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         ]).astype(np.float32)
         obs: dict[str, Any] = {"state": proprio}
         if self.cameras is None:
+            if not self.config.object_obs:
+                return obs
             obs["object"] = (self.task.object_obs(state, self.reset_pose[0]) if self._has_objects(state)
                              else np.zeros(self.task.object_dim, np.float32))
             return obs
@@ -605,11 +739,13 @@ def make_twin_env(
     camera_names: tuple[str, ...] | list[str] = ("front", "wrist"),
     render_mode: str | None = None,
     physics_hz: float | None = None,
+    faithful: bool = False,
     **config: Any,
 ) -> RobotEnv:
     """Gymnasium entry point: a `RobotEnv` over an in-process MuJoCo `TwinRobot` for a built-in task.
 
     `config` takes any other `RobotEnvConfig` field (e.g. max_episode_steps=50, reset_noise_m=0.0).
+    `faithful`: the hardware-faithful mode (`FAITHFUL` under any field given explicitly in `config`).
     `physics_hz` overrides the twin's physics/controller rate (None: TwinRobotConfig's default, 1 kHz).
     In state mode the twin is built without a renderer.
     """
@@ -619,6 +755,8 @@ def make_twin_env(
     from envs.twin import TwinRobot, TwinRobotConfig
 
     the_task = get_task(task)
+    if faithful:
+        config = {**FAITHFUL, **config}
     cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size), camera_names=tuple(camera_names), **config)
     pixels = cfg.obs_mode == "pixels"
     twin_options: dict[str, Any] = {} if physics_hz is None else {"physics_hz": float(physics_hz)}

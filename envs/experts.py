@@ -8,6 +8,9 @@ and a binary gripper command. Used for demos, the `robot-rl demo` command and as
 - pick_cube: hover above the cube while turning the hand to the cube's yaw (mod 90 degrees), descend until
   the fingertips straddle the cube's middle, close, wait for the fingers to stop, lift 12 cm. If the cube
   slips out, open and start again.
+- cube_relocate / cube_relocate_back: pick the cube as in pick_cube (lifting 8 cm), carry it above a spot of the
+  target zone (the zone's centre +- 3 / 2.5 cm, drawn per episode), lower it until it nearly touches, open, and
+  back off upwards. If the cube slips out on the way, open and start again.
 - peg_insert: keep the peg upright, move its bottom above the hole, then descend compliantly (a constant
   downward push the impedance controller turns into a bounded force) while correcting the lateral error; the
   gripper command is 0 ("keep": the peg is held from the reset on and the task locks the gripper).
@@ -39,7 +42,15 @@ from controllers.transforms import (
     quat_to_euler_xyz,
 )
 from envs.robot import RobotState
-from envs.tasks import CUBE_HALF_SIZE_M, HOLE_DEPTH_M, Task, get_task
+from envs.tasks import (
+    CUBE_HALF_SIZE_M,
+    HOLE_DEPTH_M,
+    RELOCATE_ZONE_A_M,
+    RELOCATE_ZONE_B_M,
+    CubeRelocateTask,
+    Task,
+    get_task,
+)
 
 Q_DOWN = np.array([0.0, 1.0, 0.0, 0.0])
 """Gripper pointing down (rotation pi about x): the reference the experts' yaw is measured from."""
@@ -63,7 +74,8 @@ def wrap(angle: float, period: float = 2 * math.pi) -> float:
 class ScriptedExpert:
     """A scripted policy for one of the twin tasks (see the module docstring).
 
-    task: a task name ("reach", "pick_cube", "peg_insert", or a preset name such as "twin-pick-cube") or a
+    task: a task name ("reach", "pick_cube", "peg_insert", "cube_relocate", "cube_relocate_back", or a preset name
+    such as "twin-pick-cube") or a
     `Task`. noise_std: Gaussian noise added to the arm part of every action (then clipped to [-1, 1]), for
     diverse demos. seed: seeds that noise. action_scale_m / action_scale_rad must match the env's config.
     """
@@ -82,7 +94,7 @@ class ScriptedExpert:
 
             task = twin_task(task)
         self.task = get_task(task)
-        if self.task.name not in ("reach", "pick_cube", "peg_insert"):
+        if self.task.name not in ("reach", "pick_cube", "peg_insert") and not isinstance(self.task, CubeRelocateTask):
             raise ValueError(f"no scripted expert for task '{self.task.name}'")
         self.noise_std = float(noise_std)
         self.rng = np.random.default_rng(seed)
@@ -94,10 +106,14 @@ class ScriptedExpert:
 
     def reset(self) -> None:
         """Start a new episode (back to the first phase)."""
-        self.phase = {"reach": "reach", "pick_cube": "approach", "peg_insert": "align"}[self.task.name]
+        self.phase = {"reach": "reach", "peg_insert": "align"}.get(self.task.name, "approach")
         self._phase_steps = 0
         self._grasp_z = 0.0
         self._last_width = math.inf
+        if isinstance(self.task, CubeRelocateTask):  # where in the target zone this episode puts the cube
+            (x0, y0), (x1, y1) = RELOCATE_ZONE_B_M if self.task.target_zone == "b" else RELOCATE_ZONE_A_M
+            centre = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
+            self._place_xy = centre + self.rng.uniform(-1.0, 1.0, 2) * np.array([0.03, 0.025])
 
     def act(self, state: RobotState) -> np.ndarray:
         """The action (7,) float32 in [-1, 1] for `state` (needs the twin's privileged `objects`)."""
@@ -105,6 +121,8 @@ class ScriptedExpert:
             action = self._reach(state)
         elif self.task.name == "pick_cube":
             action = self._pick(state)
+        elif isinstance(self.task, CubeRelocateTask):
+            action = self._relocate(state)
         else:
             action = self._peg(state)
         if self.noise_std > 0:
@@ -178,6 +196,42 @@ class ScriptedExpert:
             return self._move(state, tcp + np.array([0.0, 0.0, 0.03]), target_quat, -1.0)
         lift_to = np.array([tcp[0], tcp[1], self._grasp_z + 0.12])
         return self._move(state, lift_to, target_quat, 1.0)
+
+    def _relocate(self, state: RobotState) -> np.ndarray:
+        """Pick (the pick_cube phases, lifting to 8 cm), carry, put down in the target zone, open, back off."""
+        if self.phase in ("approach", "descend", "grasp"):
+            return self._pick(state)
+        self._phase_steps += 1
+        cube = np.asarray(state.objects["cube_pos"])
+        tcp = state.pos_base_ee
+        width = float(state.gripper_width_m)
+        held = float(np.linalg.norm(cube - tcp)) < 0.04 and width > 0.01
+        if self.phase in ("lift", "carry", "lower") and not held and self._phase_steps > 2:
+            self._set_phase("approach")
+            return self._move(state, tcp + np.array([0.0, 0.0, 0.03]), None, -1.0)
+        if self.phase == "lift":
+            if tcp[2] >= self._grasp_z + 0.07:
+                self._set_phase("carry")
+            else:
+                return self._move(state, np.array([tcp[0], tcp[1], self._grasp_z + 0.08]), None, 1.0)
+        if self.phase == "carry":
+            above = np.array([self._place_xy[0], self._place_xy[1], self._grasp_z + 0.08])
+            if float(np.hypot(*(above[:2] - tcp[:2]))) < 0.006:
+                self._set_phase("lower")
+            else:
+                return self._move(state, above, None, 1.0)
+        if self.phase == "lower":
+            place = np.array([self._place_xy[0], self._place_xy[1], self._grasp_z + 0.004])
+            if tcp[2] - place[2] < 0.004 or self._phase_steps > 20:
+                self._set_phase("release")
+            else:
+                return self._move(state, place, None, 1.0)
+        if self.phase == "release":
+            if width >= 0.07 and self._phase_steps >= 3:
+                self._set_phase("retreat")
+            else:
+                return self._move(state, tcp, None, -1.0)
+        return self._move(state, np.array([tcp[0], tcp[1], self._grasp_z + 0.12]), None, -1.0)
 
     def _peg(self, state: RobotState) -> np.ndarray:
         self._phase_steps += 1

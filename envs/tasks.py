@@ -15,13 +15,14 @@ Usage::
     task.success(robot.state())                       # bool, from privileged twin state
     task.object_obs(robot.state(), origin_pos_m)      # float32 (task.object_dim,)
 
-The three twin tasks (numbers chosen for the twin's scene; see each class for the reasoning):
+The twin tasks (numbers chosen for the twin's scene; see each class for the reasoning):
 
-| task      | success                                                | max steps | object obs (dim)               |
-|-----------|--------------------------------------------------------|-----------|--------------------------------|
-| reach     | TCP within 2 cm of the goal                            | 50        | goal (3)                       |
-| pick_cube | cube bottom >= 5 cm above the table, held in the hand  | 100       | cube pos (3) + quat (4) [^sym] |
-| peg_insert| peg bottom within 4 mm of the hole bottom, centred     | 100       | peg - hole, hole, tilt (9) [^peg] |
+| task          | success                                          | max steps | object obs (dim)                  |
+|---------------|--------------------------------------------------|-----------|-----------------------------------|
+| reach         | TCP within 2 cm of the goal                      | 50        | goal (3)                          |
+| pick_cube     | cube bottom >= 5 cm above the table, in the hand | 100       | cube pos (3) + quat (4) [^sym]    |
+| peg_insert    | peg bottom <= 4 mm above the hole floor, centred | 100       | peg - hole, hole, tilt (9) [^peg] |
+| cube_relocate | cube released, resting in zone B (_back: A)      | 120       | cube pos (3) + quat (4) [^sym]    |
 
 [^sym]: the cube's orientation up to its 24 symmetries (`canonical_cube_quat`): a yaw reads in [-pi/4, pi/4].
 [^peg]: peg bottom - hole floor (3), the hole floor (3), the peg's tilt/yaw error (3, `peg_alignment_error`):
@@ -100,6 +101,11 @@ class Task:
     def success(self, state: RobotState) -> bool:
         """Whether `state` completes the task."""
         return False
+
+    def goals(self, state: RobotState) -> dict[str, bool]:
+        """Named goal checks beside `success` (privileged, for info and metrics only), e.g. which zone a cube
+        rests in; {} for most tasks."""
+        return {}
 
 
 def _cube_symmetries_wxyz() -> np.ndarray:
@@ -295,7 +301,80 @@ class PegInsertTask(Task):
         return bool(d[2] <= self.depth_tolerance_m and np.hypot(d[0], d[1]) <= self.lateral_tolerance_m)
 
 
-TASKS: dict[str, Task] = {t.name: t for t in (ReachTask(), PickCubeTask(), PegInsertTask())}
+RELOCATE_ZONE_A_M = ((0.44, -0.15), (0.56, -0.05))
+"""Cube-relocate zone A: (x, y) low and high corners of the rectangle on the table (base frame, m)."""
+RELOCATE_ZONE_B_M = ((0.44, 0.05), (0.56, 0.15))
+"""Cube-relocate zone B (the mirror image of zone A across y = 0)."""
+
+
+def in_zone(xy: np.ndarray, zone: tuple[tuple[float, float], tuple[float, float]]) -> bool:
+    """Whether the point `xy` (2,) lies inside the rectangle `zone` ((x_low, y_low), (x_high, y_high))."""
+    (x0, y0), (x1, y1) = zone
+    return bool(x0 <= float(xy[0]) <= x1 and y0 <= float(xy[1]) <= y1)
+
+
+@dataclasses.dataclass(frozen=True)
+class CubeRelocateTask(Task):
+    """Move the 4 cm cube from one zone of the table to the other and let go of it (SERL's bin relocation, on a
+    table): "cube_relocate" from zone A (y < 0) to zone B (y > 0), "cube_relocate_back" from B to A.
+
+    The twin draws the cube in the start zone (2 cm inside its edges) with a random yaw, on the first reset only
+    in reset-free runs: after that the cube is wherever the last episode left it. Zones (`RELOCATE_ZONE_*_M`):
+    12 x 10 cm rectangles at x [0.44, 0.56], y [-0.15, -0.05] (A) and [0.05, 0.15] (B), drawn on the table. Success:
+    the cube's centre is inside the target zone, it rests on the table (centre z <= 2.6 cm, i.e. within 6 mm of
+    resting) and the hand has let go (finger gap >= `released_width_m` = 5 cm; a held cube reads 4 cm). Requiring
+    the release makes a success a state the other direction can start from. 120 steps (12 s): the scripted expert
+    needs ~40-55 (grasp, carry 20 cm, put down, open). Start (0.5, 0, 0.25) above the middle between the zones.
+    The zones lie in a tray (inner x [0.38, 0.62], y [-0.21, 0.21], 3 cm walls; as SERL's bins, a reset-free run
+    cannot push the cube out of reach); the safety box keeps the TCP 2 cm inside the walls (x [0.40, 0.60],
+    y [-0.19, 0.19]), so a cube let go of always falls into the tray. `goals` reports both zones ("in_zone_a",
+    "in_zone_b"), so one env serves a forward/backward run whichever direction is active.
+    """
+
+    name: str = "cube_relocate"
+    description: str = "move the cube from zone A to zone B and let go (success: resting in B, released)"
+    twin_task: str = "cube_relocate"
+    reset_pos_m: tuple[float, float, float] = (0.50, 0.0, 0.25)
+    pos_min_m: tuple[float, float, float] = (0.40, -0.19, 0.01)
+    pos_max_m: tuple[float, float, float] = (0.60, 0.19, 0.40)
+    rot_min_rad: tuple[float, float, float] = (-0.3, -0.3, -math.pi / 2)
+    rot_max_rad: tuple[float, float, float] = (0.3, 0.3, math.pi / 2)
+    max_episode_steps: int = 120
+    object_keys: tuple[str, ...] = ("cube_pos", "cube_quat")
+    target_zone: str = "b"
+    """"b" (forward: A -> B) or "a" (backward: B -> A)."""
+    rest_max_z_m: float = CUBE_HALF_SIZE_M + 0.006
+    """Max height of the cube's centre for "resting on the table"."""
+    released_width_m: float = 0.05
+    """Min finger gap for "let go"."""
+
+    @property
+    def object_dim(self) -> int:
+        return 7
+
+    def object_obs(self, state: RobotState, origin_pos_m: np.ndarray) -> np.ndarray:
+        quat = canonical_cube_quat(np.asarray(state.objects["cube_quat"], np.float64))
+        return np.concatenate([_rel(state, "cube_pos", origin_pos_m), quat]).astype(np.float32)
+
+    def placed_in(self, state: RobotState, zone: str) -> bool:
+        """The cube rests inside zone "a" or "b" and the hand has let go."""
+        cube = np.asarray(state.objects["cube_pos"])
+        rect = RELOCATE_ZONE_A_M if zone == "a" else RELOCATE_ZONE_B_M
+        return bool(in_zone(cube[:2], rect) and cube[2] <= self.rest_max_z_m
+                    and float(state.gripper_width_m) >= self.released_width_m)
+
+    def success(self, state: RobotState) -> bool:
+        return self.placed_in(state, self.target_zone)
+
+    def goals(self, state: RobotState) -> dict[str, bool]:
+        return {"in_zone_a": self.placed_in(state, "a"), "in_zone_b": self.placed_in(state, "b")}
+
+
+TASKS: dict[str, Task] = {t.name: t for t in (
+    ReachTask(), PickCubeTask(), PegInsertTask(), CubeRelocateTask(),
+    CubeRelocateTask(name="cube_relocate_back", twin_task="cube_relocate_back", target_zone="a",
+                     description="move the cube from zone B back to zone A and let go (the backward direction)"),
+)}
 """The built-in tasks by name."""
 
 

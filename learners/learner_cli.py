@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
+    p.add_argument("--faithful", action="store_true",
+                   help="the actors run hardware-faithful (no object observation: proprio + cameras only)")
     g = p.add_argument_group("agent")
     g.add_argument("--agent", default="rlpd", choices=sorted(AGENTS), help="agent preset (learners.config)")
     g.add_argument("--hidden", type=_ints, default=None, help="hidden layer sizes, e.g. 256,256")
@@ -113,7 +115,7 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     if args.agent != "rlpd":
         machine = {}
     get_preset(args.task)  # UnknownTaskError first
-    recipe = {} if args.no_recipe else recipe_for(args.task).overrides(args.obs_mode)
+    recipe = {} if args.no_recipe else recipe_for(args.task).overrides(args.obs_mode, faithful=args.faithful)
     overrides: dict[str, Any] = {}
     for flag, field in (("hidden", "hidden_dims"), ("ensemble", "ensemble_size"), ("batch", "batch_size"),
                         ("critic_updates", "critic_updates_per_actor_update"), ("encoder", "encoder"),
@@ -139,14 +141,16 @@ def updates_per_transition(args: argparse.Namespace) -> float:
     return float(recipe_for(args.task).updates_per_step)
 
 
-def env_spec(task: str, obs_mode: str, image_size: int | None) -> EnvSpec:
-    """The task's EnvSpec, read from the env itself (made once through its preset, then closed)."""
+def env_spec(task: str, obs_mode: str, image_size: int | None, faithful: bool = False) -> EnvSpec:
+    """The task's EnvSpec, read from the env itself (made once through its preset, then closed); `faithful`: the
+    hardware-faithful observation (no object state)."""
     from robot_rl.extras import optional_import
 
     preset = get_preset(task)
     gymnasium = optional_import("gymnasium", extra="sim", purpose="reading the task's spaces")
     importlib.import_module(preset.env_module)  # registers the env id
-    env = gymnasium.make(preset.env_id, **preset.make_kwargs(obs_mode=obs_mode, image_size=image_size))
+    extra = {"object_obs": False} if faithful else {}
+    env = gymnasium.make(preset.env_id, **preset.make_kwargs(obs_mode=obs_mode, image_size=image_size, **extra))
     try:
         hz = float(getattr(getattr(env.unwrapped, "config", None), "control_hz", 10.0))
         return EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=hz)
@@ -155,12 +159,15 @@ def env_spec(task: str, obs_mode: str, image_size: int | None) -> EnvSpec:
 
 
 def load_demos(directory: Path, spec: EnvSpec) -> list[Any]:
-    """Episodes of a demo directory (corrupt files reported and skipped); refuses demos of another spec."""
+    """Episodes of a demo directory (corrupt files reported and skipped); refuses demos of another spec. Leaves the
+    run does not observe (the privileged "object" state in a faithful run) are dropped."""
+    from learners.train_cli import without_extra_leaves
     from robot_rl.episodes import load_dir
 
     episodes, errors = load_dir(directory)
     for err in errors:
         print(f"learner: skipping {err}", file=sys.stderr)
+    episodes = [without_extra_leaves(ep, spec) for ep in episodes]
     for ep in episodes:
         if ep.spec is not None:
             other = EnvSpec.from_dict(ep.spec)
@@ -180,7 +187,7 @@ def main(argv: list[str]) -> int:
         raise ConfigError(f"--out {args.out} already holds a run (checkpoint {existing.name}); pass --resume to "
                           f"continue it, or choose another --out")
     cfg = agent_config(args)  # a bad --set fails here, before the env is made
-    spec = env_spec(args.task, args.obs_mode, args.image_size)
+    spec = env_spec(args.task, args.obs_mode, args.image_size, faithful=args.faithful)
     if args.resume and existing is not None:  # resume with the run's own agent config
         _, meta = load_checkpoint(existing)
         if isinstance(meta.get("agent_config"), dict):

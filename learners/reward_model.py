@@ -5,6 +5,9 @@ Sources (`--reward` on `robot-rl train` and `robot-rl actor`):
 - "classifier:DIR": a trained classifier (`robot-rl train-classifier`), `ClassifierReward`;
 - "human": the teleop device's success key (`info["events"]` contains "success", as the InterventionWrapper
   reports it) ends the episode with reward 1 (HIL-SERL's fallback), `HumanReward`.
+Reset-free forward/backward training (learners.forward_backward) gives each direction one of these models, with
+"env" meaning `GoalReward(goal)`: the twin's true success of that direction's goal (privileged, twin only).
+`PredicateReward(fn)` wraps any check `fn(obs, info) -> bool`. Every model has the `RewardModel` protocol.
 
 Gates of `ClassifierReward` (none of SERL, HIL-SERL or LeRobot have them; a false positive ends an episode with a
 wrong reward and teaches the policy to stop early):
@@ -42,13 +45,14 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from robot_rl.errors import ConfigError, ShapeError
+from robot_rl.reward_source import parse_reward_source
 from robot_rl.specs import flatten_value
 
 DEFAULT_GATE_K = 3
@@ -62,7 +66,6 @@ TASK_PREDICATES: dict[str, tuple[str, ...]] = {
 }
 """Default run-time proprio predicates per task preset (HIL-SERL combines its classifiers with a pose check)."""
 
-REWARD_SOURCES = ("env", "human", "classifier:DIR")
 
 _COND_RE = re.compile(r"^\s*state\[(\d+)\]\s*(<=|>=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 _OPS = {"<=": np.less_equal, ">=": np.greater_equal, "<": np.less, ">": np.greater}
@@ -262,6 +265,41 @@ class ClassifierReward:
         return d
 
 
+class PredicateReward:
+    """Reward 1 and success on every frame where `fn(obs, info)` is true (no gating): a scripted check of proprio, a
+    key reported in info, a model. `positive` = `success` (what the forward/backward hand-over guard asks)."""
+
+    def __init__(self, fn: Callable[[Any, Mapping[str, Any]], bool], name: str = "predicate") -> None:
+        self.fn, self.name = fn, name
+        self.positive_frames = 0
+
+    def reset(self) -> None:
+        pass
+
+    def step(self, obs: Any, info: Mapping[str, Any], episode: int, t: int) -> RewardDecision:
+        hit = bool(self.fn(obs, info))
+        self.positive_frames += int(hit)
+        return RewardDecision(1.0 if hit else 0.0, hit, None, hit, int(hit), True)
+
+
+class GoalReward(PredicateReward):
+    """The twin's TRUE success of one named task goal (`info["goals"][goal]`, envs.tasks.Task.goals): privileged
+    state, the stand-in for a classifier of one forward/backward direction ('env' there). ConfigError when the env
+    reports no such goal (a hardware env, or a faithful run, must use a classifier or a human instead)."""
+
+    def __init__(self, goal: str) -> None:
+        super().__init__(self._check, name=f"env:{goal}")
+        self.goal = goal
+
+    def _check(self, obs: Any, info: Mapping[str, Any]) -> bool:
+        goals = info.get("goals")
+        if not isinstance(goals, Mapping) or self.goal not in goals:
+            have = sorted(goals) if isinstance(goals, Mapping) else []
+            raise ConfigError(f"reward 'env' needs the env's true goal {self.goal!r} in info['goals'] (twin only; "
+                              f"this env reports {have or 'none'}); on hardware use classifier:DIR or human")
+        return bool(goals[self.goal])
+
+
 class HumanReward:
     """Reward 1 and the episode's end when the teleop device reports its success key (`info["events"]`)."""
 
@@ -290,16 +328,6 @@ class HumanReward:
 
 
 # --------------------------------------------------------------------------------------------------- wiring
-
-
-def parse_reward_source(text: str) -> tuple[str, str | None]:
-    """'env' | 'human' | 'classifier:DIR' -> (kind, DIR or None); ConfigError otherwise."""
-    if text in ("env", "human"):
-        return text, None
-    if text.startswith("classifier:") and len(text) > len("classifier:"):
-        return "classifier", text[len("classifier:"):]
-    raise ConfigError(f"--reward {text!r}: expected env, human or classifier:DIR (a directory written by robot-rl "
-                      f"train-classifier)")
 
 
 def env_overrides(source: str) -> dict[str, Any]:

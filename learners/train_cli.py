@@ -22,6 +22,17 @@ Usage::
     robot-rl train ... --out runs/reach --max-env-steps 6000 --resume      # continue the same run
     robot-rl train --task twin-pick-cube --obs-mode state --demos demos/pick --set n_step=3 --out runs/pick3
     robot-rl eval --checkpoint runs/reach --episodes 20                      # one JSON line
+    robot-rl train --task twin-cube-relocate --obs-mode state --forward-backward --demos demos/fwd \\
+        --backward-demos demos/bwd --max-env-steps 20000 --out runs/fb     # reset-free (learners.forward_backward_run)
+
+`--reward env|classifier:DIR|human` (learners.reward_model) says where training rewards come from; evaluation
+always reports the env's true success. `--faithful` makes the twin's training env hardware-faithful
+(envs.env.FAITHFUL: no object observation, no reward from the task's success, no teleport after the first reset);
+the run then needs a reward that is not the env's: `--reward classifier:DIR` or `human` (with `--forward-backward`
+also `--backward-reward`), e.g.
+
+    robot-rl train --task twin-pick-cube --obs-mode pixels --faithful --reward classifier:runs/cls \\
+        --demos demos/pick_px --max-env-steps 20000 --out runs/pick_faithful
 """
 
 from __future__ import annotations
@@ -79,11 +90,24 @@ class TrainConfig(Config):
     image_size: int | None = None
     """Twin presets in pixels mode: camera image size."""
     demos: str | None = None
-    """Directory of demo episodes (robot_rl.episodes format) for the demo buffer (RLPD)."""
+    """Directory of demo episodes (robot_rl.episodes format) for the demo buffer (RLPD); with --forward-backward
+    the forward direction's."""
     reward: str = "env"
     """Where training rewards come from: env (the env's own), classifier:DIR (a trained reward classifier, gated;
     positives logged in OUT/reward_audit) or human (the teleop success key); learners.reward_model. Evaluation
-    always reports the env's true success."""
+    always reports the env's true success. With --forward-backward: the forward direction's reward (env: the twin's
+    true success of the direction's goal, privileged)."""
+    faithful: bool = False
+    """Twin presets: the hardware-faithful mode (no object observation, no reward or termination from the task's
+    success, no teleport after the first reset; evaluation envs still report the true success). Needs a reward
+    that is not the env's (--reward classifier:DIR or human; with --forward-backward also --backward-reward)."""
+    forward_backward: bool = False
+    """Reset-free forward/backward training (learners.forward_backward) for a task that has a backward direction
+    (twin-cube-relocate): two agents with their own buffers, demos and reward models take turns."""
+    backward_demos: str | None = None
+    """--forward-backward: demo episodes of the backward direction (e.g. recorded on twin-cube-relocate-back)."""
+    backward_reward: str = "env"
+    """--forward-backward: the backward direction's reward (env, classifier:DIR or human, as --reward)."""
     algo: str = "rlpd"
     """rlpd (SAC + symmetric demo sampling + RLPD defaults), sac (classic SAC), hil-serl."""
     max_env_steps: int = 10_000
@@ -153,12 +177,26 @@ class TrainConfig(Config):
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
         parse_set(self.agent_set)  # an unknown field or a bad value fails here, before anything is built
         parse_reward_source(self.reward)
+        parse_reward_source(self.backward_reward, flag="--backward-reward")
+        require(not (self.faithful and self.task is None), "faithful", self.faithful,
+                "needs a twin --task (an --env-id env has no faithful mode)")
+        require(self.forward_backward or self.backward_demos is None, "backward_demos", self.backward_demos,
+                "only with --forward-backward")
+        require(self.forward_backward or self.backward_reward == "env", "backward_reward", self.backward_reward,
+                "only with --forward-backward")
+        if self.faithful:
+            for flag, source in (("--reward", self.reward),
+                                 *((("--backward-reward", self.backward_reward),) if self.forward_backward else ())):
+                if parse_reward_source(source)[0] == "env":
+                    raise ConfigError(f"--faithful: the env gives no reward in the hardware-faithful mode (no "
+                                      f"Task.success); pass {flag} classifier:DIR (robot-rl train-classifier) or "
+                                      f"{flag} human")
 
     def recipe(self, has_cameras: bool) -> dict[str, Any]:
         """The task's recipe overrides (learners.recipes; {} for --env-id runs and with no_recipe)."""
         if self.task is None or self.no_recipe:
             return {}
-        return recipe_for(self.task).overrides("pixels" if has_cameras else "state")
+        return recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
 
     def steps_per_update(self) -> int:
         """Agent updates per env step: the flag, else the task's recipe, else 1."""
@@ -192,20 +230,27 @@ class TrainConfig(Config):
         return resolve_agent_config(make, self.recipe(has_cameras), over, parse_set(self.agent_set))
 
 
-def make_env(cfg: TrainConfig, for_reward_model: bool = False) -> Any:
+def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None = None, **env_kwargs: Any) -> Any:
     """gymnasium.make the run's env (preset or env id); ConfigError for a module or env id that does not exist.
     `for_reward_model`: the training env of a run whose reward is not the env's (a twin preset then does not end
-    episodes on its own success)."""
+    episodes on its own success). `task`: another preset than cfg.task (the backward direction's); `env_kwargs`:
+    extra env options (presets). In a faithful run every env drops the object observation; only the training env
+    (`for_reward_model`) is made fully hardware-faithful (evaluation envs still teleport and report the true
+    success)."""
     import gymnasium
 
     module: str | None = cfg.env_module
     env_id, kwargs = str(cfg.env_id), {}
     if cfg.task is not None:
-        preset = get_preset(cfg.task)
+        preset = get_preset(task or cfg.task)
         module, env_id = preset.env_module, preset.env_id
-        kwargs = preset.make_kwargs(obs_mode=cfg.obs_mode, image_size=cfg.image_size)
+        kwargs = preset.make_kwargs(obs_mode=cfg.obs_mode, image_size=cfg.image_size, **env_kwargs)
         if for_reward_model:
             kwargs.update(env_overrides(cfg.reward))
+            if cfg.faithful:
+                kwargs["faithful"] = True
+        if cfg.faithful:  # every env of a faithful run observes the same (evaluation envs may still teleport)
+            kwargs.setdefault("object_obs", False)
     if module:
         try:
             importlib.import_module(module)
@@ -242,10 +287,41 @@ class Run:
         return TrainingRun(self.agent, self.online, self.demo, dataclasses.asdict(self.counters), self.rng)
 
 
+def without_extra_leaves(episode: Any, spec: EnvSpec) -> Any:
+    """`episode` with the observation leaves that `spec` lacks dropped (e.g. the privileged "object" state of demos
+    recorded on the twin, for a hardware-faithful run that observes proprio only); unchanged when it has none."""
+    keep = {s.name for s in spec.observation}
+    if all(k in keep for k in episode.observations):
+        return episode
+    ep_spec = episode.spec
+    if isinstance(ep_spec, Mapping):
+        ep_spec = {**ep_spec, "observation": [o for o in ep_spec.get("observation", []) if o.get("name") in keep]}
+    return dataclasses.replace(episode, observations={k: v for k, v in episode.observations.items() if k in keep},
+                               spec=ep_spec)
+
+
+def load_demo_buffer(directory: str, spec: EnvSpec, seed: int, flag: str = "--demos") -> ReplayBuffer:
+    """A demo buffer holding every readable episode of `directory` (each checked against `spec`); ConfigError
+    naming `flag` when there is none."""
+    episodes, errors = load_dir(directory)
+    for err in errors:
+        print(f"[train] warning: skipped {err}", file=sys.stderr)
+    if not episodes:
+        raise ConfigError(f"{flag} {directory}: no readable episodes")
+    demo = ReplayBuffer(spec, max(2, sum(ep.length + 1 for ep in episodes) + ReplayConfig().demo_capacity), seed=seed)
+    for ep in episodes:
+        ep = without_extra_leaves(ep, spec)
+        if ep.spec is not None:
+            spec.require_equal(EnvSpec.from_dict(ep.spec), what=f"demo episodes in {directory}")
+        demo.add_episode(ep)
+    return demo
+
+
 def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     """Make the envs, agent and buffers (demo episodes loaded) for `cfg`. With a learned or human reward the
     training env is wrapped in `RewardModelWrapper` (positives logged in `reward_audit`); the evaluation env
-    keeps the env's own reward and success."""
+    keeps the env's own reward and success. A faithful run's training env is hardware-faithful (TrainConfig.faithful;
+    the reward model is then its only reward)."""
     torch.set_num_threads(cfg.threads)
     env, eval_env = make_env(cfg, for_reward_model=True), make_env(cfg)
     model = make_reward_model(cfg.reward, image_shapes_of_space(env.observation_space), reward_audit,
@@ -255,19 +331,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     spec = env_spec(env, cfg)
     agent = SACAgent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
-    demo = None
-    if cfg.demos:
-        episodes, errors = load_dir(cfg.demos)
-        for err in errors:
-            print(f"[train] warning: skipped {err}", file=sys.stderr)
-        if not episodes:
-            raise ConfigError(f"--demos {cfg.demos}: no readable episodes")
-        demo = ReplayBuffer(spec, max(2, sum(ep.length + 1 for ep in episodes) + ReplayConfig().demo_capacity),
-                            seed=cfg.seed + 1)
-        for ep in episodes:
-            if ep.spec is not None:
-                spec.require_equal(EnvSpec.from_dict(ep.spec), what=f"demo episodes in {cfg.demos}")
-            demo.add_episode(ep)
+    demo = load_demo_buffer(cfg.demos, spec, seed=cfg.seed + 1) if cfg.demos else None
     return Run(cfg, env, eval_env, spec, agent, online, demo, LoopCounters(), np.random.default_rng(cfg.seed))
 
 
@@ -319,6 +383,10 @@ def prepare_out_dir(out: Path, resume: bool) -> Path | None:
 def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -> dict[str, Any]:
     """Run (or resume) a training run into `out`; returns the last metrics row. Nothing is written into `out`
     until the env, the agent and the buffers are built."""
+    if cfg.forward_backward:
+        from learners.forward_backward_run import train_forward_backward
+
+        return train_forward_backward(cfg, out, resume=resume, log=log)
     ckpt = prepare_out_dir(out, resume)
     if ckpt is not None:
         saved = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))

@@ -55,6 +55,11 @@ class RobotError(RobotRLError):
     """The robot backend reported an error (reflex, lost connection, timeout)."""
 
 
+class ResetError(RobotError):
+    """A reset routine could not bring the robot where the next episode starts (a move did not settle after its
+    retries); the run stops rather than start an episode from a wrong pose."""
+
+
 class RobotTimeoutError(RobotError, TimeoutError):
     """The robot (or robot server) did not answer within its deadline."""
 

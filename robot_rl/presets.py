@@ -12,6 +12,10 @@ Usage::
 
 A task's training recipe (AgentConfig overrides, updates per env step) is not here: it lives beside AgentConfig
 in learners.recipes, typed and checked against AgentConfig's fields (the kernel stays free of torch).
+
+A task that can be trained reset-free (`robot-rl train --forward-backward`) names its backward direction
+(`TaskPreset.forward_backward`): the preset of the reverse task (its demos and recipe) and the env's goal names
+(`info["goals"]`) that are each direction's true success.
 """
 
 from __future__ import annotations
@@ -23,6 +27,18 @@ from robot_rl.errors import UnknownTaskError
 
 
 @dataclasses.dataclass(frozen=True)
+class ForwardBackward:
+    """How a task pairs with its reverse for reset-free forward/backward training."""
+
+    backward_task: str
+    """The preset of the backward direction (its scripted demos start where the forward task ends)."""
+    forward_goal: str
+    """The env's `info["goals"]` key that is the forward direction's true success."""
+    backward_goal: str
+    """... and the backward direction's."""
+
+
+@dataclasses.dataclass(frozen=True)
 class TaskPreset:
     """One named task: gymnasium id, the module whose import registers it, default env kwargs."""
 
@@ -31,6 +47,8 @@ class TaskPreset:
     description: str
     env_module: str = "envs"
     env_kwargs: tuple[tuple[str, Any], ...] = ()
+    forward_backward: ForwardBackward | None = None
+    """Set for tasks `robot-rl train --forward-backward` can train reset-free (see the module docstring)."""
 
     def make_kwargs(self, **overrides: Any) -> dict[str, Any]:
         """The env kwargs with `overrides` (None values ignored) applied on top of the preset's."""
@@ -48,6 +66,11 @@ PRESETS: dict[str, TaskPreset] = {
                    "MuJoCo twin: grasp a 4 cm cube from the table and lift it"),
         TaskPreset("twin-peg-insert", "robot_rl/TwinPegInsert-v0",
                    "MuJoCo twin: insert a grasped peg into a tight hole (needs compliance)"),
+        TaskPreset("twin-cube-relocate", "robot_rl/TwinCubeRelocate-v0",
+                   "MuJoCo twin: move the cube from zone A to zone B and let go (forward/backward, reset-free)",
+                   forward_backward=ForwardBackward("twin-cube-relocate-back", "in_zone_b", "in_zone_a")),
+        TaskPreset("twin-cube-relocate-back", "robot_rl/TwinCubeRelocateBack-v0",
+                   "MuJoCo twin: the backward direction of twin-cube-relocate (zone B to zone A)"),
     )
 }
 

@@ -21,6 +21,11 @@ Usage::
     robot-rl sim --task twin-pick-cube --out runs/pick --resume         # continue an interrupted run
     robot-rl sim --task twin-pick-cube --learner-args "--utd 1 --hidden 256,256" --actor-args "--chunk-steps 50"
     robot-rl sim --task twin-pick-cube --set discount=0.99 --set bc_weight=1.0   # AgentConfig fields (learner --set)
+    robot-rl sim --task twin-pick-cube --obs-mode pixels --image-size 64 --reward classifier:runs/cls --faithful
+
+`--reward` goes to every actor (each computes its reward from its own frames, positives audited in
+OUT/reward_audit/actor-i); `--faithful` to the learner, the actors and the final evaluation, which always reports
+the task's true success.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.extras import require_extras
 from robot_rl.metrics import plot_learning_curve, read_metrics
 from robot_rl.presets import PRESETS, get_preset
+from robot_rl.reward_source import parse_reward_source
 from supervisor.display import DISPLAY_MODES, Display, fmt_count, fmt_duration, fmt_rate, read_json
 from supervisor.process import Child, ChildError, ChildSpec, tail
 from supervisor.supervisor import Supervisor
@@ -75,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="actors run the twin themselves instead of talking to robot server processes")
     p.add_argument("--intervene", default=None, choices=("scripted",),
                    help="scripted human interventions in the actors (HIL-SERL)")
+    p.add_argument("--reward", default="env",
+                   help="the actors' reward: env (the twin's), classifier:DIR (a trained reward classifier, gated; "
+                        "needs --obs-mode pixels) or human (the teleop success key; needs --intervene)")
+    p.add_argument("--faithful", action="store_true",
+                   help="hardware-faithful actors (no object observation, no task reward, no teleports after the "
+                        "first reset); needs --reward classifier:DIR or human")
     p.add_argument("--eval-episodes", type=int, default=20, help="deterministic evaluation episodes at the end")
     p.add_argument("--actor-restarts", type=int, default=3, help="restarts allowed per actor when it dies")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -144,6 +156,7 @@ class Sim:
         for item in args.set:
             if "=" not in item or not item.partition("=")[0].strip():
                 raise ConfigError(f"--set {item!r}: expected FIELD=VALUE (an AgentConfig field)")
+        self.check_reward()
         defaults = TASK_DEFAULTS.get(args.task, {})
         self.max_steps = int(args.max_env_steps or defaults.get("max_env_steps", 20000))
         if self.max_steps < 1:
@@ -162,6 +175,23 @@ class Sim:
         env["PYTHONUNBUFFERED"] = "1"
         self.sup = Supervisor(env)
         self.t0 = time.monotonic()
+
+    def check_reward(self) -> None:
+        """--reward and --faithful, checked before any child starts (each actor would refuse them the same way)."""
+        a = self.args
+        kind, directory = parse_reward_source(a.reward)
+        if kind == "classifier":
+            assert directory is not None
+            if not Path(directory).is_dir():
+                raise ConfigError(f"--reward {a.reward}: no such classifier directory (robot-rl train-classifier "
+                                  f"writes one)")
+            if a.obs_mode != "pixels":
+                raise ConfigError(f"--reward {a.reward}: a classifier reads the cameras; add --obs-mode pixels")
+        if kind == "human" and a.intervene is None:
+            raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene scripted")
+        if a.faithful and kind == "env":
+            raise ConfigError("--faithful: the hardware-faithful env gives no reward (no Task.success); pass --reward "
+                              "classifier:DIR (robot-rl train-classifier) or --reward human (with --intervene)")
 
     def cli(self, *argv: str) -> list[str]:
         return [sys.executable, "-m", "robot_rl.cli", *argv]
@@ -195,6 +225,8 @@ class Sim:
                         "--obs-mode", a.obs_mode, "--max-env-steps", str(self.max_steps), "--seed", str(a.seed))
         if demos is not None:
             argv += ["--demos", str(demos)]
+        if a.faithful:
+            argv.append("--faithful")
         if a.resume:
             argv.append("--resume")
         if a.image_size:
@@ -214,12 +246,18 @@ class Sim:
             argv += ["--image-size", str(a.image_size)]
         if a.intervene:
             argv += ["--intervene", a.intervene]
+        if a.reward != "env":  # each actor computes its own reward; positives audited per actor in the run
+            argv += ["--reward", a.reward, "--reward-audit", str(self.out / "reward_audit" / f"actor-{i}")]
+        if a.faithful:
+            argv.append("--faithful")
         return argv + shlex.split(a.actor_args)
 
     def evaluate_argv(self, result_path: Path) -> list[str]:
         a = self.args
         argv = self.cli("actor", "--task", a.task, "--evaluate", str(self.out / "checkpoints"), "--episodes",
                         str(a.eval_episodes), "--obs-mode", a.obs_mode, "--summary", str(result_path))
+        if a.faithful:
+            argv.append("--faithful")
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
         return argv
@@ -369,8 +407,8 @@ class Sim:
             "eval_episodes": evaluation.get("episodes") if evaluation else 0,
             "eval_return": evaluation.get("return") if evaluation else None,
             "milestones": milestones(rows), "learning_curves": curves, "actor_stats": actors,
-            "intervene": a.intervene, "learner_set": list(a.set), "learner_args": a.learner_args,
-            "actor_args": a.actor_args,
+            "intervene": a.intervene, "reward": a.reward, "faithful": a.faithful, "learner_set": list(a.set),
+            "learner_args": a.learner_args, "actor_args": a.actor_args,
         }
         _write_json(self.out / "summary.json", summary)
         ev = summary["eval_success_rate"]

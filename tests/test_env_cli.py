@@ -21,7 +21,8 @@ def test_tasks_lists_the_presets(capsys: pytest.CaptureFixture[str]) -> None:
         assert name in out
     assert main(["tasks", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {r["name"] for r in rows} == {"twin-reach", "twin-pick-cube", "twin-peg-insert"}
+    assert {r["name"] for r in rows} == {"twin-reach", "twin-pick-cube", "twin-peg-insert", "twin-cube-relocate",
+                                         "twin-cube-relocate-back"}
 
 
 def test_demo_unknown_task_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,10 +35,11 @@ def test_ids_are_registered_on_import() -> None:
 
 
 def test_presets_and_unknown_task() -> None:
-    assert set(PRESETS) == {"twin-reach", "twin-pick-cube", "twin-peg-insert"}
+    names = ("twin-reach", "twin-pick-cube", "twin-peg-insert", "twin-cube-relocate", "twin-cube-relocate-back")
+    assert set(PRESETS) == set(names)
     for p in PRESETS.values():
         assert p.env_id in gymnasium.registry and p.description
-    assert [twin_task(n) for n in ("twin-reach", "twin-pick-cube", "twin-peg-insert")] == list(envs.TWIN_ENV_IDS)
+    assert [twin_task(n) for n in names] == list(envs.TWIN_ENV_IDS)
     env = make_env("twin-reach", obs_mode="state", reset_noise_m=0.0, action_scale_m=0.01)
     cfg = env.unwrapped.config
     assert (cfg.obs_mode, cfg.reset_noise_m, cfg.action_scale_m) == ("state", 0.0, 0.01)

@@ -47,15 +47,16 @@ def eval_error(capsys: pytest.CaptureFixture[str], path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def learner_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    """Two real `robot-rl learner` run directories (state; pixels at 32 px), stopped with SIGTERM once listening:
-    each ends with its final checkpoint."""
+    """Three real `robot-rl learner` run directories (state; pixels at 32 px; state --faithful: no object
+    observation), stopped with SIGTERM once listening: each ends with its final checkpoint."""
     base = tmp_path_factory.mktemp("learner_runs")
     procs: dict[str, subprocess.Popen[str]] = {}
-    for mode, extra in (("state", []), ("pixels", ["--image-size", "32"])):
+    for name, mode, extra in (("state", "state", []), ("pixels", "pixels", ["--image-size", "32"]),
+                              ("faithful", "state", ["--faithful"])):
         argv = [sys.executable, "-m", "robot_rl.cli", "learner", "--task", "twin-reach", "--bind",
-                "tcp://127.0.0.1:0", "--out", str(base / mode), "--obs-mode", mode, *extra, "--hidden", "16,16",
+                "tcp://127.0.0.1:0", "--out", str(base / name), "--obs-mode", mode, *extra, "--hidden", "16,16",
                 "--ensemble", "2", "--batch", "16", "--no-tensorboard", "--quiet"]
-        procs[mode] = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV,
+        procs[name] = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV,
                                        cwd=ROOT)
     try:
         for proc in procs.values():
@@ -65,7 +66,7 @@ def learner_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
             proc.send_signal(signal.SIGTERM)
             out, _ = proc.communicate(timeout=120)
             assert proc.returncode == 0, out
-        yield {mode: base / mode for mode in procs}
+        yield {name: base / name for name in procs}
     finally:
         for proc in procs.values():
             proc.kill()
@@ -98,7 +99,7 @@ def test_eval_a_gymnasium_env_id_train_run(tmp_path: Path, capsys: pytest.Captur
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["state", "pixels"])
+@pytest.mark.parametrize("mode", ["state", "pixels", "faithful"])
 def test_eval_a_learner_run(learner_runs: dict[str, Path], mode: str, capsys: pytest.CaptureFixture[str]) -> None:
     run = learner_runs[mode]
     ckpt = latest_checkpoint(run / "checkpoints")

@@ -23,8 +23,10 @@ import numpy as np
 from envs.assets import asset_path
 from robot_rl.errors import ConfigError, UnknownTaskError
 
-TWIN_TASKS: tuple[str, ...] = ("reach", "pick_cube", "peg_insert")
-"""The task scenes of the twin (envs/assets/scene_<task>.xml)."""
+TWIN_TASKS: tuple[str, ...] = ("reach", "pick_cube", "peg_insert", "cube_relocate", "cube_relocate_back")
+"""The task scenes of the twin (envs/assets/scene_<task>.xml; both cube-relocate directions share one file)."""
+CUBE_TASKS: tuple[str, ...] = ("pick_cube", "cube_relocate", "cube_relocate_back")
+"""The scenes with the free cube (objects cube_pos, cube_quat)."""
 
 ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
 FINGER_JOINTS = ("finger_joint1", "finger_joint2")
@@ -50,6 +52,13 @@ CUBE_XY_LOW = np.array([0.4, -0.15])
 CUBE_XY_HIGH = np.array([0.6, 0.15])
 """reset_scene draws the cube centre uniformly in this box (z = CUBE_HALF_SIZE_M) and its yaw in [-pi, pi)."""
 
+# cube_relocate (zones: envs.tasks.RELOCATE_ZONE_*_M; the start regions stay 2 cm inside them)
+RELOCATE_START_XY: dict[str, tuple[np.ndarray, np.ndarray]] = {
+    "cube_relocate": (np.array([0.46, -0.13]), np.array([0.54, -0.07])),        # in zone A
+    "cube_relocate_back": (np.array([0.46, 0.07]), np.array([0.54, 0.13])),     # in zone B
+}
+"""reset_scene draws the cube centre uniformly in the scene's start region (z = CUBE_HALF_SIZE_M), yaw in [-pi, pi)."""
+
 # peg_insert
 HOLE_HALF_WIDTH_M = 0.011
 HOLE_DEPTH_M = 0.035
@@ -67,7 +76,7 @@ def scene_file(task: str) -> str:
     """The MJCF file name of `task`'s scene; UnknownTaskError for an unknown task."""
     if task not in TWIN_TASKS:
         raise UnknownTaskError(f"unknown twin task {task!r}; known: {list(TWIN_TASKS)}")
-    return f"scene_{task}.xml"
+    return "scene_cube_relocate.xml" if task in RELOCATE_START_XY else f"scene_{task}.xml"
 
 
 def build_model(task: str, image_height: int = 128, image_width: int = 128) -> mujoco.MjModel:

@@ -27,7 +27,8 @@ is that of the last physics step (no filtering).
 
 Objects (RobotState.objects, base frame, copies):
 - "reach": goal_pos (3,) = centre of the goal marker.
-- "pick_cube": cube_pos (3,) = cube centre (z = 0.02 when it rests on the table), cube_quat (4,).
+- "pick_cube", "cube_relocate", "cube_relocate_back": cube_pos (3,) = cube centre (z = 0.02 when it rests on the
+  table), cube_quat (4,).
 - "peg_insert": peg_pos (3,) = centre of the peg's bottom face, peg_quat (4,) (identity = upright),
   hole_pos (3,) = centre of the hole's FLOOR (on the table, z = 0); the opening is HOLE_DEPTH_M = 0.035 m above
   it. A fully inserted peg has peg_pos ~= hole_pos (within ~1 mm: contacts are slightly soft).
@@ -65,6 +66,7 @@ from envs.twin.model import (
     ARM_JOINTS,
     CAMERA_NAMES,
     CUBE_HALF_SIZE_M,
+    CUBE_TASKS,
     CUBE_XY_HIGH,
     CUBE_XY_LOW,
     FINGER_JOINTS,
@@ -78,6 +80,7 @@ from envs.twin.model import (
     HAND_BODY,
     PEG_BOTTOM_PAST_TCP_M,
     PEG_HALF_WIDTH_M,
+    RELOCATE_START_XY,
     TCP_SITE,
     TWIN_TASKS,
     build_model,
@@ -94,7 +97,7 @@ class TwinRobotConfig(Config):
     """Settings of the MuJoCo twin."""
 
     task: str = "reach"
-    """Scene: one of envs.twin.TWIN_TASKS ("reach", "pick_cube", "peg_insert")."""
+    """Scene: one of envs.twin.TWIN_TASKS ("reach", "pick_cube", "peg_insert", "cube_relocate", ...)."""
     physics_hz: float = 500.0
     """Physics (and controller) rate in Hz; the timestep is 1 / physics_hz. 500 (default) or 1000; the
     contacts are tuned for >= 500 (finger contact time constant 4 ms = two steps at 500 Hz)."""
@@ -305,8 +308,9 @@ class TwinRobot:
         task = self._config.task
         if task == "reach":
             d.mocap_pos[ids["goal_mocap"]] = rng.uniform(GOAL_LOW, GOAL_HIGH)
-        elif task == "pick_cube":
-            xy = rng.uniform(CUBE_XY_LOW, CUBE_XY_HIGH)
+        elif task in CUBE_TASKS:
+            low, high = RELOCATE_START_XY.get(task, (CUBE_XY_LOW, CUBE_XY_HIGH))
+            xy = rng.uniform(low, high)
             yaw = rng.uniform(-math.pi, math.pi)
             qa, va = ids["cube_qpos"], ids["cube_qvel"]
             d.qpos[qa:qa + 7] = [xy[0], xy[1], CUBE_HALF_SIZE_M, math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
@@ -446,7 +450,7 @@ class TwinRobot:
         ids: dict[str, int] = {}
         if task == "reach":
             ids["goal_mocap"] = int(m.body_mocapid[m.body("goal").id])
-        elif task == "pick_cube":
+        elif task in CUBE_TASKS:
             j = m.joint("cube_joint").id
             ids["cube_qpos"], ids["cube_qvel"] = int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
         elif task == "peg_insert":
@@ -459,7 +463,7 @@ class TwinRobot:
         d, ids, task = self._data, self._task_ids, self._config.task
         if task == "reach":
             return {"goal_pos": d.mocap_pos[ids["goal_mocap"]].copy()}
-        if task == "pick_cube":
+        if task in CUBE_TASKS:
             qa = ids["cube_qpos"]
             return {"cube_pos": d.qpos[qa:qa + 3].copy(), "cube_quat": d.qpos[qa + 3:qa + 7].copy()}
         qa = ids["peg_qpos"]

@@ -1,0 +1,233 @@
+"""Reset-free forward/backward training on twin-cube-relocate: success vs env steps, teleports, false hand-overs.
+
+Records scripted demos of both directions once (`robot-rl record-demos` on twin-cube-relocate and
+twin-cube-relocate-back, in `--obs-mode`), then runs the real entry point `robot-rl train --task twin-cube-relocate
+--forward-backward` per seed into its own run directory and reads its metrics.jsonl (one row per evaluation: the
+deterministic forward policy on `--eval-episodes` seeded episodes of the forward task and the backward policy on
+the backward task, each in an evaluation env of its own; the training env teleports the cube on its first reset
+only). Prints a table and writes benchmarks/results/forward_backward.{json,png} (`--reward classifier
+--obs-mode pixels`: forward_backward_classifier_pixels.{json,png}).
+
+Reward models (learners.reward_model, one per direction): `--reward env` (default) gives each direction the
+twin's TRUE success of its goal (cube resting and released in zone B / zone A), a privileged stand-in for the
+learned classifiers hardware needs; `--reward classifier` takes `--forward-classifier DIR --backward-classifier
+DIR` (trained with `robot-rl train-classifier` on labels recorded with `robot-rl record-labels --task
+twin-cube-relocate` / `twin-cube-relocate-back`). A classifier reads the cameras, so it needs `--obs-mode pixels`
+(a state policy with a classifier reward is not wired: state mode renders no camera).
+
+What it reports per seed: the first env step (both directions together) at which the forward policy's evaluation
+success reaches 80 %, the backward one's, the final and best rates, the hand-overs, the false-positive hand-overs
+(episodes the reward source ended but whose next first frame it no longer confirmed), hand-overs without true
+success, scene teleports after the first reset (must be 0), the per-direction training episodes and their true
+success, updates/s and wall time.
+
+    python benchmarks/forward_backward.py                          # seed 0, 30k env steps
+    python benchmarks/forward_backward.py --seeds 0 1 --steps 20000
+    python benchmarks/forward_backward.py --steps 4000 -- --set bc_weight=30    # anything after -- goes to train
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+from robot_rl.metrics import read_metrics  # noqa: E402
+
+BAR = 0.8
+TASK = "twin-cube-relocate"
+
+
+def record_demos(task: str, episodes: int, out: Path, obs_mode: str = "state") -> Path:
+    """Scripted demos via `robot-rl record-demos` (skipped when `out` already holds enough)."""
+    from demos import record_cli
+    from robot_rl.episodes import episode_paths
+
+    have = len(episode_paths(out)) if out.is_dir() else 0
+    if have < episodes:
+        argv = ["--task", task, "--episodes", str(episodes - have), "--out", str(out), "--obs-mode", obs_mode,
+                "--seed", str(have)]
+        if record_cli.main(argv) != 0:
+            raise SystemExit(f"recording demos into {out} failed")
+    return out
+
+
+def first_step_at(rows: list[dict[str, Any]], key: str, bar: float) -> int | None:
+    for r in rows:
+        if r.get(key) is not None and r[key] >= bar:
+            return int(r["env_step"])
+    return None
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    from robot_rl.extras import optional_import
+
+    matplotlib = optional_import("matplotlib", extra="sim", purpose="benchmark plots")
+    matplotlib.use("Agg")
+    plt = optional_import("matplotlib.pyplot", extra="sim")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for run in result["runs"]:
+        c = run["curve"]
+        xs = [r["env_step"] for r in c]
+        axes[0].plot(xs, [r["forward_success_rate"] for r in c], marker="o", markersize=3,
+                     label=f"forward, seed {run['seed']}")
+        axes[0].plot(xs, [r["backward_success_rate"] for r in c], marker="s", markersize=3, linestyle="--",
+                     label=f"backward, seed {run['seed']}")
+        axes[1].plot(xs, [r.get("train_forward_true_success_rate") for r in c], marker="o", markersize=3,
+                     label=f"forward episodes, seed {run['seed']}")
+        axes[1].plot(xs, [r.get("train_backward_true_success_rate") for r in c], marker="s", markersize=3,
+                     linestyle="--", label=f"backward episodes, seed {run['seed']}")
+    axes[0].axhline(BAR, color="grey", linestyle=":", linewidth=1)
+    axes[0].set_title(f"evaluation ({result['eval_episodes']} deterministic episodes per direction)")
+    axes[1].set_title("reset-free training episodes: true success")
+    for ax in axes:
+        ax.set_xlabel("env steps (both directions)")
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{TASK} forward/backward, reward: {result['reward']}, {result['demos']} demos per direction",
+                 fontsize=9)
+    fig.tight_layout()
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--steps", type=int, default=30_000, help="env steps per seed (both directions together)")
+    p.add_argument("--eval-every", type=int, default=2000)
+    p.add_argument("--eval-episodes", type=int, default=20)
+    p.add_argument("--demos", type=int, default=20, help="scripted demo episodes per direction")
+    p.add_argument("--reward", default="env", choices=("env", "classifier"))
+    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"))
+    p.add_argument("--forward-classifier", type=Path, default=None)
+    p.add_argument("--backward-classifier", type=Path, default=None)
+    p.add_argument("--budget-min", type=float, default=0.0, help="wall-clock budget per seed in minutes (0 = none)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = p.parse_args(argv)
+    if args.reward == "classifier" and (args.forward_classifier is None or args.backward_classifier is None):
+        raise SystemExit("--reward classifier needs --forward-classifier DIR and --backward-classifier DIR")
+    if args.reward == "classifier" and args.obs_mode != "pixels":
+        raise SystemExit("--reward classifier reads the cameras: add --obs-mode pixels")
+
+    import torch
+
+    from learners import train_cli
+    from learners.recipes import recipe_for
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="forward_backward_"))
+    suffix = "" if args.obs_mode == "state" else f"_{args.obs_mode}"
+    demos_f = record_demos(TASK, args.demos, work / f"demos_forward{suffix}", args.obs_mode)
+    demos_b = record_demos(f"{TASK}-back", args.demos, work / f"demos_backward{suffix}", args.obs_mode)
+    sources = {"forward": "env", "backward": "env"}
+    if args.reward == "classifier":
+        sources = {"forward": f"classifier:{args.forward_classifier}",
+                   "backward": f"classifier:{args.backward_classifier}"}
+    runs = []
+    for seed in args.seeds:
+        out = work / f"run_seed{seed}_{time.strftime('%H%M%S')}"
+        train_argv = ["--task", TASK, "--obs-mode", args.obs_mode, "--forward-backward", "--demos", str(demos_f),
+                      "--backward-demos", str(demos_b), "--reward", sources["forward"], "--backward-reward",
+                      sources["backward"], "--max-env-steps", str(args.steps), "--eval-every", str(args.eval_every),
+                      "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", str(args.steps),
+                      "--seed", str(seed), "--threads", str(args.threads), "--device", "cpu", *extra]
+        if args.budget_min > 0:
+            train_argv += ["--max-minutes", str(args.budget_min)]
+        print(f"[forward-backward] seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}", flush=True)
+        t0 = time.perf_counter()
+        if train_cli.main([*train_argv, "--out", str(out)]) != 0:
+            raise SystemExit(f"robot-rl train failed for {out}")
+        wall = time.perf_counter() - t0
+        rows = read_metrics(out / "metrics.jsonl")
+        keys = ("env_step", "forward_success_rate", "backward_success_rate", "handovers", "false_positive_handovers",
+                "handovers_without_true_success", "timeout_handovers", "scene_teleports", "reset_retries",
+                "forward_episodes",
+                "backward_episodes",
+                "train_forward_true_success_rate", "train_backward_true_success_rate", "train_forward_episodes",
+                "train_backward_episodes", "updates", "updates_per_s", "minutes")
+        curve = [{k: r.get(k) for k in keys} for r in rows]
+        last = rows[-1]
+        runs.append({
+            "seed": seed, "curve": curve, "wall_s": wall, "run_dir": str(out),
+            "forward_first_step_at_80": first_step_at(rows, "forward_success_rate", BAR),
+            "backward_first_step_at_80": first_step_at(rows, "backward_success_rate", BAR),
+            "forward_final": last["forward_success_rate"], "backward_final": last["backward_success_rate"],
+            "forward_best": max(r["forward_success_rate"] for r in rows),
+            "backward_best": max(r["backward_success_rate"] for r in rows),
+            "env_steps_done": last["env_step"], "handovers": last["handovers"],
+            "false_positive_handovers": last["false_positive_handovers"],
+            "handovers_without_true_success": last["handovers_without_true_success"],
+            "timeout_handovers": last.get("timeout_handovers"),
+            "teleports_after_first_reset": int(last["scene_teleports"]) - 1,
+            "reset_retries": last.get("reset_retries"),
+            "forward_episodes": last["forward_episodes"], "backward_episodes": last["backward_episodes"],
+            "forward_true_successes": last["forward_true_successes"],
+            "backward_true_successes": last["backward_true_successes"],
+            "updates_per_s": float(np.mean([r["updates_per_s"] for r in rows[1:]])) if len(rows) > 1 else None,
+        })
+    recipe = recipe_for(TASK)
+    result = {"benchmark": "forward_backward", "task": TASK, "obs_mode": args.obs_mode, "reward": sources,
+              "reward_note": ("the twin's TRUE success of each direction's goal as the direction's reward model "
+                              "(privileged; a stand-in for learned classifiers)") if args.reward == "env" else "",
+              "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
+              "eval_episodes": args.eval_episodes, "seeds": args.seeds,
+              "recipe": {"agent": recipe.overrides(args.obs_mode), "updates_per_step": recipe.updates_per_step},
+              "extra_flags": extra, "budget_min": args.budget_min, "threads": args.threads,
+              "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
+              "bar": BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+    print(f"\n{TASK} forward/backward ({args.obs_mode}), reward {sources}, {args.demos} demos per direction; "
+          f"evaluation success over {args.eval_episodes} deterministic episodes per direction:")
+    print(f"{'seed':>4} {'env steps':>9} {'forward':>8} {'backward':>8} {'hand-overs':>10} {'false pos.':>10} "
+          f"{'teleports':>9} {'fwd train ep.':>13} {'bwd train ep.':>13}")
+    for run in runs:
+        for c in run["curve"]:
+            ftr, btr = c.get("train_forward_true_success_rate"), c.get("train_backward_true_success_rate")
+            print(f"{run['seed']:>4} {c['env_step']:>9} {c['forward_success_rate']:>8.0%} "
+                  f"{c['backward_success_rate']:>8.0%} {c['handovers']:>10} {c['false_positive_handovers']:>10} "
+                  f"{c['scene_teleports'] - 1:>9} {'-' if ftr is None else f'{ftr:.0%}':>13} "
+                  f"{'-' if btr is None else f'{btr:.0%}':>13}")
+        print(f"seed {run['seed']}: forward >= {BAR:.0%} first at {run['forward_first_step_at_80'] or 'never'}, "
+              f"backward at {run['backward_first_step_at_80'] or 'never'}; {run['handovers']} hand-overs, "
+              f"{run['false_positive_handovers']} false-positive, {run['timeout_handovers']} after timeouts, "
+              f"{run['teleports_after_first_reset']} teleports "
+              f"after the first reset; {run['env_steps_done']} env steps in {run['wall_s'] / 60:.1f} min")
+    args.out.mkdir(parents=True, exist_ok=True)
+    name = "forward_backward" + ("" if args.reward == "env" else f"_{args.reward}") + suffix
+    path = args.out / f"{name}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(path)
+    plot(result, path.with_suffix(".png"))
+    print(f"wrote {path} and {path.with_suffix('.png').name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,29 @@
+"""The `--reward` vocabulary shared by every command that takes it (`train`, `actor`, `sim`): where training rewards
+come from. The reward models themselves live in learners.reward_model; this module only parses the flag, so
+processes that do not import learners (`robot-rl sim`'s supervisor) check it the same way.
+
+- "env": the env's own reward and termination (on the twin: `Task.success`, privileged);
+- "classifier:DIR": a reward classifier written by `robot-rl train-classifier`;
+- "human": the teleop device's success key.
+
+Usage::
+
+    parse_reward_source("classifier:runs/cls")     # ("classifier", "runs/cls")
+    parse_reward_source("oracle")                  # ConfigError: --reward 'oracle': expected env, human or ...
+"""
+
+from __future__ import annotations
+
+from robot_rl.errors import ConfigError
+
+REWARD_SOURCES = ("env", "human", "classifier:DIR")
+
+
+def parse_reward_source(text: str, flag: str = "--reward") -> tuple[str, str | None]:
+    """'env' | 'human' | 'classifier:DIR' -> (kind, DIR or None); ConfigError naming `flag` otherwise."""
+    if text in ("env", "human"):
+        return text, None
+    if text.startswith("classifier:") and len(text) > len("classifier:"):
+        return "classifier", text[len("classifier:"):]
+    raise ConfigError(f"{flag} {text!r}: expected env, human or classifier:DIR (a directory written by robot-rl "
+                      f"train-classifier)")
