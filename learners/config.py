@@ -45,6 +45,11 @@ class AgentConfig(Config):
     """Use only these state leaves / elements (learners.obs: 'leaf', 'leaf[i]', 'leaf[a:b]'); () = all of them.
     E.g. ('object', 'state[0:3]') on the twin: the object state and the TCP position, without the orientation,
     twist, gripper and wrench that a few demos let a network memorise episodes by."""
+    obs_norm: bool = False
+    """Normalise the state vector (after state_select and state_scale) per element by a mean and std from data:
+    `robot-rl train --obs-norm` sets them from the demos and the first online transitions before learning starts
+    (SACAgent.set_state_normalization); clipped to +-10. For envs whose readings differ in scale (a gripper at
+    0-255 beside positions in metres)."""
     state_scale: float = 1.0
     """Multiply the state vector by this before the networks: Adam moves every weight by about the learning rate
     per step, so inputs of ~0.1 (positions in metres) are learned ~10x slower than unit-sized ones."""

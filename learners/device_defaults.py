@@ -1,0 +1,63 @@
+"""Defaults by device: what the state RLPD agent trains with when it runs on a CPU, and the notice that says so.
+
+SERL's state RLPD (learners.config.rlpd_state_config: critic ensemble 10 with a random subset of 2 for the target,
+8 critic updates per actor update, batch 256) costs ~80 ensemble-member updates per env step. A GPU does that at
+the speed of one actor's 10 Hz; a 2-core CPU does about a quarter of it (benchmarks/learner_speed.py), so the
+learner falls behind its actor (`robot-rl learner` throttles the actor, `robot-rl train` runs at 2-4 env steps/s).
+On a CPU the state agent therefore starts from `CPU_STATE_DEFAULTS` (measured in benchmarks/gym_control.py and the
+README: it learns standard gymnasium control tasks in 8,000 env steps and holds a 10 Hz actor on one core), and the
+entry points print `notice()` once. They sit right above the algorithm's defaults: a task recipe, an explicit flag
+or `--set FIELD=VALUE` overrides any of them (`--set ensemble_size=10 --set critic_updates_per_actor_update=8` gives
+SERL's state agent back on a CPU).
+
+Nothing here applies to image observations (DrQ: one critic update per actor update already, and the encoder, not
+the ensemble, is the cost) or to other agent presets (hil-serl, sac), and nothing applies on a GPU.
+
+Usage::
+
+    layer = machine_defaults("cpu", has_cameras=False, agent="rlpd")   # {"ensemble_size": 2, ...} or {}
+    cfg = resolve_agent_config(rlpd_state_config, layer, recipe, flags, set_fields)
+    msg = notice(cfg, layer)                                            # one line, or None
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from learners.config import AgentConfig
+
+CPU_STATE_DEFAULTS: dict[str, Any] = {
+    "ensemble_size": 2, "ensemble_subsample": None, "critic_updates_per_actor_update": 4,
+}
+"""The state RLPD agent on a CPU: two LayerNorm critics (min of both, as SAC / HIL-SERL), 4 critic updates per
+actor update (SERL on a GPU: ensemble 10 / subset 2, 8 critic updates per actor update); batch 256 as SERL."""
+
+
+def resolved_device_type(device: str) -> str:
+    """'cpu', 'cuda', 'mps' for a device name ('auto': cuda when available, else cpu)."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device).type
+
+
+def machine_defaults(device: str, has_cameras: bool, agent: str = "rlpd") -> dict[str, Any]:
+    """The AgentConfig overrides for this device (a layer right above the algorithm's defaults): the CPU state
+    defaults for the rlpd agent on a CPU without cameras, else none."""
+    if agent != "rlpd" or has_cameras or resolved_device_type(device) != "cpu":
+        return {}
+    return dict(CPU_STATE_DEFAULTS)
+
+
+def notice(cfg: AgentConfig, layer: dict[str, Any]) -> str | None:
+    """One line saying which CPU defaults the resolved `cfg` still uses (None when none is left: a recipe, a flag
+    or --set replaced them all, or no layer applied)."""
+    kept = {k: v for k, v in layer.items() if getattr(cfg, k) == v}
+    if not kept:
+        return None
+    serl = AgentConfig(discount=0.99, critic_updates_per_actor_update=8)
+    parts = ", ".join(f"{k}={'none' if v is None else v} (GPU/SERL: "
+                      f"{'none' if getattr(serl, k) is None else getattr(serl, k)})" for k, v in kept.items())
+    return (f"CPU learner: the state agent uses the CPU defaults {parts} so the learner keeps up with a 10 Hz actor "
+            "on one core; --set FIELD=VALUE overrides any of them")
