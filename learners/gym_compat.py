@@ -25,7 +25,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import gymnasium
 import numpy as np
 
 from robot_rl.errors import ConfigError
@@ -37,7 +36,27 @@ NARROW_FRACTION = 0.25
 centre), or go beyond the bounds."""
 
 
-class SuccessKeyWrapper(gymnasium.Wrapper):
+class _Wrapper:
+    """Forwards every attribute it does not define (observation_space, reset, close, np_random, ...) to `env`
+    (gymnasium is imported only by the entry points, so these are plain wrappers, as learners.reward_model's)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "env":  # not set yet: no recursion
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        return self.env.reset(seed=seed, options=options)
+
+
+class SuccessKeyWrapper(_Wrapper):
     """info[key] -> info["success"] (bool) on every step; records whether the key was ever seen and every info key
     seen (for `success_warning`)."""
 
@@ -83,7 +102,7 @@ def success_warning(wrapper: SuccessKeyWrapper) -> str | None:
             f"{hint}")
 
 
-class ActionBoxWrapper(gymnasium.Wrapper):
+class ActionBoxWrapper(_Wrapper):
     """The env with a narrower action Box [low, high] (inside its own bounds): actions are clipped to it and passed
     on unchanged, so an agent acting in [-1, 1] over this Box moves at most as far as the Box allows."""
 
@@ -95,7 +114,7 @@ class ActionBoxWrapper(gymnasium.Wrapper):
             raise ConfigError(f"action box: low {lo.tolist()} / high {hi.tolist()} must have the action's shape "
                               f"{tuple(space.shape)} with low < high")
         self.box_low, self.box_high = lo, hi
-        self.action_space = gymnasium.spaces.Box(lo.astype(space.dtype), hi.astype(space.dtype), dtype=space.dtype)
+        self.action_space = type(space)(lo.astype(space.dtype), hi.astype(space.dtype), dtype=space.dtype)
 
     def step(self, action: Any) -> Any:
         a = np.clip(np.asarray(action, np.float64), self.box_low, self.box_high)

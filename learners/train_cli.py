@@ -254,12 +254,12 @@ def make_env(cfg: TrainConfig, for_reward_model: bool = False) -> Any:
                 raise  # the module exists but one of its own imports failed: not a typo, show it all
             raise ConfigError(f"--env-module {module}: no such module ({err})") from None
     try:
-        env = gymnasium.make(env_id, **kwargs)
+        base = gymnasium.make(env_id, **kwargs)
     except gymnasium.error.Error as err:
         raise ConfigError(f"--env-id {env_id}: {err}") from None
     from learners.gym_compat import ActionBoxWrapper, SuccessKeyWrapper
 
-    env = SuccessKeyWrapper(env, cfg.success_key)
+    env: Any = SuccessKeyWrapper(base, cfg.success_key)
     if cfg.action_low:
         env = ActionBoxWrapper(env, cfg.action_low, cfg.action_high)
     return env
