@@ -24,12 +24,16 @@ from learners.replay import MixedSampler, ReplayBuffer, route_transition
 from robot_rl.config import Config, require
 
 
-class Agent(Protocol):
-    """What the loop needs from an agent (learners.sac.SACAgent satisfies it)."""
-
-    cfg: Any
+class Actor(Protocol):
+    """What evaluation needs: an action for one observation (learners.policy.Policy and SACAgent satisfy it)."""
 
     def act(self, obs: Any, deterministic: bool = False) -> np.ndarray: ...
+
+
+class Agent(Actor, Protocol):
+    """What the training loop needs from an agent (learners.sac.SACAgent satisfies it)."""
+
+    cfg: Any
 
     def update(self, batch: Any) -> dict[str, float]: ...
 
@@ -190,7 +194,7 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                 obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
 
 
-def evaluate_episodes(env: Any, agent: Agent, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
+def evaluate_episodes(env: Any, agent: Actor, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
                       max_steps: int = 100_000) -> list[dict[str, Any]]:
     """Run `episodes` episodes with the agent's deterministic (default) policy, env seeded with seed+i; one
     dict per episode: return, length, success (from info["success"], False when the env does not report it)."""
@@ -212,7 +216,7 @@ def evaluate_episodes(env: Any, agent: Agent, episodes: int = 10, seed: int = 10
     return results
 
 
-def evaluate(env: Any, agent: Agent, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
+def evaluate(env: Any, agent: Actor, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
              max_steps: int = 100_000) -> list[float]:
     """Returns of `episodes` episodes with the agent's deterministic (default) policy; env seeded with seed+i."""
     return [r["return"] for r in evaluate_episodes(env, agent, episodes, seed, deterministic, max_steps)]

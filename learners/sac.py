@@ -202,13 +202,15 @@ class SACAgent:
                       "target_q_mean": target.mean()}
 
     def _actor_loss_eager(self, feats: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor,
-                          bc_actions: torch.Tensor, bc_mask: torch.Tensor,
+                          bc_actions: torch.Tensor, bc_mask: torch.Tensor, base_actions: torch.Tensor | None = None,
                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        mean, log_std = self.actor(feats)
-        a, logp = tanh_gaussian(mean, log_std, noise)
+        """base_actions: the frozen base policy's actions with a residual base (cfg.residual_base), else None."""
+        mean, log_std = self.actor(self.policy.actor_input(feats, base_actions))
+        out, logp = tanh_gaussian(mean, log_std, noise)
+        a = self.policy.combine(base_actions, out)
         q = self.critic(torch.cat([feats, a], -1)).squeeze(-1).mean(0)  # mean over the ensemble (SERL, REDQ)
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
-        sq = (torch.tanh(mean) - bc_actions).pow(2).sum(-1)
+        sq = (self.policy.combine(base_actions, torch.tanh(mean)) - bc_actions).pow(2).sum(-1)
         bc = (sq * bc_mask).sum() / bc_mask.sum().clamp_min(1.0)
         return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc
 
@@ -258,6 +260,8 @@ class SACAgent:
         # the target subsets of all k critic updates at once: each row a uniformly random M-subset of the members
         members_all = torch.rand(k, cfg.ensemble_size, generator=gen, device=self.device).argsort(1)[:, :members_n]
         state, next_state = b["state"], b["next_state"]
+        # residual RL: the frozen base policy's actions on obs and next_obs (raw observations), once per update
+        base_obs, base_next = self.policy.base_actions(batch["obs"]), self.policy.base_actions(batch["next_obs"])
         # minibatch i is rows i, i+k, i+2k, ... (strided: samplers concatenate their sources, MixedSampler: online
         # rows, then demo rows, so contiguous chunks would give some critic updates, and the actor, one source only).
         # Without cameras the rows are put in minibatch order once, so each minibatch is a contiguous block.
@@ -266,8 +270,8 @@ class SACAgent:
             order = torch.arange(n, device=self.device).view(mb, k).t().reshape(-1)
             b = {key: (v.index_select(0, order) if isinstance(v, torch.Tensor) and v.dim() > 0 else v)
                  for key, v in b.items()}
-            state = state.index_select(0, order) if state is not None else None
-            next_state = next_state.index_select(0, order) if next_state is not None else None
+            state, next_state, base_obs, base_next = (t.index_select(0, order) if t is not None else None
+                                                      for t in (state, next_state, base_obs, base_next))
             rows = lambda i: slice(i * mb, (i + 1) * mb)  # noqa: E731
         arm_all = b["actions"][:, : self.arm_dim]
         target_in_all = next_logp_all = None
@@ -277,7 +281,7 @@ class SACAgent:
             with torch.no_grad():
                 next_feats_all = self._features(nbf, next_images, next_state, slice(None))
                 noise_all = torch.randn(n, self.arm_dim, generator=gen, device=self.device)
-                next_a_all, next_logp_all = self.actor.sample(next_feats_all, noise_all)
+                next_a_all, next_logp_all = self.policy.sample_actions(next_feats_all, base_next, noise_all)
                 target_in_all = torch.cat([self._features(nbf, next_images, next_state, slice(None), target=True),
                                            next_a_all], -1)
         critic_metrics: list[dict[str, torch.Tensor]] = []
@@ -295,7 +299,8 @@ class SACAgent:
                     next_feats = self._features(nbf, next_images, next_state, sl)
                     target_feats = self._features(nbf, next_images, next_state, sl, target=True)
                     noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
-                    next_a, next_logp = self.actor.sample(next_feats, noise)
+                    next_a, next_logp = self.policy.sample_actions(
+                        next_feats, base_next[sl] if base_next is not None else None, noise)
                     target_in = torch.cat([target_feats, next_a], -1)
             loss, info = self._critic_loss(feats, arm_all[sl], target_in, next_logp, b["returns"][sl],
                                            b["bootstrap"][sl], members_all[i], alpha)
@@ -319,7 +324,8 @@ class SACAgent:
             noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
             last = rows(k - 1)
             actor_loss, logp, bc_loss = self._actor_loss(last_feats_detached, noise, alpha, arm_all[last],
-                                                         b["intervention"][last])
+                                                         b["intervention"][last],
+                                                         base_obs[last] if base_obs is not None else None)
             self._step(self.actor_opt, self._actor_params, actor_loss)
         finally:
             self.critic.requires_grad_(True)

@@ -428,7 +428,13 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
             f"updates {run.counters.updates}, online buffer {len(run.online)}")
     metrics = MetricsLog(out / "metrics.jsonl")
     tb = ScalarWriter(out / "tb")
-    loop_cfg = LoopConfig(total_steps=cfg.max_env_steps, start_steps=cfg.start_steps,
+    start_steps = cfg.start_steps
+    if run.agent.cfg.residual_base is not None and start_steps > 0:
+        start_steps = 0  # uniform random actions would throw the base policy away
+        if ckpt is None:
+            log(f"[train] residual RL on the base policy {run.agent.cfg.residual_base}: no uniform random warm-up "
+                "(--start-steps ignored); the base plus the exploring residual acts from the first step")
+    loop_cfg = LoopConfig(total_steps=cfg.max_env_steps, start_steps=start_steps,
                           learning_starts=cfg.learning_starts, updates_per_step=cfg.steps_per_update(),
                           seed=cfg.seed)
     last_eval = run.counters.env_step // cfg.eval_every
