@@ -1,13 +1,14 @@
 """Defaults by device: what the state RLPD agent trains with when it runs on a CPU, and the notice that says so.
 
 SERL's state RLPD (learners.config.rlpd_state_config: critic ensemble 10 with a random subset of 2 for the target,
-8 critic updates per actor update, batch 256) costs ~80 ensemble-member updates per env step. A GPU does that at
-the speed of one actor's 10 Hz; a 2-core CPU does about a quarter of it (benchmarks/learner_speed.py), so the
-learner falls behind its actor (`robot-rl learner` throttles the actor, `robot-rl train` runs at 2-4 env steps/s).
-On a CPU the state agent therefore starts from `CPU_STATE_DEFAULTS` (measured in benchmarks/gym_control.py and the
-README: it learns standard gymnasium control tasks in 8,000 env steps and holds a 10 Hz actor on one core), and the
-entry points print `notice()` once. They sit right above the algorithm's defaults: a task recipe, an explicit flag
-or `--set FIELD=VALUE` overrides any of them (`--set ensemble_size=10 --set critic_updates_per_actor_update=8` gives
+8 critic updates per actor update, batch 256) costs ~80 ensemble-member updates per env step; on the shared 2-core
+CPU `robot-rl train` with it ran at ~4 env steps/s (issue 17), below one 10 Hz actor. On a CPU `robot-rl train`
+therefore starts the state agent from `CPU_STATE_DEFAULTS` (ensemble 2 x 4 critic updates: a tenth of the critic
+work per env step) and prints `notice()` once. NOT YET MEASURED: whether these values learn standard gymnasium
+control tasks within 8,000 env steps and hold a 10 Hz actor has no benchmark result file yet (README: "Learner
+speed on a CPU" gives the commands); `robot-rl learner` does not apply them (it has its own machine defaults).
+They sit right above the algorithm's defaults: a task recipe, an explicit flag or `--set FIELD=VALUE` overrides
+any of them (`--set ensemble_size=10 --set ensemble_subsample=2 --set critic_updates_per_actor_update=8` gives
 SERL's state agent back on a CPU).
 
 Nothing here applies to image observations (DrQ: one critic update per actor update already, and the encoder, not
