@@ -107,8 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the run directory (printed) instead of deleting it")
     args = p.parse_args(args_in)
     run_dir = Path(tempfile.mkdtemp(prefix=f"main-command-{args.task}-")) / "run"
+    load_before = os.getloadavg()[0]
     code, wall_s, tail = run_sim(args.task, run_dir, extra)
     row = summarise(args.task, run_dir, wall_s, code, extra)
+    # the machine's 1-minute load average before and after the run: the wall time is only comparable between
+    # runs on an equally idle machine (the run itself loads it with ~2-3 busy processes)
+    row["load_avg_1min"] = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
     if code != 0:
         print(tail, file=sys.stderr)
     print_table(row)

@@ -1,8 +1,12 @@
-"""`robot-rl robot-server`: serve a robot backend (the MuJoCo twin, or a ROS 2 controller) over ZeroMQ.
+"""`robot-rl robot-server`: serve a robot backend (the MuJoCo twin, a Franka through franky, or a ROS 2
+controller) over ZeroMQ.
 
 One client at a time (the newest `open` wins; see envs.robot_server). Prints the bound address on its first
 line ("robot-server: serving ... on tcp://HOST:PORT"), then, every `--stats-every` seconds, the call and error
-counters. Stops on Ctrl-C or SIGTERM, stopping the backend (it holds its pose).
+counters. Every backend is served behind the safety guard (envs.robot_server.safety: the task's box, the wrench
+limit `--max-force`/`--max-torque`, joint margins, the e-stop). Ctrl-C or SIGTERM first e-stops the robot (at
+once, even during a long call: franky's motion is preempted), then stops the server and the backend (it holds
+its pose); `robot-rl estop ADDR` e-stops it from anywhere.
 
 Usage::
 
@@ -11,6 +15,8 @@ Usage::
     robot-rl robot-server --task twin-peg-insert --bind tcp://0.0.0.0:5560 --keys keys/   # CURVE
     robot-rl robot-server --backend ros2 --task twin-pick-cube --ros-twin     # over DDS to `robot-rl ros2-twin`
     robot-rl robot-server --backend ros2 --task T --ros-camera front=/cam_front/color/image_raw   # a CRISP arm
+    robot-rl robot-server --backend franky --robot-ip 172.16.0.2 --task pick_cube \
+        --camera realsense:123456789012=front --camera opencv:/dev/video0=wrist    # a real Franka + cameras
     # the client side: envs.remote.make_remote_env("tcp://127.0.0.1:5560", obs_mode="pixels")
 """
 
@@ -22,6 +28,7 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import Any
 
 from envs.robot_server import BACKENDS, DEFAULT_ADDRESS, RobotServer, RobotServerConfig, make_backend
 
@@ -34,7 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--image-size", type=int, default=128, help="camera image height and width")
     parser.add_argument("--cameras", default="front,wrist", help="comma-separated camera names")
     parser.add_argument("--no-cameras", action="store_true", help="serve no images (state-only; no renderer)")
+    parser.add_argument("--task-config", default=None,
+                        help="a task config file (robot-rl safety-box record): its box is enforced server-side")
     parser.add_argument("--robot-ip", default=None, help="franky: the robot's FCI address (e.g. 172.16.0.2)")
+    parser.add_argument("--camera", action="append", default=[], metavar="SPEC",
+                        help="franky: a real camera, KIND:ID=NAME (realsense:SERIAL=front, opencv:/dev/video0=wrist); "
+                             "repeat for several")
+    parser.add_argument("--camera-exposure", type=float, default=None,
+                        help="franky: fixed exposure of the real cameras in us (auto-exposure off; 0 or unset: auto)")
+    parser.add_argument("--realtime", action="store_true",
+                        help="franky: require a realtime kernel (libfranka RealtimeConfig.Enforce)")
+    parser.add_argument("--max-force", type=float, default=None,
+                        help="safety: stop and hold above this external force (N; default 60)")
+    parser.add_argument("--max-torque", type=float, default=None,
+                        help="safety: stop and hold above this external torque (Nm; default 20)")
     parser.add_argument("--physics-hz", type=float, default=None, help="twin physics rate (default: the twin's)")
     parser.add_argument("--hold-timeout", type=float, default=1.0,
                         help="seconds without a command before the watchdog reports holding the last target")
@@ -57,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
 
     config = RobotServerConfig(bind=args.bind, insecure=args.insecure, hold_timeout_s=args.hold_timeout,
                                max_wait_s=args.max_wait)
@@ -70,14 +91,28 @@ def main(argv: list[str]) -> int:
 
     check_address(config.bind, keys, config.insecure)  # before building the backend: fail fast
     names = tuple(n.strip() for n in args.cameras.split(",") if n.strip())
+    if args.backend != "franky" and (args.robot_ip or args.camera or args.realtime or args.camera_exposure):
+        parser.error("--robot-ip, --camera, --camera-exposure and --realtime are options of --backend franky")
+    from envs.robot_server.safety import ServerSafetyConfig
+
     ros2 = None
     if args.backend == "ros2":
         from envs.ros2.backend import Ros2BackendOptions
 
         ros2 = Ros2BackendOptions(profile=args.ros_profile, namespace=args.ros_namespace, twin=args.ros_twin,
                                   camera_topics=tuple(args.ros_camera), settings=tuple(args.ros_set))
-    robot, cameras, info = make_backend(args.backend, args.task, image_size=args.image_size, camera_names=names,
-                                        cameras=not args.no_cameras, physics_hz=args.physics_hz, ros2=ros2)
+    limits = {k: v for k, v in (("max_force_n", args.max_force), ("max_torque_nm", args.max_torque)) if v is not None}
+    task: Any = args.task
+    if args.task_config is not None:
+        from envs.hardware.safety_box import load_task_config
+
+        task = load_task_config(args.task_config)
+    robot, cameras, info = make_backend(args.backend, task, image_size=args.image_size, camera_names=names,
+                                        cameras=not args.no_cameras, physics_hz=args.physics_hz, ros2=ros2,
+                                        robot_ip=args.robot_ip, camera_specs=args.camera,
+                                        franky_options={"realtime": True} if args.realtime else None,
+                                        safety=ServerSafetyConfig(**limits),
+                                        camera_options={"exposure_us": args.camera_exposure or None})
     try:
         server = RobotServer(robot, cameras, config, keys, info)
     except BaseException:
@@ -86,9 +121,14 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:
+        if not stop.is_set():
+            server.estop()  # motion stops now (thread-safe, does not wait for a running call)
+            print(f"robot-server: {signal.Signals(signum).name}: e-stopped, shutting down", file=sys.stderr,
+                  flush=True)
         stop.set()
 
     previous = signal.signal(signal.SIGTERM, _on_signal)
+    previous_int = signal.signal(signal.SIGINT, _on_signal)
     cams = (f"cameras {','.join(cameras.names)} {args.image_size}x{args.image_size}" if cameras is not None
             else "no cameras")
     print(f"robot-server: serving {info['backend']} (task {info['task']}, {cams}) on {server.address} "
@@ -109,6 +149,7 @@ def main(argv: list[str]) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         s = server.stats()
         server.close()
         print(f"robot-server: stopped after {s.uptime_s:.1f} s; {s.calls} calls, {s.errors} errors", file=sys.stderr,

@@ -26,7 +26,7 @@ from robot_rl.errors import MissingExtraError
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "sim": ("mujoco", "gymnasium", "numba", "matplotlib"),
     "learn": ("torch", "safetensors", "tensorboard"),
-    "real": ("pyrealsense2", "franky"),
+    "real": ("pyrealsense2", "franky", "cv2"),
     "teleop": ("pygame", "hid", "hidraw", "pynput"),
     "video": ("imageio_ffmpeg",),
     "export": ("rosbags", "pyarrow"),

@@ -288,7 +288,7 @@ def test_residual_critic_scores_the_combined_action_and_the_correction_saturates
     gen = torch.Generator().manual_seed(0)
     for _ in range(400):
         noise = torch.randn(n, 3, generator=gen)
-        loss, _, _ = agent._actor_loss_eager(feats, noise, torch.tensor(1e-3), torch.zeros(n, 3), torch.zeros(n),
+        loss, _, _, _ = agent._actor_loss_eager(feats, noise, torch.tensor(1e-3), torch.zeros(n, 3), torch.zeros(n),
                                              base_actions)
         agent._step(agent.actor_opt, agent._actor_params, loss)
     # the critic saw executed actions: the base plus at most 0.2

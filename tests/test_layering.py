@@ -31,7 +31,8 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
 }
 # learners works on any gymnasium env but only the training entry point imports gymnasium, lazily
 LAZY_IN_PACKAGE: dict[str, set[str]] = {"learners": {"gymnasium"}, "robot_rl": {"torch", "gymnasium", "mujoco"}}
-LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "pygame", "pyspacemouse", "pynput", "wandb", "hid", "geometry_msgs",
+LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "cv2", "pygame", "pyspacemouse", "pynput", "wandb", "hid",
+             "geometry_msgs",
              "sensor_msgs", "std_msgs", "std_srvs", "rcl_interfaces", "franka_msgs"}
 
 
