@@ -9,8 +9,9 @@ announced at start), then the task's recipe (learners.recipes; `--no-recipe` ski
 learners.agent_options). The resolved AgentConfig is printed at start and saved as `agent_config.json`.
 
 A gymnasium env as it comes (learners.gym_compat): `--success-key KEY` reads success from info[KEY] (a warning says
-when the env never reports the key); demo actions are compared with the env's action bounds (a warning when the
-demos use a small part of them) and `--action-scale auto|S` narrows the bounds the agent's [-1, 1] covers;
+when the env never reports the key); on `--env-id` runs the demo actions are compared with the env's action bounds
+(a warning when the demos use a small part of them; not on the twin presets, whose recipes were measured with
+their bounds) and `--action-scale auto|S` narrows the bounds the agent's [-1, 1] covers;
 `--obs-norm` normalises the state by statistics of the demos and the first online transitions.
 
 Outputs in `--out DIR`: `config.json` (this command's options), `agent_config.json`, `metrics.jsonl` (one row per
@@ -348,7 +349,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
             if bounds is not None:  # episode files hold env-unit actions; the agent and its buffers act in [-1, 1]
                 ep = dataclasses.replace(ep, actions=from_env_action(ep.actions, bounds))
             demo.add_episode(ep)
-        if not cfg.action_low:
+        if not cfg.action_low and cfg.task is None:  # twin presets: bounds and recipes are measured together
             from learners.gym_compat import demo_action_warning
 
             space = env.action_space
