@@ -11,8 +11,15 @@ For each: update() calls/s, critic updates/s, and achieved GFLOP/s (FLOPs of one
 torch.utils.flop_counter: matmuls and convolutions, forward + backward) as a fraction of the torch matmul
 GFLOP/s measured in the same run on the same device. Prints a table; writes JSON to benchmarks/results/.
 
+Beside the JAX reference (`--jax-python PY`, benchmarks/jax_reference.py): the state cases are timed in `--rounds`
+rounds, each followed by one run of the independent JAX implementation of the same update on the same machine, and
+each state row gets the ratio of its median critic updates/s to the reference's median (plus the reference update
+configured in torch: obs 30, ReLU, backup entropy). `--compile` adds torch.compile'd rows beside the eager ones.
+
     python benchmarks/learner_speed.py                       # device auto (cuda when available)
     python benchmarks/learner_speed.py --device cpu --threads 1 --image-batch 16
+    python benchmarks/learner_speed.py --device cpu --threads 2 --state-utd 20 --skip-image --compile \
+        --jax-python .venv-jaxref/bin/python --rounds 3
 """
 
 from __future__ import annotations
@@ -33,6 +40,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import jax_reference  # noqa: E402  (benchmarks/jax_reference.py, beside this script)
 
 from learners.config import AgentConfig, drq_config, rlpd_state_config  # noqa: E402
 from learners.encoders import ResNet10, save_backbone_weights  # noqa: E402
@@ -109,20 +120,49 @@ def time_updates(agent: SACAgent, batch: dict[str, Any], seconds: float, min_rep
     return (time.perf_counter() - t0) / reps, reps
 
 
+class Case:
+    """One workload: the agent and a synthetic batch, built once; `time_round()` times one window of update()
+    calls (and records how busy other processes kept the machine meanwhile); `row()` reports the median round."""
+
+    def __init__(self, name: str, spec: EnvSpec, cfg: AgentConfig, args: argparse.Namespace, peak: float) -> None:
+        self.name, self.spec, self.cfg, self.args, self.peak = name, spec, cfg, args, peak
+        self.agent = SACAgent(spec, cfg)
+        self.batch = synthetic_batch(spec, cfg.samples_per_update, seed=0)
+        self.flops = count_flops(self.agent, self.batch)
+        self.seconds: list[float] = []
+        self.loads: list[float | None] = []
+        self.reps = 0
+
+    def time_round(self) -> None:
+        with jax_reference.LoadMeter() as load:
+            sec, n = time_updates(self.agent, self.batch, self.args.seconds, self.args.min_reps, self.args.warmup)
+        self.seconds.append(sec)
+        self.loads.append(load.others_cores)
+        self.reps += n
+
+    def row(self) -> dict[str, Any]:
+        cfg, spec = self.cfg, self.spec
+        sec = _median(self.seconds)
+        achieved = self.flops / sec / 1e9
+        return {"case": self.name, "batch": cfg.batch_size,
+                "critic_updates_per_actor_update": cfg.critic_updates_per_actor_update,
+                "ensemble": cfg.ensemble_size, "subsample": cfg.ensemble_subsample,
+                "activation": cfg.activation, "backup_entropy": cfg.backup_entropy,
+                "obs_dim": sum(int(np.prod(s.shape)) for s in spec.observation if not s.is_image),
+                "encoder": cfg.encoder if spec.cameras else None,
+                "frozen": cfg.freeze_encoder if spec.cameras else None,
+                "compile": cfg.compile, "seconds_per_update": sec, "updates_per_s": 1.0 / sec,
+                "critic_updates_per_s": cfg.critic_updates_per_actor_update / sec, "reps": self.reps,
+                "critic_updates_per_s_rounds": [cfg.critic_updates_per_actor_update / x for x in self.seconds],
+                "others_cores_rounds": self.loads,
+                "gflop_per_update": self.flops / 1e9, "achieved_gflops": achieved,
+                "fraction_of_matmul": achieved / self.peak}
+
+
 def run_case(name: str, spec: EnvSpec, cfg: AgentConfig, args: argparse.Namespace, peak: float) -> dict[str, Any]:
-    agent = SACAgent(spec, cfg)
-    batch = synthetic_batch(spec, cfg.samples_per_update, seed=0)
-    flops = count_flops(agent, batch)
-    sec, reps = time_updates(agent, batch, args.seconds, args.min_reps, args.warmup)
-    achieved = flops / sec / 1e9
-    return {"case": name, "batch": cfg.batch_size,
-            "critic_updates_per_actor_update": cfg.critic_updates_per_actor_update,
-            "ensemble": cfg.ensemble_size, "subsample": cfg.ensemble_subsample,
-            "encoder": cfg.encoder if spec.cameras else None,
-            "frozen": cfg.freeze_encoder if spec.cameras else None,
-            "compile": cfg.compile, "seconds_per_update": sec, "updates_per_s": 1.0 / sec,
-            "critic_updates_per_s": cfg.critic_updates_per_actor_update / sec, "reps": reps,
-            "gflop_per_update": flops / 1e9, "achieved_gflops": achieved, "fraction_of_matmul": achieved / peak}
+    case = Case(name, spec, cfg, args, peak)
+    case.time_round()
+    return case.row()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,7 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--image-batch", type=int, default=0, help="image minibatch (0 = 256 on cuda, 32 on cpu)")
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--encoder", default="resnet10", choices=["resnet10", "conv"])
-    p.add_argument("--compile", action="store_true", help="also torch.compile the losses")
+    p.add_argument("--compile", action="store_true", help="also torch.compile the losses (rows beside the eager ones)")
+    p.add_argument("--jax-python", default=None,
+                   help="interpreter of the JAX reference venv (../shared/reference/README.md): time the reference "
+                        "update between rounds of the state cases and report the ratio")
+    p.add_argument("--jax-script", default=None, help="the reference's bench_jax.py (default: ../shared/reference)")
+    p.add_argument("--rounds", type=int, default=0, help="timing rounds of the state cases (0: 3 with --jax-python, "
+                                                         "else 1)")
     p.add_argument("--skip-image", action="store_true")
     p.add_argument("--seconds", type=float, default=5.0, help="minimum timing window per case")
     p.add_argument("--min-reps", type=int, default=3)
@@ -147,8 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     device = resolve_device(args.device)
     dev = str(device)
     peak = matmul_gflops(device, args.matmul_n, seconds=2.0)
-    rows = [run_case("state RLPD", state_spec(), rlpd_state_config(
-        critic_updates_per_actor_update=args.state_utd, device=dev, compile=args.compile), args, peak)]
+    rows, jax_runs = state_rows(args, dev, peak)
     if not args.skip_image:
         image_batch = args.image_batch or (256 if device.type == "cuda" else 32)
         with tempfile.TemporaryDirectory() as tmp:
@@ -157,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 weights = os.path.join(tmp, "resnet10.safetensors")
                 save_backbone_weights(ResNet10(), weights)
             cfg = drq_config(batch_size=image_batch, critic_updates_per_actor_update=args.image_utd, device=dev,
-                             encoder=args.encoder, encoder_weights=weights, compile=args.compile)
+                             encoder=args.encoder, encoder_weights=weights)
             rows.append(run_case(f"image DrQ {args.image_size}px x2", image_spec(args.image_size), cfg, args, peak))
     header = (f"{'case':<24} {'batch':>5} {'utd':>4} {'update/s':>9} {'critic upd/s':>12} {'GFLOP/upd':>10} "
               f"{'GFLOP/s':>8} {'of matmul':>9}")
@@ -165,18 +210,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {dev} ({name}), "
           f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"matmul {args.matmul_n}^3 fp32: {peak:.1f} GFLOP/s")
-    print(header)
+    print(header + (f" {'vs JAX':>7}" if jax_runs else ""))
     print("-" * len(header))
+    jax_median = _median([j["critic_updates_per_s_median"] for j in jax_runs]) if jax_runs else None
     for r in rows:
+        if jax_median and "ratio_to_jax" not in r and r["case"].startswith("state"):
+            r["ratio_to_jax"] = r["critic_updates_per_s"] / jax_median
+        ratio = f" {r['ratio_to_jax']:>6.2f}x" if "ratio_to_jax" in r else ""
         print(f"{r['case']:<24} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} {r['updates_per_s']:>9.2f} "
               f"{r['critic_updates_per_s']:>12.2f} {r['gflop_per_update']:>10.2f} {r['achieved_gflops']:>8.1f} "
-              f"{r['fraction_of_matmul']:>9.1%}")
+              f"{r['fraction_of_matmul']:>9.1%}{ratio}")
+    if jax_runs:
+        print(f"JAX reference (interleaved, {len(jax_runs)} runs): critic updates/s "
+              f"{[round(j['critic_updates_per_s_median'], 1) for j in jax_runs]}, median {jax_median:.1f}")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "learner_speed", "device": dev,
               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine(),
               "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
               "matmul_n": args.matmul_n, "matmul_gflops": peak, "cases": rows,
+              "jax_reference": {"runs": [{k: j.get(k) for k in ("critic_updates_per_s_median", "steps_per_s",
+                                                                 "others_cores", "version", "utd", "batch")}
+                                         for j in jax_runs],
+                                "critic_updates_per_s_median": jax_median} if jax_runs else None,
               "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     path = out_dir / f"learner_speed_{device.type}.json"
     tmp_path = path.with_suffix(".json.tmp")
@@ -184,6 +240,47 @@ def main(argv: list[str] | None = None) -> int:
     tmp_path.replace(path)
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0
+
+
+# ------------------------------------------------------------------ state cases, interleaved with the JAX reference
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2] if len(xs) % 2 else 0.5 * sum(sorted(xs)[len(xs) // 2 - 1: len(xs) // 2 + 1])
+
+
+def state_rows(args: argparse.Namespace, dev: str, peak: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The state cases (our default update; with --jax-python also the reference's update in torch), eager and
+    (--compile) compiled, each timed in rounds with one JAX reference run after every round."""
+    python = args.jax_python
+    rounds = args.rounds or (3 if python else 1)
+    cases: list[tuple[str, EnvSpec, AgentConfig]] = [
+        ("state RLPD", state_spec(), rlpd_state_config(critic_updates_per_actor_update=args.state_utd, device=dev))]
+    if python:
+        cases.append(("state, reference update", jax_reference.reference_spec(),
+                      jax_reference.reference_state_config(args.state_utd, device=dev)))
+    if args.compile:
+        cases += [(f"{name} +compile", spec, cfg.replace(compile=True)) for name, spec, cfg in cases]
+    jax_runs: list[dict[str, Any]] = []
+
+    def reference() -> None:
+        if python:
+            try:
+                jax_runs.append(jax_reference.run_reference(python, args.state_utd, args.jax_script))
+            except RuntimeError as err:
+                print(f"warning: {err}", file=sys.stderr)
+
+    built = [Case(name, spec, cfg, args, peak) for name, spec, cfg in cases]
+    for _ in range(rounds):  # round-robin: round r of every case runs between the reference's runs r-1 and r
+        for case in built:
+            case.time_round()
+        reference()
+    rows = [case.row() for case in built]
+    if jax_runs:
+        jax_rates = [j["critic_updates_per_s_median"] for j in jax_runs]
+        for row in rows:
+            mine = row["critic_updates_per_s_rounds"]
+            row["ratio_to_jax_rounds"] = [mine[i] / jax_rates[i] for i in range(min(len(mine), len(jax_rates)))]
+            row["ratio_to_jax"] = row["critic_updates_per_s"] / _median(jax_rates)
+    return rows, jax_runs
 
 
 if __name__ == "__main__":

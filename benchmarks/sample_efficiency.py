@@ -16,6 +16,8 @@ flags); anything after `--` goes to `robot-rl train` and wins. Modes:
     python benchmarks/sample_efficiency.py --obs-mode pixels --image-size 64 --steps 3000 --seeds 0 \\
         --budget-min 20                                                     # 64x64 cameras, small conv encoder
     python benchmarks/sample_efficiency.py --steps 2000 -- --utd 4 --batch-size 256   # override the recipe
+    python benchmarks/sample_efficiency.py --label residual -- --set residual_base=runs/bc_pick   # a variant,
+                                                      # written beside the plain run (..._state_residual.json)
 
 Pixels mode uses the small conv encoder trained from scratch (`--encoder conv`, DrQ augmentation) on both
 cameras; `--device auto` (the default) runs it on CUDA when there is one, unchanged. `--budget-min` stops a seed's
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel processes")
     p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
     args = p.parse_args(argv)
 
     import torch
@@ -153,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
     task_recipe = recipe_for(args.task)
     recipe = {"agent": task_recipe.overrides(args.obs_mode), "updates_per_step": task_recipe.updates_per_step}
-    tag = f"{args.task}_{args.obs_mode}{image_size or ''}"
+    tag = f"{args.task}_{args.obs_mode}{image_size or ''}{'_' + args.label if args.label else ''}"
     runs = []
     jobs: list[tuple[int, list[str], Path]] = []
     for seed in args.seeds:
@@ -192,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
               "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds, "recipe": recipe, "extra_flags": extra,
-              "budget_min": args.budget_min, "device": dev, "threads": args.threads, "jobs": args.jobs,
+              "label": args.label, "budget_min": args.budget_min, "device": dev, "threads": args.threads,
+              "jobs": args.jobs,
               "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
               "success_bar": SUCCESS_BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 

@@ -129,6 +129,10 @@ def resolve_agent_config(make: Callable[..., AgentConfig], *layers: Mapping[str,
     for layer in layers:
         check_agent_fields(layer, where="agent options")
         merged.update(layer)
+    if isinstance(merged.get("residual_base"), str) and merged["residual_base"].strip():
+        from learners.base_policy import absolute_source
+
+        merged["residual_base"] = absolute_source(merged["residual_base"])  # runs resume from any directory
     try:
         return make(**merged)
     except TypeError as err:  # a value of the wrong type reaching AgentConfig.validate

@@ -45,6 +45,11 @@ class AgentConfig(Config):
     """Use only these state leaves / elements (learners.obs: 'leaf', 'leaf[i]', 'leaf[a:b]'); () = all of them.
     E.g. ('object', 'state[0:3]') on the twin: the object state and the TCP position, without the orientation,
     twist, gripper and wrench that a few demos let a network memorise episodes by."""
+    obs_norm: bool = False
+    """Normalise the state vector (after state_select and state_scale) per element by a mean and std from data:
+    `robot-rl train --obs-norm` sets them from the demos and the first online transitions before learning starts
+    (SACAgent.set_state_normalization); clipped to +-10. For envs whose readings differ in scale (a gripper at
+    0-255 beside positions in metres)."""
     state_scale: float = 1.0
     """Multiply the state vector by this before the networks: Adam moves every weight by about the learning rate
     per step, so inputs of ~0.1 (positions in metres) are learned ~10x slower than unit-sized ones."""
@@ -103,6 +108,16 @@ class AgentConfig(Config):
     """Q-filtered behaviour cloning (Nair et al. 2018): the BC term counts a human row only while the critic rates
     the stored action above the policy's own (ensemble-mean Q(s, a_human) > Q(s, tanh(mean))), so the cloning
     fades state by state as the policy overtakes the demos instead of capping it. Needs bc_weight > 0."""
+
+    # --- residual RL (Ankile et al., "Residual Off-Policy RL for Finetuning Behavior Cloning Policies")
+    residual_base: str | None = None
+    """A frozen base policy (learners.base_policy: a `robot-rl train-bc` or `robot-rl train` run directory or
+    checkpoint, a policy .safetensors file, or 'py:MODULE:FACTORY'); the actor then sees the observation's features
+    and the base's action and outputs a correction in [-1, 1], executed as clip(base + residual_scale x correction,
+    -1, 1); the critic scores the executed (combined) action. The correction starts at zero (the agent starts as the
+    base plus exploration noise). Continuous actions only (not with gripper_head). None = the actor acts alone."""
+    residual_scale: float = 0.2
+    """Bound of the residual correction, in the agent's [-1, 1] action units (0.2 = a fifth of the action range)."""
 
     # --- images (DrQ path; used only when the observation has cameras)
     encoder: str = "resnet10"
@@ -186,6 +201,12 @@ class AgentConfig(Config):
         require(self.image_latent_dim >= 1, "image_latent_dim", self.image_latent_dim, "must be >= 1")
         require(self.proprio_latent_dim >= 0, "proprio_latent_dim", self.proprio_latent_dim, "must be >= 0")
         require(self.augment_pad >= 0, "augment_pad", self.augment_pad, "must be >= 0")
+        require(math.isfinite(self.residual_scale) and 0 < self.residual_scale <= 2, "residual_scale",
+                self.residual_scale, "must be in (0, 2]")
+        require(self.residual_base is None or bool(self.residual_base.strip()), "residual_base", self.residual_base,
+                "must be a run directory, checkpoint, policy file or py:MODULE:FACTORY (or none)")
+        require(self.residual_base is None or not self.gripper_head, "residual_base", self.residual_base,
+                "cannot be combined with gripper_head (the residual corrects continuous actions only)")
         require(len(self.gripper_hidden_dims) > 0 and all(h > 0 for h in self.gripper_hidden_dims),
                 "gripper_hidden_dims", self.gripper_hidden_dims, "must be a non-empty tuple of positive ints")
         require(math.isfinite(self.gripper_flip_penalty), "gripper_flip_penalty", self.gripper_flip_penalty,

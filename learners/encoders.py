@@ -245,6 +245,30 @@ def _module_key(name: str) -> str:
     return name.replace("/", "__").replace(".", "_")
 
 
+class StateNormalizer(nn.Module):
+    """(state - mean) / std per element, clipped to +-clip; mean and std are buffers (identity until `set()`), so
+    they travel with the policy's weights to actors and checkpoints (AgentConfig.obs_norm)."""
+
+    mean: torch.Tensor
+    inv_std: torch.Tensor
+
+    def __init__(self, dim: int, clip: float = 10.0) -> None:
+        super().__init__()
+        self.clip = clip
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("inv_std", torch.ones(dim))
+
+    def set(self, mean: torch.Tensor, std: torch.Tensor) -> None:
+        """Use these statistics (D,); an element that did not vary (std < 1e-6) is only centred, not scaled."""
+        with torch.no_grad():
+            std = std.to(self.inv_std)
+            self.mean.copy_(mean.to(self.mean))
+            self.inv_std.copy_(torch.where(std < 1e-6, torch.ones_like(std), 1.0 / std.clamp_min(1e-6)))
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return ((state - self.mean) * self.inv_std).clamp(-self.clip, self.clip)
+
+
 class ObservationEncoder(nn.Module):
     """Per-camera encoders + proprio branch -> one feature vector; identity on the state without cameras."""
 
@@ -271,6 +295,8 @@ class ObservationEncoder(nn.Module):
             self.camera_keys[cam.name] = key
             self.cameras[key] = CameraEncoder(backbone, (h, w), cfg, frozen)
         self.proprio: nn.Module | None = None
+        self.state_norm: StateNormalizer | None = (StateNormalizer(layout.state_dim)
+                                                   if cfg.obs_norm and layout.state_dim > 0 else None)
         out = 0
         if layout.state_dim > 0:
             if layout.cameras and cfg.proprio_latent_dim > 0:
@@ -313,6 +339,8 @@ class ObservationEncoder(nn.Module):
         """Features from precomputed backbone features (lets a frozen backbone run once per batch)."""
         parts = [enc.head(backbone_feats[name]) for name, enc in self.camera_encoders().items()]
         if state is not None and self.layout.state_dim > 0:
+            if self.state_norm is not None:
+                state = self.state_norm(state)
             parts.insert(0, self.proprio(state) if self.proprio is not None else state)
         if not parts:
             raise ShapeError("the observation has neither cameras nor state entries")

@@ -3,6 +3,7 @@
 DIR is any run directory this project writes, or a part of one (robot_rl.checkpoint.find_checkpoint):
 
 - a `robot-rl train` run (OUT/checkpoints/ckpt_*/meta.json holds the TrainConfig: task or gymnasium env id);
+- a `robot-rl train-bc` run (the same, with the cloned policy alone in a 'policy' group);
 - a `robot-rl learner` run, and so `robot-rl sim`'s OUT, which is the learner's run directory (meta.json holds the
   AgentConfig and the EnvSpec: the task preset, state or pixels, and the image size come from the spec);
 - a checkpoints/ directory (its newest checkpoint) or one ckpt_* directory.
@@ -29,6 +30,7 @@ import torch
 
 from learners.config import AgentConfig
 from learners.loop import evaluate_episodes
+from learners.policy import build_policy
 from learners.sac import SACAgent
 from learners.train_cli import TrainConfig, env_spec, make_env
 from robot_rl.checkpoint import CheckpointError, find_checkpoint, load_checkpoint
@@ -70,8 +72,8 @@ def main(argv: list[str]) -> int:
         raise ConfigError(f"--episodes={args.episodes} must be >= 1")
     ckpt = find_checkpoint(args.checkpoint)
     groups, meta = load_checkpoint(ckpt)
-    if "agent" not in groups:
-        raise CheckpointError(f"{ckpt}: the checkpoint has no 'agent' group")
+    if "agent" not in groups and "policy" not in groups:
+        raise CheckpointError(f"{ckpt}: the checkpoint has neither an 'agent' nor a 'policy' (train-bc) group")
     cfg, agent_cfg, saved_spec = run_config(ckpt, meta)
     torch.set_num_threads(cfg.threads)
     # a hardware-faithful learner run (robot-rl learner / sim --faithful) observed no object state: evaluate the
@@ -88,9 +90,14 @@ def main(argv: list[str]) -> int:
                                   f"{diff}); evaluate with the robot-rl version that trained it")
         if agent_cfg is None:
             agent_cfg = cfg.agent_config(has_cameras=bool(spec.cameras))
-        agent = SACAgent(spec, agent_cfg)
-        agent.load_state_dict(groups["agent"])
-        res = evaluate_episodes(env, agent, episodes=args.episodes, seed=args.seed)
+        actor: Any
+        if "agent" in groups:
+            actor = SACAgent(spec, agent_cfg)
+            actor.load_state_dict(groups["agent"])
+        else:  # a robot-rl train-bc run: the policy alone
+            actor = build_policy(spec, agent_cfg)
+            actor.load_trainable_state(groups["policy"])
+        res = evaluate_episodes(env, actor, episodes=args.episodes, seed=args.seed)
     finally:
         env.close()
     print(json.dumps({"checkpoint": str(ckpt), "task": spec.task, "episodes": args.episodes,

@@ -15,7 +15,7 @@ CLI, tests) log, checkpoint, evaluate or stop between yields:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,12 +24,16 @@ from learners.replay import MixedSampler, ReplayBuffer, route_transition
 from robot_rl.config import Config, require
 
 
-class Agent(Protocol):
-    """What the loop needs from an agent (learners.sac.SACAgent satisfies it)."""
-
-    cfg: Any
+class Actor(Protocol):
+    """What evaluation needs: an action for one observation (learners.policy.Policy and SACAgent satisfy it)."""
 
     def act(self, obs: Any, deterministic: bool = False) -> np.ndarray: ...
+
+
+class Agent(Actor, Protocol):
+    """What the training loop needs from an agent (learners.sac.SACAgent satisfies it)."""
+
+    cfg: Any
 
     def update(self, batch: Any) -> dict[str, float]: ...
 
@@ -119,7 +123,8 @@ class LoopCounters:
 
 def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                  demo: ReplayBuffer | None = None, counters: LoopCounters | None = None,
-                 rng: np.random.Generator | None = None) -> Iterator[dict[str, Any]]:
+                 rng: np.random.Generator | None = None,
+                 on_learning_start: Callable[[], None] | None = None) -> Iterator[dict[str, Any]]:
     """Run `cfg.total_steps` env steps with updates; yield a metrics dict after every finished episode.
 
     Each yielded dict has env_step, episode, episode_return, episode_length, updates, plus the mean of the
@@ -130,7 +135,8 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
     (gymnasium's `env.unwrapped.np_random`). `counters` (advanced in place, up to date at every yield), `rng`
     (the warm-up action sampler) and the env's RNG state (`env_rng_state` / `set_env_rng_state`) are what a
     checkpoint taken at a yield must hold, with the agent and the buffers, for a resumed run to continue as the
-    same run.
+    same run. `on_learning_start` is called once, right before the run's first update (not on a resumed run that
+    has updated already): e.g. to set observation statistics from the data gathered so far.
     """
     c = counters if counters is not None else LoopCounters()
     rng = rng if rng is not None else np.random.default_rng(cfg.seed)
@@ -164,6 +170,8 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
         ep_len += 1
         obs = next_obs
         if len(online) >= cfg.learning_starts:
+            if c.updates == 0 and on_learning_start is not None and cfg.updates_per_step > 0:
+                on_learning_start()
             for _ in range(cfg.updates_per_step):
                 metrics = agent.update(sampler.sample(rows))
                 c.updates += 1
@@ -186,7 +194,7 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                 obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
 
 
-def evaluate_episodes(env: Any, agent: Agent, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
+def evaluate_episodes(env: Any, agent: Actor, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
                       max_steps: int = 100_000) -> list[dict[str, Any]]:
     """Run `episodes` episodes with the agent's deterministic (default) policy, env seeded with seed+i; one
     dict per episode: return, length, success (from info["success"], False when the env does not report it)."""
@@ -208,7 +216,7 @@ def evaluate_episodes(env: Any, agent: Agent, episodes: int = 10, seed: int = 10
     return results
 
 
-def evaluate(env: Any, agent: Agent, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
+def evaluate(env: Any, agent: Actor, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
              max_steps: int = 100_000) -> list[float]:
     """Returns of `episodes` episodes with the agent's deterministic (default) policy; env seeded with seed+i."""
     return [r["return"] for r in evaluate_episodes(env, agent, episodes, seed, deterministic, max_steps)]

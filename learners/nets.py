@@ -94,7 +94,7 @@ class EnsembleLayerNorm(nn.Module):
         b: torch.Tensor = self.bias
         if members is not None:
             w, b = w.index_select(0, members), b.index_select(0, members)
-        return F.layer_norm(x, (self.dim,), eps=self.eps) * w + b
+        return torch.addcmul(b, F.layer_norm(x, (self.dim,), eps=self.eps), w)
 
 
 class EnsembleMLP(nn.Module):

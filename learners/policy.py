@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from learners.base_policy import FrozenBase
 from learners.config import AgentConfig
 from learners.encoders import ObservationEncoder
 from learners.nets import MLP, xavier_linear
@@ -120,10 +121,18 @@ class Policy(nn.Module):
         self.action_dim = int(act.shape[0])
         self.arm_dim = self.action_dim - (1 if cfg.gripper_head else 0)
         self.encoder = ObservationEncoder(self.layout, cfg)
-        self.actor = TanhGaussianActor(self.encoder.out_dim, self.arm_dim, cfg)
+        # residual RL: the actor sees the features and the base action and outputs a bounded correction, zero at
+        # the start (the policy starts as the base policy plus exploration noise)
+        residual = cfg.residual_base is not None
+        self.actor = TanhGaussianActor(self.encoder.out_dim + (self.arm_dim if residual else 0), self.arm_dim, cfg)
+        if residual:
+            with torch.no_grad():
+                self.actor.mean.weight.zero_()
+                self.actor.mean.bias.zero_()
         self.gripper: GripperQNetwork | None = GripperQNetwork(self.encoder.out_dim, cfg) if cfg.gripper_head \
             else None
         self._generator: torch.Generator | None = None
+        self.base: FrozenBase | None = None  # set by build_policy (cfg.residual_base); not a submodule: frozen
 
     @property
     def device(self) -> torch.device:
@@ -139,12 +148,41 @@ class Policy(nn.Module):
     def features(self, images: Mapping[str, torch.Tensor], state: torch.Tensor | None) -> torch.Tensor:
         return self.encoder(images, state)
 
-    def action_from_features(self, feats: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        """Full actions (B, A) in [-1, 1] from encoder features (arm from the actor, gripper from its head)."""
+    def actor_input(self, feats: torch.Tensor, base_actions: torch.Tensor | None) -> torch.Tensor:
+        """What the actor network sees: the features, and with a residual base the base's arm action too."""
+        return feats if base_actions is None else torch.cat([feats, base_actions[:, : self.arm_dim]], -1)
+
+    def combine(self, base_actions: torch.Tensor | None, actor_actions: torch.Tensor) -> torch.Tensor:
+        """The executed arm action: the actor's own, or base + residual_scale x correction, clipped to [-1, 1]."""
+        if base_actions is None:
+            return actor_actions
+        return (base_actions[:, : self.arm_dim] + self.cfg.residual_scale * actor_actions).clamp(-1.0, 1.0)
+
+    def sample_actions(self, feats: torch.Tensor, base_actions: torch.Tensor | None, noise: torch.Tensor | None,
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(executed arm actions, log-prob of the actor's sample) for standard-normal `noise` (None: the mode)."""
+        out, logp = self.actor.sample(self.actor_input(feats, base_actions), noise)
+        return self.combine(base_actions, out), logp
+
+    def base_actions(self, obs: Any, batched: bool = True) -> torch.Tensor | None:
+        """The frozen base policy's actions (B, A) for raw observations (None without a residual base)."""
+        if self.cfg.residual_base is None:
+            return None
+        if self.base is None:
+            raise ConfigError(f"residual_base {self.cfg.residual_base}: the base policy is not loaded (build the "
+                              "policy with learners.policy.build_policy)")
+        if not batched:
+            obs = {k: np.asarray(v)[None] for k, v in self.layout.flat(obs, batched=False).items()}
+        return self.base(obs)
+
+    def action_from_features(self, feats: torch.Tensor, deterministic: bool,
+                             base_actions: torch.Tensor | None = None) -> torch.Tensor:
+        """Full actions (B, A) in [-1, 1] from encoder features (arm from the actor, plus the base's action with a
+        residual base; gripper from its head)."""
         gen = self.generator()
         noise = None if deterministic else torch.randn(feats.shape[0], self.arm_dim, generator=gen,
                                                        device=feats.device)
-        arm, _ = self.actor.sample(feats, noise)
+        arm, _ = self.sample_actions(feats, base_actions, noise)
         if self.gripper is None:
             return arm
         idx = self.gripper(feats).argmax(-1)
@@ -163,7 +201,8 @@ class Policy(nn.Module):
         self.eval()
         try:
             images, state = self.layout.to_torch(obs, self.device, batched=batched)
-            out = self.action_from_features(self.features(images, state), deterministic)
+            out = self.action_from_features(self.features(images, state), deterministic,
+                                            self.base_actions(obs, batched))
         finally:
             self.train(was)
         arr = out.float().cpu().numpy()
@@ -209,4 +248,9 @@ def build_policy(spec: EnvSpec, cfg: AgentConfig | None = None, device: str | to
         torch.manual_seed(cfg.seed)
         policy = Policy(spec, cfg)
     dev = resolve_device(cfg.device) if device is None else torch.device(device)
-    return policy.to(dev)
+    policy = policy.to(dev)
+    if cfg.residual_base is not None:
+        from learners.base_policy import load_base_policy
+
+        policy.base = load_base_policy(cfg.residual_base, spec, dev)
+    return policy

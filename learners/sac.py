@@ -48,7 +48,7 @@ from learners.config import AgentConfig
 from learners.encoders import random_shift
 from learners.nets import EnsembleMLP, soft_update
 from learners.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
-from robot_rl.errors import ShapeError
+from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
 
 _OPT_FIELDS = ("step", "exp_avg", "exp_avg_sq")
@@ -81,11 +81,10 @@ class SACAgent:
         self._enc_params = self.encoder.trainable_parameters()
         self._critic_params = list(self.critic.parameters()) + self._enc_params
         self._actor_params = list(self.actor.parameters())
-        self.actor_opt = torch.optim.Adam(self._actor_params, lr=cfg.actor_lr)
-        self.critic_opt = torch.optim.Adam(self._critic_params, lr=cfg.critic_lr)
-        self.temp_opt = torch.optim.Adam([self.log_alpha], lr=cfg.temperature_lr)
-        self.gripper_opt = (torch.optim.Adam(self.gripper.parameters(), lr=cfg.actor_lr)
-                            if self.gripper is not None else None)
+        self.actor_opt = _adam(self._actor_params, cfg.actor_lr)
+        self.critic_opt = _adam(self._critic_params, cfg.critic_lr)
+        self.temp_opt = _adam([self.log_alpha], cfg.temperature_lr)
+        self.gripper_opt = _adam(list(self.gripper.parameters()), cfg.actor_lr) if self.gripper is not None else None
         self._targets: list[tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]]] = [
             (list(self.target_critic.parameters()), list(self.critic.parameters())),
             (self.target_encoder.trainable_parameters(), self._enc_params),
@@ -117,6 +116,22 @@ class SACAgent:
 
     def load_trainable_state(self, arrays: Mapping[str, Any]) -> None:
         self.policy.load_trainable_state(arrays)
+
+    def set_state_normalization(self, observations: Any) -> tuple[np.ndarray, np.ndarray]:
+        """cfg.obs_norm: per-element mean and std of the state vector the networks see (after state_select and
+        state_scale) over a batch of observations ({path: (N, ...)} or (N, D)), used by the policy (and so sent to
+        actors) and the target encoder from now on; returns (mean, std). ConfigError without cfg.obs_norm."""
+        norms = [enc.state_norm for enc in (self.encoder, self.target_encoder)]
+        if not self.cfg.obs_norm or any(n is None for n in norms):
+            raise ConfigError("set_state_normalization needs AgentConfig.obs_norm=True and a state observation")
+        _, state = self.policy.layout.to_torch(observations, self.device, batched=True)
+        if state is None or state.shape[0] < 2:
+            raise ShapeError("state normalization needs at least 2 observations with a state vector")
+        mean, std = state.mean(0), state.std(0)
+        for norm in norms:
+            assert norm is not None
+            norm.set(mean, std)
+        return mean.cpu().numpy(), std.cpu().numpy()
 
     # ------------------------------------------------------------------ batches
     def _split_batch(self, batch: Mapping[str, Any]) -> dict[str, Any]:
@@ -170,14 +185,14 @@ class SACAgent:
         return out
 
     # ------------------------------------------------------------------ losses (pure functions of tensors)
-    def _critic_loss_eager(self, feats: torch.Tensor, next_feats: torch.Tensor, target_feats: torch.Tensor,
-                           arm: torch.Tensor, returns: torch.Tensor, bootstrap: torch.Tensor, noise: torch.Tensor,
+    def _critic_loss_eager(self, feats: torch.Tensor, arm: torch.Tensor, target_in: torch.Tensor,
+                           next_logp: torch.Tensor, returns: torch.Tensor, bootstrap: torch.Tensor,
                            members: torch.Tensor, alpha: torch.Tensor,
                            ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """returns: discounted reward sum up to the bootstrap; bootstrap: gamma^k (1 - terminated), both (B,)."""
+        """target_in: [target features of s', a' ~ pi(s')] (B, F + A); next_logp: log pi(a'|s') (B,); returns:
+        discounted reward sum up to the bootstrap; bootstrap: gamma^k (1 - terminated), both (B,)."""
         with torch.no_grad():
-            next_a, next_logp = self.actor.sample(next_feats, noise)
-            tq = self.target_critic(torch.cat([target_feats, next_a], -1), members).squeeze(-1).min(0).values
+            tq = self.target_critic(target_in, members).squeeze(-1).min(0).values
             if self.cfg.backup_entropy:
                 tq = tq - alpha * next_logp
             target = returns + bootstrap * tq
@@ -188,13 +203,16 @@ class SACAgent:
                       "target_q_mean": target.mean()}
 
     def _actor_loss_eager(self, feats: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor,
-                          bc_actions: torch.Tensor, bc_mask: torch.Tensor,
+                          bc_actions: torch.Tensor, bc_mask: torch.Tensor, base_actions: torch.Tensor | None = None,
                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        mean, log_std = self.actor(feats)
-        a, logp = tanh_gaussian(mean, log_std, noise)
+        """base_actions: the frozen base policy's actions with a residual base (cfg.residual_base), else None; the
+        critic, the BC term and its Q filter all see the executed action (base + bounded correction)."""
+        mean, log_std = self.actor(self.policy.actor_input(feats, base_actions))
+        out, logp = tanh_gaussian(mean, log_std, noise)
+        a = self.policy.combine(base_actions, out)
         q = self.critic(torch.cat([feats, a], -1)).squeeze(-1).mean(0)  # mean over the ensemble (SERL, REDQ)
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
-        mode = torch.tanh(mean)
+        mode = self.policy.combine(base_actions, torch.tanh(mean))
         sq = (mode - bc_actions).pow(2).sum(-1)
         mask = bc_mask
         if self.cfg.bc_q_filter:  # only where the critic still prefers the human's action (Nair et al. 2018)
@@ -248,29 +266,63 @@ class SACAgent:
         if images and self.encoder.all_backbones_frozen:
             bf = self.encoder.backbone_features(images)
             nbf = self.encoder.backbone_features(next_images)
-        arm_all = b["actions"][:, : self.arm_dim]
         members_n = cfg.ensemble_subsample or cfg.ensemble_size
+        # the target subsets of all k critic updates at once: each row a uniformly random M-subset of the members
+        members_all = torch.rand(k, cfg.ensemble_size, generator=gen, device=self.device).argsort(1)[:, :members_n]
+        state, next_state = b["state"], b["next_state"]
+        # residual RL: the frozen base policy's actions on obs and next_obs (raw observations), once per update
+        base_obs, base_next = self.policy.base_actions(batch["obs"]), self.policy.base_actions(batch["next_obs"])
+        # minibatch i is rows i, i+k, i+2k, ... (strided: samplers concatenate their sources, MixedSampler: online
+        # rows, then demo rows, so contiguous chunks would give some critic updates, and the actor, one source only).
+        # Without cameras the rows are put in minibatch order once, so each minibatch is a contiguous block.
+        rows: Callable[[int], slice] = lambda i: slice(i, None, k)  # noqa: E731
+        if not images:
+            order = torch.arange(n, device=self.device).view(mb, k).t().reshape(-1)
+            b = {key: (v.index_select(0, order) if isinstance(v, torch.Tensor) and v.dim() > 0 else v)
+                 for key, v in b.items()}
+            state, next_state, base_obs, base_next = (t.index_select(0, order) if t is not None else None
+                                                      for t in (state, next_state, base_obs, base_next))
+            rows = lambda i: slice(i * mb, (i + 1) * mb)  # noqa: E731
+        arm_all = b["actions"][:, : self.arm_dim]
+        target_in_all = next_logp_all = None
+        if not images and not self._enc_params:
+            # no trainable encoder: the targets of all k minibatches from one actor pass (the actor does not change
+            # during the critic updates)
+            with torch.no_grad():
+                next_feats_all = self._features(nbf, next_images, next_state, slice(None))
+                noise_all = torch.randn(n, self.arm_dim, generator=gen, device=self.device)
+                next_a_all, next_logp_all = self.policy.sample_actions(next_feats_all, base_next, noise_all)
+                target_in_all = torch.cat([self._features(nbf, next_images, next_state, slice(None), target=True),
+                                           next_a_all], -1)
         critic_metrics: list[dict[str, torch.Tensor]] = []
         grip_metrics: list[dict[str, torch.Tensor]] = []
         last_feats_detached = None
+        alpha = self.log_alpha.detach().exp()
         for i in range(k):
-            # strided, not contiguous: samplers concatenate their sources (MixedSampler: online rows, then demo
-            # rows), so contiguous chunks would give some critic updates (and the actor) one source only
-            sl = slice(i, None, k)
-            alpha = self.log_alpha.detach().exp()
-            feats = self._features(bf, images, b["state"], sl)
+            sl = rows(i)
+            feats = self._features(bf, images, state, sl)
             with torch.no_grad():
-                next_feats = self._features(nbf, next_images, b["next_state"], sl)
-                target_feats = self._features(nbf, next_images, b["next_state"], sl, target=True)
-            noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
-            members = torch.randperm(cfg.ensemble_size, generator=gen, device=self.device)[:members_n]
-            loss, info = self._critic_loss(feats, next_feats, target_feats, arm_all[sl], b["returns"][sl],
-                                           b["bootstrap"][sl], noise, members, alpha)
+                next_feats = target_feats = None
+                if target_in_all is not None and next_logp_all is not None:
+                    target_in, next_logp = target_in_all[sl], next_logp_all[sl]
+                else:
+                    next_feats = self._features(nbf, next_images, next_state, sl)
+                    target_feats = self._features(nbf, next_images, next_state, sl, target=True)
+                    noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
+                    next_a, next_logp = self.policy.sample_actions(
+                        next_feats, base_next[sl] if base_next is not None else None, noise)
+                    target_in = torch.cat([target_feats, next_a], -1)
+            loss, info = self._critic_loss(feats, arm_all[sl], target_in, next_logp, b["returns"][sl],
+                                           b["bootstrap"][sl], members_all[i], alpha)
             norm = self._step(self.critic_opt, self._critic_params, loss)
             if norm is not None:
                 info["critic_grad_norm"] = norm.detach()
             critic_metrics.append(info)
             if self.gripper is not None and self.gripper_opt is not None and self.target_gripper is not None:
+                if next_feats is None or target_feats is None:
+                    with torch.no_grad():
+                        next_feats = self._features(nbf, next_images, next_state, sl)
+                        target_feats = self._features(nbf, next_images, next_state, sl, target=True)
                 grip_metrics.append(self._gripper_step(feats.detach(), next_feats, target_feats, b, sl))
             for tgt, src in self._targets:
                 soft_update(tgt, src, cfg.tau)
@@ -279,11 +331,11 @@ class SACAgent:
         # actor + temperature on the last minibatch; the actor sees detached encoder features
         self.critic.requires_grad_(False)
         try:
-            alpha = self.log_alpha.detach().exp()
             noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
-            last = slice(k - 1, None, k)
-            actor_loss, logp, bc_loss, bc_share = self._actor_loss(last_feats_detached, noise, alpha, arm_all[last],
-                                                         b["intervention"][last])
+            last = rows(k - 1)
+            actor_loss, logp, bc_loss, bc_share = self._actor_loss(
+                last_feats_detached, noise, alpha, arm_all[last], b["intervention"][last],
+                base_obs[last] if base_obs is not None else None)
             self._step(self.actor_opt, self._actor_params, actor_loss)
         finally:
             self.critic.requires_grad_(True)
@@ -416,6 +468,17 @@ class SACAgent:
                 raise ShapeError(f"agent state: '{key}' has shape {tuple(np.shape(arr))}, want {want}")
             entries[(parts[1], i, parts[3])] = arr
         return entries
+
+
+def _adam(params: Sequence[torch.Tensor], lr: float) -> torch.optim.Optimizer:
+    """Adam; the fused implementation (one kernel for all parameters) where torch has it for their device."""
+    devices = {p.device.type for p in params}
+    if len(devices) == 1 and devices <= {"cpu", "cuda"} and all(p.dtype == torch.float32 for p in params):
+        try:
+            return torch.optim.Adam(params, lr=lr, fused=True)
+        except (RuntimeError, ValueError):  # an older torch without fused Adam for this device
+            pass
+    return torch.optim.Adam(params, lr=lr)
 
 
 def _frozen_copy(module: nn.Module) -> nn.Module:

@@ -3,9 +3,16 @@
 Works on our twin presets (`--task twin-reach`) and on any gymnasium env with a Box action and a Box or Dict
 observation (`--env-id Pendulum-v1`, plus `--env-module M` to import a third-party registration first).
 
-The agent: the algorithm's defaults, then the task's recipe (learners.recipes; `--no-recipe` skips it), then the
-explicit flags (--discount, --hidden, ...), then `--set FIELD=VALUE` for any AgentConfig field (repeatable; see
+The agent: the algorithm's defaults, then the device's (learners.device_defaults: a cheaper state agent on a CPU,
+announced at start), then the task's recipe (learners.recipes; `--no-recipe` skips it), then the explicit flags
+(--discount, --hidden, ...), then `--set FIELD=VALUE` for any AgentConfig field (repeatable; see
 learners.agent_options). The resolved AgentConfig is printed at start and saved as `agent_config.json`.
+
+A gymnasium env as it comes (learners.gym_compat): `--success-key KEY` reads success from info[KEY] (a warning says
+when the env never reports the key); on `--env-id` runs the demo actions are compared with the env's action bounds
+(a warning when the demos use a small part of them; not on the twin presets, whose recipes were measured with
+their bounds) and `--action-scale auto|S` narrows the bounds the agent's [-1, 1] covers;
+`--obs-norm` normalises the state by statistics of the demos and the first online transitions.
 
 Outputs in `--out DIR`: `config.json` (this command's options), `agent_config.json`, `metrics.jsonl` (one row per
 evaluation: env_step, success_rate, return, updates, updates_per_s, the mean losses since the previous row, train
@@ -52,9 +59,19 @@ import torch
 
 from learners.agent_options import add_set_option, announce_agent_config, parse_set, resolve_agent_config
 from learners.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
-from learners.loop import LoopConfig, LoopCounters, env_rng_state, evaluate_episodes, set_env_rng_state, train_online
+from learners.device_defaults import machine_defaults, notice
+from learners.loop import (
+    LoopConfig,
+    LoopCounters,
+    action_bounds,
+    env_rng_state,
+    evaluate_episodes,
+    from_env_action,
+    set_env_rng_state,
+    train_online,
+)
 from learners.recipes import recipe_for
-from learners.replay import ReplayBuffer, ReplayConfig
+from learners.replay import ReplayBuffer, ReplayConfig, concat_batches
 from learners.reward_model import (
     RewardModelWrapper,
     env_overrides,
@@ -162,6 +179,19 @@ class TrainConfig(Config):
     agent_set: tuple[str, ...] = ()
     """AgentConfig overrides as FIELD=VALUE strings (`--set`, repeatable), applied after the recipe and the flags
     (learners.agent_options)."""
+    success_key: str = "success"
+    """The info key the env reports success under (e.g. 'succeed', 'is_success'); training and evaluation read it
+    as info['success'] (learners.gym_compat). A warning says when the env never reports it."""
+    action_scale: str | None = None
+    """Narrow the env's action bounds: 'auto' (the demos' range per dim), one number S or one per dim (centre of the
+    bounds +- S, env units); the agent's [-1, 1] then covers only that box (learners.gym_compat)."""
+    obs_norm: bool = False
+    """Normalise the state vector by per-element mean and std from the demos and the first online transitions
+    (before learning starts; carried in the policy's weights to actors and checkpoints): AgentConfig.obs_norm."""
+    action_low: tuple[float, ...] = ()
+    """The resolved action box's low corner (from action_scale; set by `robot-rl train`, not a flag)."""
+    action_high: tuple[float, ...] = ()
+    """The resolved action box's high corner (from action_scale; set by `robot-rl train`, not a flag)."""
 
     def validate(self) -> None:
         require((self.task is None) != (self.env_id is None), "task/env_id", (self.task, self.env_id),
@@ -191,6 +221,9 @@ class TrainConfig(Config):
                     raise ConfigError(f"--faithful: the env gives no reward in the hardware-faithful mode (no "
                                       f"Task.success); pass {flag} classifier:DIR (robot-rl train-classifier) or "
                                       f"{flag} human")
+        require(bool(self.success_key.strip()), "success_key", self.success_key, "must be a non-empty info key")
+        require(len(self.action_low) == len(self.action_high), "action_low/action_high",
+                (self.action_low, self.action_high), "must have the same length")
 
     def recipe(self, has_cameras: bool) -> dict[str, Any]:
         """The task's recipe overrides (learners.recipes; {} for --env-id runs and with no_recipe)."""
@@ -204,8 +237,13 @@ class TrainConfig(Config):
             return self.updates_per_step
         return recipe_for(None if self.no_recipe else self.task).updates_per_step
 
+    def machine_defaults(self, has_cameras: bool) -> dict[str, Any]:
+        """The device's defaults for this run's agent (learners.device_defaults; {} on a GPU or with cameras)."""
+        return machine_defaults(self.device, has_cameras, self.algo)
+
     def agent_config(self, has_cameras: bool) -> AgentConfig:
-        """The AgentConfig for this run: the algorithm's defaults < the task's recipe < the flags < --set."""
+        """The AgentConfig for this run: the algorithm's defaults < the device's defaults < the task's recipe <
+        the flags < --set."""
         over: dict[str, Any] = dict(seed=self.seed, device=self.device, encoder=self.encoder,
                                     encoder_weights=self.encoder_weights)
         if self.utd is not None:
@@ -225,9 +263,12 @@ class TrainConfig(Config):
             over["ensemble_subsample"] = min(2, self.ensemble)
         if self.bc_weight is not None:
             over["bc_weight"] = self.bc_weight
+        if self.obs_norm:
+            over["obs_norm"] = True
         make = {"sac": sac_config, "hil-serl": hil_serl_config}.get(
             self.algo, drq_config if has_cameras else rlpd_state_config)
-        return resolve_agent_config(make, self.recipe(has_cameras), over, parse_set(self.agent_set))
+        return resolve_agent_config(make, self.machine_defaults(has_cameras), self.recipe(has_cameras), over,
+                                    parse_set(self.agent_set))
 
 
 def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None = None, **env_kwargs: Any) -> Any:
@@ -259,9 +300,43 @@ def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None 
                 raise  # the module exists but one of its own imports failed: not a typo, show it all
             raise ConfigError(f"--env-module {module}: no such module ({err})") from None
     try:
-        return gymnasium.make(env_id, **kwargs)
+        base = gymnasium.make(env_id, **kwargs)
     except gymnasium.error.Error as err:
         raise ConfigError(f"--env-id {env_id}: {err}") from None
+    from learners.gym_compat import ActionBoxWrapper, SuccessKeyWrapper
+
+    env: Any = SuccessKeyWrapper(base, cfg.success_key)
+    if cfg.action_low:
+        env = ActionBoxWrapper(env, cfg.action_low, cfg.action_high)
+    return env
+
+
+def resolve_action_box(cfg: TrainConfig, log: Any = print) -> TrainConfig:
+    """`cfg` with action_low/high resolved from --action-scale (auto: from the demos' actions), or unchanged."""
+    if cfg.action_scale is None or cfg.action_low:
+        return cfg
+    from learners.gym_compat import auto_action_box, parse_action_scale, scaled_action_box
+
+    env = make_env(cfg)
+    try:
+        space = env.action_space
+        low, high = np.asarray(space.low, np.float64), np.asarray(space.high, np.float64)
+    finally:
+        env.close()
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        raise ConfigError("--action-scale needs an env with finite action bounds")
+    half = parse_action_scale(cfg.action_scale, int(low.shape[0]))
+    if half is None:
+        if not cfg.demos:
+            raise ConfigError("--action-scale auto needs --demos DIR (it uses the demos' action range)")
+        episodes, _ = load_dir(cfg.demos)
+        acts = [ep.actions for ep in episodes]
+        box = auto_action_box(np.concatenate(acts) if acts else np.zeros((0, low.shape[0])), low, high)
+    else:
+        box = scaled_action_box(half, low, high)
+    log(f"[train] action box: the agent's [-1, 1] covers [{', '.join(f'{a:.3g}' for a in box[0])}] .. "
+        f"[{', '.join(f'{b:.3g}' for b in box[1])}] of the env's bounds (--action-scale {cfg.action_scale})")
+    return cfg.replace(action_low=tuple(box[0]), action_high=tuple(box[1]))
 
 
 def env_spec(env: Any, cfg: TrainConfig) -> EnvSpec:
@@ -300,9 +375,15 @@ def without_extra_leaves(episode: Any, spec: EnvSpec) -> Any:
                                spec=ep_spec)
 
 
-def load_demo_buffer(directory: str, spec: EnvSpec, seed: int, flag: str = "--demos") -> ReplayBuffer:
+def load_demo_buffer(directory: str, spec: EnvSpec, seed: int, flag: str = "--demos", bounds: Any = None,
+                     narrowed_actions: bool = False, warn_action_space: Any = None) -> ReplayBuffer:
     """A demo buffer holding every readable episode of `directory` (each checked against `spec`); ConfigError
-    naming `flag` when there is none."""
+    naming `flag` when there is none.
+
+    `bounds` (learners.gym_compat action bounds of the env, or None for a [-1, 1] env): episode files hold
+    env-unit actions, the agent and its buffers act in [-1, 1], so actions are rescaled. `narrowed_actions`: the
+    run narrowed the env's bounds (--action-scale), so the episodes' recorded action spec is replaced by the run's.
+    `warn_action_space` (a gymnasium Box, --env-id runs): warn when the demos use only a sliver of its range."""
     episodes, errors = load_dir(directory)
     for err in errors:
         print(f"[train] warning: skipped {err}", file=sys.stderr)
@@ -312,8 +393,20 @@ def load_demo_buffer(directory: str, spec: EnvSpec, seed: int, flag: str = "--de
     for ep in episodes:
         ep = without_extra_leaves(ep, spec)
         if ep.spec is not None:
-            spec.require_equal(EnvSpec.from_dict(ep.spec), what=f"demo episodes in {directory}")
+            ep_spec = EnvSpec.from_dict(ep.spec)
+            if narrowed_actions:  # recorded with the env's own bounds; the run narrowed them (--action-scale)
+                ep_spec = dataclasses.replace(ep_spec, action=spec.action)
+            spec.require_equal(ep_spec, what=f"demo episodes in {directory}")
+        if bounds is not None:
+            ep = dataclasses.replace(ep, actions=from_env_action(ep.actions, bounds))
         demo.add_episode(ep)
+    if warn_action_space is not None:
+        from learners.gym_compat import demo_action_warning
+
+        warning = demo_action_warning(np.concatenate([ep.actions for ep in episodes]), warn_action_space.low,
+                                      warn_action_space.high)
+        if warning:
+            print(f"[train] warning: {warning}", file=sys.stderr)
     return demo
 
 
@@ -331,7 +424,10 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     spec = env_spec(env, cfg)
     agent = SACAgent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
-    demo = load_demo_buffer(cfg.demos, spec, seed=cfg.seed + 1) if cfg.demos else None
+    demo = (load_demo_buffer(cfg.demos, spec, seed=cfg.seed + 1, bounds=action_bounds(env),
+                             narrowed_actions=bool(cfg.action_low),
+                             warn_action_space=env.action_space if not cfg.action_low and cfg.task is None else None)
+            if cfg.demos else None)
     return Run(cfg, env, eval_env, spec, agent, online, demo, LoopCounters(), np.random.default_rng(cfg.seed))
 
 
@@ -391,10 +487,14 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     if ckpt is not None:
         saved = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
         cfg = saved.replace(max_env_steps=cfg.max_env_steps)  # a resumed run may be extended
+    cfg = resolve_action_box(cfg, log=log)
     run = build_run(cfg, reward_audit=out / "reward_audit")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
     announce_agent_config(run.agent.cfg, out, prefix="[train]", log=log)
+    cpu_notice = notice(run.agent.cfg, cfg.machine_defaults(has_cameras=bool(run.spec.cameras)))
+    if cpu_notice and ckpt is None:
+        log(f"[train] {cpu_notice}")
     if ckpt is not None:
         tr = run.training_run()
         meta = tr.restore(ckpt)
@@ -405,7 +505,13 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
             f"updates {run.counters.updates}, online buffer {len(run.online)}")
     metrics = MetricsLog(out / "metrics.jsonl")
     tb = ScalarWriter(out / "tb")
-    loop_cfg = LoopConfig(total_steps=cfg.max_env_steps, start_steps=cfg.start_steps,
+    start_steps = cfg.start_steps
+    if run.agent.cfg.residual_base is not None and start_steps > 0:
+        start_steps = 0  # uniform random actions would throw the base policy away
+        if ckpt is None:
+            log(f"[train] residual RL on the base policy {run.agent.cfg.residual_base}: no uniform random warm-up "
+                "(--start-steps ignored); the base plus the exploring residual acts from the first step")
+    loop_cfg = LoopConfig(total_steps=cfg.max_env_steps, start_steps=start_steps,
                           learning_starts=cfg.learning_starts, updates_per_step=cfg.steps_per_update(),
                           seed=cfg.seed)
     last_eval = run.counters.env_step // cfg.eval_every
@@ -443,14 +549,38 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
             f"eval success {r['success_rate']:.0%}  return {r['return']:.2f}  updates {r['updates']} "
             f"({r['updates_per_s']:.1f}/s)  buffers {r['online_buffer']}+{r['demo_buffer']} demo")
         window, t0, updates0 = [], time.perf_counter(), run.counters.updates
+        warn_success()
         return r
+
+    warned: set[str] = set()
+
+    def warn_success() -> None:
+        from learners.gym_compat import success_warning, success_wrapper_of
+
+        wrapper = success_wrapper_of(run.env)
+        msg = success_warning(wrapper) if wrapper is not None and run.counters.episode > 0 else None
+        if msg and "success" not in warned:
+            warned.add("success")
+            log(f"[train] warning: {msg}")
 
     def checkpoint_meta() -> dict[str, Any]:
         return {"config": cfg.to_dict(), "agent_config": run.agent.cfg.to_dict(), "env_rng": env_rng_state(run.env)}
 
+    def fit_obs_norm() -> None:  # --obs-norm: statistics of the demos and the online data so far
+        if not run.agent.cfg.obs_norm:
+            return
+        parts = [buf.sample(min(len(buf) * 4, 20_000))["obs"] for buf in (run.demo, run.online)
+                 if buf is not None and len(buf) > 0]
+        obs = concat_batches([{"obs": p} for p in parts])["obs"]
+        mean, std = run.agent.set_state_normalization(obs)
+        log(f"[train] observation normalisation from {len(run.online)} online"
+            f"{f' + {len(run.demo)} demo' if run.demo is not None else ''} transitions: mean "
+            f"{np.round(mean, 3).tolist()[:8]}{'...' if mean.size > 8 else ''}, std "
+            f"{np.round(std, 3).tolist()[:8]}{'...' if std.size > 8 else ''}")
+
     try:
         for m in train_online(run.env, run.agent, run.online, loop_cfg, demo=run.demo, counters=run.counters,
-                              rng=run.rng):
+                              rng=run.rng, on_learning_start=fit_obs_norm):
             window.append(m)
             step = run.counters.env_step
             done = step >= cfg.max_env_steps
@@ -486,7 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     add_set_option(p, dest="agent_set")
     for f in dataclasses.fields(TrainConfig):
-        if f.name in ("task", "env_id", "env_module", "agent_set"):
+        if f.name in ("task", "env_id", "env_module", "agent_set", "action_low", "action_high"):
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default
@@ -505,7 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
     cfg = TrainConfig(**{**values, "agent_set": tuple(args.agent_set)})
     row = train(cfg, args.out, resume=args.resume)
     print(json.dumps({"out": str(args.out), **{k: row.get(k) for k in ("env_step", "success_rate", "return")}}))

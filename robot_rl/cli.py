@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("envs.demo_cli", "run the scripted expert on the MuJoCo twin and write a PNG strip of camera frames"),
     "train": ("learners.train_cli", "train an agent in one process (twin preset or any gymnasium env)"),
     "eval": ("learners.eval_cli", "evaluate a checkpoint: success rate and mean return as one JSON line"),
+    "train-bc": ("learners.bc_cli", "behaviour cloning on demo episodes, evaluated in the env (also a residual base)"),
     "keys": ("robot_rl.keys_cli", "generate CURVE keys for learner/actor links beyond loopback"),
     "record-demos": ("demos.record_cli", "record teleop (or scripted) demonstration episodes to a directory"),
     "episodes": ("demos.episodes_cli", "inspect, export (PNG strip / mp4) or replay recorded episode files"),

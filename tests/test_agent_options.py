@@ -160,3 +160,26 @@ def test_announce_prints_the_changes_and_saves_the_whole_config(tmp_path: Path) 
     assert line.startswith("[train] agent config") and str(path) in line
     assert "n_step=3" in line and "hidden_dims=[64, 64]" in line and "discount=0.99" in line
     assert "tau=" not in line  # unchanged from AgentConfig() defaults: only in the file
+
+
+# ------------------------------------------------------------------------------------------------- device defaults
+
+
+def test_cpu_defaults_apply_to_the_state_rlpd_agent_on_a_cpu_only_and_are_announced() -> None:
+    from learners.device_defaults import CPU_STATE_DEFAULTS, machine_defaults, notice
+
+    assert machine_defaults("cpu", has_cameras=False, agent="rlpd") == CPU_STATE_DEFAULTS
+    for device, cams, agent in (("cuda", False, "rlpd"), ("cpu", True, "rlpd"), ("cpu", False, "sac")):
+        assert machine_defaults(device, cams, agent) == {}
+    plain = TrainConfig(env_id="Pendulum-v1", device="cpu").agent_config(has_cameras=False)
+    assert {k: getattr(plain, k) for k in CPU_STATE_DEFAULTS} == CPU_STATE_DEFAULTS
+    msg = notice(plain, CPU_STATE_DEFAULTS)
+    assert msg is not None and "ensemble_size=2 (GPU/SERL: 10)" in msg and "--set" in msg
+    # a recipe, a flag or --set above the layer wins; the notice names only what is left
+    recipe = TrainConfig(task="twin-reach", device="cpu").agent_config(has_cameras=False)
+    assert recipe.ensemble_size == RECIPES["twin-reach"].overrides("state")["ensemble_size"]
+    override = TrainConfig(env_id="Pendulum-v1", device="cpu", agent_set=(
+        "ensemble_size=10", "ensemble_subsample=2", "critic_updates_per_actor_update=8")).agent_config(False)
+    assert (override.ensemble_size, override.critic_updates_per_actor_update) == (10, 8)
+    assert notice(override, CPU_STATE_DEFAULTS) is None
+    assert TrainConfig(env_id="Pendulum-v1", device="cuda").agent_config(has_cameras=False).ensemble_size == 10

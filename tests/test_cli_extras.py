@@ -55,6 +55,8 @@ MISSING: list[tuple[str, str, tuple[str, ...]]] = [
     ("train", "learn", ("--task", "twin-reach", "--out", "{tmp}/train")),
     ("train", "sim", ("--task", "twin-reach", "--out", "{tmp}/train")),
     ("eval", "learn", ("--checkpoint", "{tmp}/run")),
+    ("train-bc", "learn", ("--task", "twin-reach", "--demos", "{episodes}", "--out", "{tmp}/bc")),
+    ("train-bc", "sim", ("--task", "twin-reach", "--demos", "{episodes}", "--out", "{tmp}/bc")),
     ("record-demos", "sim", ("--task", "twin-reach", "--out", "{tmp}/demos", "--episodes", "1")),
     ("record-demos", "teleop", ("--task", "twin-reach", "--out", "{tmp}/demos", "--teleop", "gamepad")),
     ("record-labels", "sim", ("--task", "twin-reach", "--out", "{tmp}/labels")),
