@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from learners.agents import make_agent
 from learners.config import AgentConfig
 from learners.loop import evaluate_episodes
-from learners.sac import SACAgent
 from learners.train_cli import TrainConfig, env_spec, make_env
 from robot_rl.checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from robot_rl.errors import ConfigError
@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
                                   f"{diff}); evaluate with the robot-rl version that trained it")
         if agent_cfg is None:
             agent_cfg = cfg.agent_config(has_cameras=bool(spec.cameras))
-        agent = SACAgent(spec, agent_cfg)
+        agent = make_agent(spec, agent_cfg)  # the backend the run trained with (AgentConfig.backend)
         agent.load_state_dict(groups["agent"])
         res = evaluate_episodes(env, agent, episodes=args.episodes, seed=args.seed)
     finally:

@@ -40,7 +40,8 @@ import numpy as np
 import torch
 
 from learners.agent_options import add_set_option, announce_agent_config, parse_set, resolve_agent_config
-from learners.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
+from learners.agents import LearnerAgent, make_agent
+from learners.config import BACKENDS, AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
 from learners.loop import LoopConfig, LoopCounters, env_rng_state, evaluate_episodes, set_env_rng_state, train_online
 from learners.recipes import recipe_for
 from learners.replay import ReplayBuffer, ReplayConfig
@@ -51,7 +52,6 @@ from learners.reward_model import (
     make_reward_model,
     parse_reward_source,
 )
-from learners.sac import SACAgent
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
 from robot_rl.config import Config, require
@@ -86,6 +86,8 @@ class TrainConfig(Config):
     always reports the env's true success."""
     algo: str = "rlpd"
     """rlpd (SAC + symmetric demo sampling + RLPD defaults), sac (classic SAC), hil-serl."""
+    backend: str | None = None
+    """Learner backend: torch or jax (AgentConfig.backend; None: the AgentConfig default, torch)."""
     max_env_steps: int = 10_000
     """Total env steps of the run."""
     start_steps: int = 0
@@ -187,6 +189,8 @@ class TrainConfig(Config):
             over["ensemble_subsample"] = min(2, self.ensemble)
         if self.bc_weight is not None:
             over["bc_weight"] = self.bc_weight
+        if self.backend is not None:
+            over["backend"] = self.backend
         make = {"sac": sac_config, "hil-serl": hil_serl_config}.get(
             self.algo, drq_config if has_cameras else rlpd_state_config)
         return resolve_agent_config(make, self.recipe(has_cameras), over, parse_set(self.agent_set))
@@ -232,7 +236,7 @@ class Run:
     env: Any
     eval_env: Any
     spec: EnvSpec
-    agent: SACAgent
+    agent: LearnerAgent
     online: ReplayBuffer
     demo: ReplayBuffer | None
     counters: LoopCounters
@@ -253,7 +257,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     if model is not None:
         env = RewardModelWrapper(env, model)
     spec = env_spec(env, cfg)
-    agent = SACAgent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
+    agent = make_agent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
     demo = None
     if cfg.demos:
@@ -427,7 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "replay_capacity": int, "threads": int, "seed": int, "image_size": int, "ensemble": int,
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
                 "max_minutes": float}.get(f.name, str)
-        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10")}.get(f.name)
+        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10"),
+                   "backend": BACKENDS}.get(f.name)
         if default is False:
             p.add_argument(flag, action="store_true", help="(flag)")
             continue

@@ -31,6 +31,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "video": ("imageio_ffmpeg",),
     "ros": ("rclpy",),
     "bench": ("gym_hil",),
+    "jax": ("jax", "jaxlib"),
 }
 """extra -> the top-level modules it provides (matplotlib comes with both sim and learn; sim is named)."""
 REQUIRED_MODULES: dict[str, tuple[str, ...]] = {"sim": ("mujoco", "gymnasium"), "learn": ("torch",)}

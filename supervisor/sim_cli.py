@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="an AgentConfig field for the learner (repeatable; passed on as the learner's --set), "
                         "e.g. --set discount=0.99")
+    p.add_argument("--backend", default=None, choices=("torch", "jax"),
+                   help="learner backend (AgentConfig.backend, passed on to the learner): torch (default) or jax")
     p.add_argument("--learner-args", default="", help="extra learner options, e.g. \"--utd 1 --hidden 256,256\"")
     p.add_argument("--actor-args", default="", help="extra actor options, e.g. \"--chunk-steps 50\"")
     p.add_argument("--display", default="auto", choices=DISPLAY_MODES,
@@ -199,6 +201,8 @@ class Sim:
             argv.append("--resume")
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
+        if a.backend is not None:
+            argv += ["--backend", a.backend]
         for item in a.set:
             argv += ["--set", item]
         return argv + shlex.split(a.learner_args)
@@ -369,7 +373,7 @@ class Sim:
             "eval_episodes": evaluation.get("episodes") if evaluation else 0,
             "eval_return": evaluation.get("return") if evaluation else None,
             "milestones": milestones(rows), "learning_curves": curves, "actor_stats": actors,
-            "intervene": a.intervene, "learner_set": list(a.set), "learner_args": a.learner_args,
+            "intervene": a.intervene, "learner_set": list(a.set), "backend": a.backend, "learner_args": a.learner_args,
             "actor_args": a.actor_args,
         }
         _write_json(self.out / "summary.json", summary)
@@ -386,4 +390,6 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     sim = Sim(args)
     require_extras(EXTRAS, "robot-rl sim (robot servers, learner, actors)")
+    if args.backend == "jax" or any(i.replace(" ", "") == "backend=jax" for i in args.set):
+        require_extras(("jax",), "robot-rl sim --backend jax (the JAX learner)")
     return sim.run()
