@@ -721,6 +721,15 @@ class JaxSACAgent:
                        ) -> tuple[dict[str, Any], dict[str, Any]]:
             return _update_core(state, frozen, batch, draws, st)
 
+        def mode_action(state: dict[str, Any], frozen: Any, images: Any, obs_state: Any) -> Any:
+            feats = _encode(state["encoder"], "encoder/", frozen, images, None, obs_state, st, None)
+            arm = jax.numpy.tanh(_actor(state["actor"], feats, st)[0])
+            if not st.gripper:
+                return arm
+            grip = jax.numpy.argmax(_gripper_q(state["gripper"], feats, st), -1).astype(arm.dtype) - 1.0
+            return jax.numpy.concatenate([arm, grip[:, None]], -1)
+
+        self._mode_fn = jax.jit(mode_action)
         self._update_fn = jax.jit(keyed, donate_argnums=(0,))
         self._update_draws_fn = jax.jit(with_draws)
         self._policy_dirty = False
@@ -777,6 +786,13 @@ class JaxSACAgent:
         """Action in [-1, 1] (float32 (A,)): the torch policy with this agent's current weights."""
         self._sync_policy()
         return self.policy.act(obs, deterministic)
+
+    def mode_actions(self, obs: Any) -> np.ndarray:
+        """Deterministic actions (B, A) for a batch of observations computed by the JAX networks themselves (the
+        mode of the policy, the gripper head's argmax); `act` runs the torch policy instead. For checking that
+        the published weights give the torch policy the same actions (tests)."""
+        images, state = self.layout.to_numpy(obs, batched=True)
+        return np.asarray(self._mode_fn(self._s, self._frozen, images, state))
 
     def trainable_state(self) -> dict[str, np.ndarray]:
         """The policy's trainable weights under the torch policy's names and layouts (what actors load)."""
