@@ -112,7 +112,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_ylim(-0.03, 1.03)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{result['task']} ({result['obs_mode']}, {result.get('backend', 'torch')}), {result['demos']} scripted demos")
+    ax.set_title(f"{result['task']} ({result['obs_mode']}, {result.get('backend', 'torch')}), {result['demos']} "
+                 "scripted demos")
     fig.tight_layout()
     tmp = path.with_name(path.name + ".tmp.png")
     fig.savefig(tmp, dpi=100)
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     task_recipe = recipe_for(args.task)
     recipe = {"agent": task_recipe.overrides(args.obs_mode), "updates_per_step": task_recipe.updates_per_step}
-    tag = f"{args.task}_{args.obs_mode}{image_size or ''}" + ("" if args.backend == "torch" else f"_{args.backend}")
+    tag = f"{args.task}_{args.obs_mode}{image_size or ''}{'' if args.backend == 'torch' else '_' + args.backend}"
     runs = []
     jobs: list[tuple[int, list[str], Path]] = []
     for seed in args.seeds:
@@ -196,13 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
               "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds, "recipe": recipe, "extra_flags": extra,
-              "budget_min": args.budget_min, "backend": args.backend, "device": dev, "threads": args.threads, "jobs": args.jobs,
+              "budget_min": args.budget_min, "backend": args.backend, "device": dev, "threads": args.threads,
+              "jobs": args.jobs,
               "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
               "success_bar": SUCCESS_BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
     ev = args.eval_every
     steps = sorted({_bin(c["env_step"], ev) for r in runs for c in r["curve"]})
-    print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}, {args.backend}), {args.demos} demos, "
+    print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}, {args.backend}), "
+          f"{args.demos} demos, "
           f"success over {args.eval_episodes} deterministic eval episodes:")
     header = f"{'env steps':>9} " + " ".join(f"{'seed ' + str(r['seed']):>8}" for r in runs) + f" {'mean':>6}"
     print(header)

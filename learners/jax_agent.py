@@ -166,9 +166,9 @@ class ParamMap:
                     entries.append(_Entry(full, base + "bias", "same"))
                 else:
                     raise TypeError(f"ParamMap: no JAX layout for {type(mod).__name__} parameter '{full}'")
-        names = set(module.state_dict())
-        if names != {e.torch_name for e in entries}:  # buffers would be missed
-            raise TypeError(f"ParamMap: state-dict entries without a parameter: {sorted(names - {e.torch_name for e in entries})}")
+        extra = set(module.state_dict()) - {e.torch_name for e in entries}
+        if extra:  # buffers would be missed
+            raise TypeError(f"ParamMap: state-dict entries without a parameter: {sorted(extra)}")
         self.entries = tuple(entries)
         self.by_torch = {e.torch_name: e for e in entries}
         self.by_path = {e.path: e for e in entries}
@@ -922,11 +922,11 @@ class JaxSACAgent:
             moments = {"exp_avg": opt["m"], "exp_avg_sq": opt["v"]}
             for field, tree in moments.items():
                 parts = tree if isinstance(tree, tuple) else (tree,)
-                for (prefix, _, pmap), part in zip(groups, parts, strict=True):
-                    if pmap is None:
+                for (prefix, _, omap), part in zip(groups, parts, strict=True):
+                    if omap is None:
                         out[f"optim/{oname}/{prefix}/{field}"] = np.asarray(part, np.float32).copy()
                         continue
-                    for n, a in pmap.to_torch(part).items():
+                    for n, a in omap.to_torch(part).items():
                         out[f"optim/{oname}/{prefix}/{n}/{field}"] = a
             out[f"optim/{oname}/step"] = np.asarray(opt["step"], np.float32).copy()
         out["num_updates"] = np.array(int(host["num_updates"]), dtype=np.int64)
@@ -955,13 +955,13 @@ class JaxSACAgent:
         for oname, groups in self._opt_groups().items():
             fields: dict[str, list[Any]] = {"exp_avg": [], "exp_avg_sq": []}
             for field in fields:
-                for prefix, group, pmap in groups:
-                    if pmap is None:
+                for prefix, group, omap in groups:
+                    if omap is None:
                         fields[field].append(self._put(np.asarray(arrays[f"optim/{oname}/{prefix}/{field}"],
                                                                   np.float32)))
                         continue
-                    names = [pmap.by_path[p].torch_name for p in self._s[group]]
-                    fields[field].append(self._put(pmap.to_jax(
+                    names = [omap.by_path[p].torch_name for p in self._s[group]]
+                    fields[field].append(self._put(omap.to_jax(
                         {n: arrays[f"optim/{oname}/{prefix}/{n}/{field}"] for n in names}, names)))
             m = fields["exp_avg"][0] if len(groups) == 1 else tuple(fields["exp_avg"])
             v = fields["exp_avg_sq"][0] if len(groups) == 1 else tuple(fields["exp_avg_sq"])

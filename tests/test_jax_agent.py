@@ -252,7 +252,8 @@ def test_missing_jax_is_one_line_naming_the_extra() -> None:
     code = ("import sys\nsys.modules['jax'] = None\nsys.modules['jaxlib'] = None\n"
             "from learners.agents import make_agent\nfrom learners.config import AgentConfig\n"
             "from robot_rl.specs import ArraySpec, EnvSpec\n"
-            "spec = EnvSpec('t', (ArraySpec('state', (3,), 'float32'),), ArraySpec('a', (2,), 'float32', -1.0, 1.0), 10.0)\n"
+            "spec = EnvSpec('t', (ArraySpec('state', (3,), 'float32'),), ArraySpec('a', (2,), 'float32', -1.0, 1.0),"
+            " 10.0)\n"
             "try:\n    make_agent(spec, AgentConfig(backend='jax', device='cpu'))\n"
             "except Exception as err:\n    print(type(err).__name__, err)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}

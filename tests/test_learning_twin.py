@@ -76,7 +76,8 @@ def test_rlpd_with_scripted_demos_learns_twin_reach(backend: str, tmp_path: Path
     assert eval_cli.main(["--checkpoint", str(run), "--episodes", "20", "--seed", "5000000"]) == 0
     fresh = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     with capsys.disabled():
-        print(f"\ntwin reach ({backend}): eval success {[r['success_rate'] for r in rows]} at {[r['env_step'] for r in rows]} "
+        print(f"\ntwin reach ({backend}): eval success {[r['success_rate'] for r in rows]} at "
+              f"{[r['env_step'] for r in rows]} "
               f"env steps, training episodes {[round(r['train_success_rate'], 2) for r in rows]}; fresh seeds "
               f"{fresh['success_rate']:.0%} (mean length {fresh['mean_length']:.1f}); training {train_s:.0f} s")
     assert max(r["success_rate"] for r in rows) >= 0.9, rows
