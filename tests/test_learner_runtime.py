@@ -394,10 +394,16 @@ def test_chunk_builder_writes_images_and_casts_or_refuses_other_inputs() -> None
                   {"images": {"cam": bad}, "state": [0, 0, 0]})
 
 
-def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path, backend: str) -> None:
+    """The actor runs the torch policy whichever backend the learner trains with (JAX: published under the torch
+    names, learners.jax_agent)."""
+    if backend == "jax":
+        pytest.importorskip("jax")
     hub = InMemoryHub(FAST)
     learner_ep = hub.bind_learner(SPEC)
-    learner = Learner(SPEC, AGENT, lcfg(learning_starts=6, publish_every=2), learner_ep, tmp_path)
+    learner = Learner(SPEC, AGENT.replace(backend=backend), lcfg(learning_starts=6, publish_every=2), learner_ep,
+                      tmp_path)
     actor_ep = hub.connect_actor(SPEC, "a0")
     actor = Actor(ToyEnv(), actor_ep, ActorConfig(chunk_steps=4, seed=3, pace=False))
     actor.start()
