@@ -22,7 +22,7 @@ targets (`--ref-n-step`); the reference times its bare jitted update on batches 
 
     python benchmarks/learner_speed.py                       # device auto (cuda when available)
     python benchmarks/learner_speed.py --device cpu --threads 1 --image-batch 16
-    python benchmarks/learner_speed.py --device cpu --threads 2 --backends torch,jax --rounds 3
+    python benchmarks/learner_speed.py --device cpu --threads 1 --backends torch,jax --rounds 3
 """
 
 from __future__ import annotations
@@ -113,10 +113,15 @@ def count_flops(agent: SACAgent, batch: dict[str, Any]) -> float:
     return float(counter.get_total_flops())
 
 
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 def time_updates(agent: LearnerAgent, batch: dict[str, Any] | MixedSampler, seconds: float, min_reps: int,
-                 warmup: int) -> tuple[float, int]:
-    """Seconds per `agent.update` (median of `min_reps`-or-more timed calls over >= `seconds`); `batch` a
-    MixedSampler times `update(sampler.sample(rows))`, sampling included."""
+                 warmup: int) -> tuple[float, int, float]:
+    """(wall seconds per `agent.update`, calls timed, this process's CPU seconds per call) over >= `seconds` and
+    >= `min_reps` calls; `batch` a MixedSampler times `update(sampler.sample(rows))`, sampling included."""
     rows = agent.cfg.samples_per_update
 
     def one() -> None:
@@ -126,11 +131,11 @@ def time_updates(agent: LearnerAgent, batch: dict[str, Any] | MixedSampler, seco
         one()
     if isinstance(agent, SACAgent):
         _sync(agent.device)
-    reps, t0 = 0, time.perf_counter()
+    reps, t0, c0 = 0, time.perf_counter(), _cpu_s()
     while reps < min_reps or time.perf_counter() - t0 < seconds:
         one()
         reps += 1
-    return (time.perf_counter() - t0) / reps, reps
+    return (time.perf_counter() - t0) / reps, reps, (_cpu_s() - c0) / reps
 
 
 def first_update_s(spec: EnvSpec, cfg: AgentConfig, batch: dict[str, Any]) -> float:
@@ -159,10 +164,11 @@ def synthetic_sampler(spec: EnvSpec, n: int, n_step: int, seed: int) -> MixedSam
 
 
 def run_reference(python: str, utd: int, steps: int) -> dict[str, Any] | None:
-    """One run of the independent JAX reference (its own venv); its JSON, or None when it failed."""
+    """One run of the independent JAX reference (its own venv, with this process's XLA_FLAGS: single-threaded
+    XLA when --threads 1); its JSON, or None when it failed."""
     argv = [python, str(REFERENCE), "--task", "state", "--mode", "jit", "--no-infer", "--utd", str(utd),
-            "--steps", str(steps), "--repeats", "1", "--warmup", "2"]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+            "--steps", str(steps), "--repeats", "1", "--warmup", "3"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, env=dict(os.environ))
     if proc.returncode != 0:
         print(f"reference failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return None
@@ -184,7 +190,7 @@ class Case:
                                     "encoder": cfg.encoder if spec.cameras else None,
                                     "frozen": cfg.freeze_encoder if spec.cameras else None,
                                     "compile": cfg.compile, "sampler_in_timing": sampler is not None,
-                                    "seconds_per_update_rounds": []}
+                                    "seconds_per_update_rounds": [], "cpu_seconds_per_update_rounds": []}
         if cfg.backend == "jax":
             self.row["first_update_cold_s"] = first_update_s(spec, cfg, self.batch)
             self.row["first_update_cached_s"] = first_update_s(spec, cfg, self.batch)
@@ -192,14 +198,17 @@ class Case:
         self.agent.update(self.batch)
 
     def time(self, args: argparse.Namespace) -> None:
-        sec, _ = time_updates(self.agent, self.sampler if self.sampler is not None else self.batch, args.seconds,
-                              args.min_reps, args.warmup)
+        sec, _, cpu = time_updates(self.agent, self.sampler if self.sampler is not None else self.batch,
+                                   args.seconds, args.min_reps, args.warmup)
         self.row["seconds_per_update_rounds"].append(sec)
+        self.row["cpu_seconds_per_update_rounds"].append(cpu)
 
     def finish(self, peak: float, flops: float | None) -> dict[str, Any]:
         sec = statistics.median(self.row["seconds_per_update_rounds"])
-        r = dict(self.row, seconds_per_update=sec, updates_per_s=1.0 / sec,
-                 critic_updates_per_s=self.cfg.critic_updates_per_actor_update / sec)
+        cpu = statistics.median(self.row["cpu_seconds_per_update_rounds"])
+        k = self.cfg.critic_updates_per_actor_update
+        r = dict(self.row, seconds_per_update=sec, updates_per_s=1.0 / sec, critic_updates_per_s=k / sec,
+                 cpu_seconds_per_update=cpu, critic_updates_per_cpu_s=k / cpu)
         if flops is not None:  # counted on the torch agent: the same math in both backends
             r.update(gflop_per_update=flops / 1e9, achieved_gflops=flops / sec / 1e9,
                      fraction_of_matmul=flops / sec / 1e9 / peak)
@@ -234,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if args.threads == 1 and "XLA_FLAGS" not in os.environ:  # ours (learners.jax_agent does it too) and the reference
+        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     backends = args.backends.split(",") if args.backends else ["torch"]
     if args.backends is None:
         try:
@@ -296,16 +307,23 @@ def main(argv: list[str] | None = None) -> int:
         torch_row = by.get((r["case"], "torch"))
         if r["backend"] != "torch" and torch_row is not None:
             r["ratio_to_torch"] = r["updates_per_s"] / torch_row["updates_per_s"]
+            r["ratio_to_torch_cpu"] = r["critic_updates_per_cpu_s"] / torch_row["critic_updates_per_cpu_s"]
     reference: dict[str, Any] | None = None
     if refs:
         rates = [x["critic_updates_per_s_median"] for x in refs]
+        cpu_rates = [statistics.median(x["steps_per_cpu_s"]) * args.ref_utd for x in refs]
         reference = {"critic_updates_per_s_rounds": rates, "critic_updates_per_s": statistics.median(rates),
-                     "version": refs[0].get("version"), "first_step_s": refs[0].get("warmup_step_s", [None])[0]}
+                     "critic_updates_per_cpu_s_rounds": cpu_rates,
+                     "critic_updates_per_cpu_s": statistics.median(cpu_rates),
+                     "version": refs[0].get("version"), "first_step_s": refs[0].get("warmup_step_s", [None])[0],
+                     "others_cores": [x.get("others_cores") for x in refs]}
         for r in rows:
             if r["case"] == ref_name:
                 r["ratio_to_reference"] = r["critic_updates_per_s"] / reference["critic_updates_per_s"]
+                r["ratio_to_reference_cpu"] = r["critic_updates_per_cpu_s"] / reference["critic_updates_per_cpu_s"]
     header = (f"{'case':<30} {'backend':<7} {'batch':>5} {'utd':>4} {'update/s':>9} {'critic upd/s':>12} "
-              f"{'GFLOP/s':>8} {'of matmul':>9} {'vs torch':>8} {'vs ref':>7} {'1st update cold/cached':>22}")
+              f"{'per CPU-s':>9} {'GFLOP/s':>8} {'of matmul':>9} {'vs torch':>13} {'vs ref':>13} "
+              f"{'1st update cold/cached':>22}")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     print(f"device {dev} ({name}), torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"matmul {args.matmul_n}^3 fp32: {peak:.1f} GFLOP/s, {args.rounds} interleaved rounds (medians)")
@@ -314,16 +332,22 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         gf = f"{r['achieved_gflops']:>8.1f} {r['fraction_of_matmul']:>9.1%}" if "achieved_gflops" in r else \
             f"{'':>8} {'':>9}"
-        vt = f"{r['ratio_to_torch']:>7.2f}x" if "ratio_to_torch" in r else f"{'':>8}"
-        vr = f"{r['ratio_to_reference']:>6.2f}x" if "ratio_to_reference" in r else f"{'':>7}"
+        vt = (f"{r['ratio_to_torch']:>5.2f}x/{r['ratio_to_torch_cpu']:.2f}x" if "ratio_to_torch" in r
+              else f"{'':>13}")
+        vr = (f"{r['ratio_to_reference']:>5.2f}x/{r['ratio_to_reference_cpu']:.2f}x" if "ratio_to_reference" in r
+              else f"{'':>13}")
         fc = (f"{r['first_update_cold_s']:>10.1f} / {r['first_update_cached_s']:.1f} s"
               if "first_update_cold_s" in r else "")
         print(f"{r['case']:<30} {r['backend']:<7} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} "
-              f"{r['updates_per_s']:>9.2f} {r['critic_updates_per_s']:>12.2f} {gf} {vt} {vr} {fc}")
+              f"{r['updates_per_s']:>9.2f} {r['critic_updates_per_s']:>12.2f} {r['critic_updates_per_cpu_s']:>9.2f} "
+              f"{gf} {vt} {vr} {fc}")
     if reference is not None:
         print(f"{'JAX reference (bare update)':<30} {'jax':<7} {256:>5} {args.ref_utd:>4} "
-              f"{reference['critic_updates_per_s'] / args.ref_utd:>9.2f} {reference['critic_updates_per_s']:>12.2f}"
-              f"   (first step incl. compile {reference['first_step_s']:.1f} s; {reference['version']})")
+              f"{reference['critic_updates_per_s'] / args.ref_utd:>9.2f} {reference['critic_updates_per_s']:>12.2f} "
+              f"{reference['critic_updates_per_cpu_s']:>9.2f}   (first step incl. compile "
+              f"{reference['first_step_s']:.1f} s; {reference['version']})")
+    print("ratios: wall clock / per CPU second of this process (the machine is shared: CPU seconds are the steadier "
+          "measure under load)")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "learner_speed", "device": dev,
