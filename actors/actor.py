@@ -4,7 +4,7 @@ The endpoint (`robot_rl.transport.ActorEndpoint`, ZeroMQ or in memory) and the e
 opens a socket or picks a backend. Per control step::
 
     policy = swap.current()             # new weights? one pointer exchange, loaded beforehand by a thread
-    action = policy.act(obs) | uniform  # uniform random actions until the first weights arrive
+    action = policy.act(obs) | warm-up  # until the first weights: hold (zero action) or, opted in, uniform random
     obs', r, term, trunc, info = env.step(action)
     chunk.add(...)                      # copied into preallocated (T+1, ...) arrays: no per-chunk stacking
     send(chunk) at the episode end or every `chunk_steps` steps (the endpoint queues; I/O on its thread)
@@ -59,6 +59,10 @@ PUBLISHED_AT_ARRAY = "meta/published_at"
 """Weights entry with the learner's publish time (wall-clock seconds)."""
 
 
+WARMUPS = ("hold", "random")
+"""ActorConfig.warmup choices."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ActorConfig(Config):
     """The actor loop's options."""
@@ -67,6 +71,10 @@ class ActorConfig(Config):
     """Send a chunk at every episode end and at the latest every this many steps."""
     seed: int = 0
     """Seed of the first env reset and of the random warm-up actions."""
+    warmup: str = "hold"
+    """What the actor does before the learner's first weights arrive: 'hold' sends zero actions (the env keeps
+    its commanded pose and gripper: nothing random ever reaches hardware), 'random' uniform actions in the
+    action box (SERL's warm-up; opt in, e.g. on the twin)."""
     pace: bool = True
     """Wait for the learner's env-step budget (simulation); False: never wait (hardware)."""
     pace_poll_s: float = 0.005
@@ -90,6 +98,7 @@ class ActorConfig(Config):
     I/O thread hand the interpreter back to the control loop within this time. None: leave it as it is."""
 
     def validate(self) -> None:
+        require(self.warmup in WARMUPS, "warmup", self.warmup, f"must be one of {list(WARMUPS)}")
         for name in ("chunk_steps", "max_pending_chunks", "success_window", "timing_window"):
             require(getattr(self, name) >= 1, name, getattr(self, name), "must be >= 1")
         for name in ("pace_poll_s", "weights_poll_s", "report_every_s", "timing_report_every_s"):
@@ -553,8 +562,10 @@ class Actor:
         if version != self.weights_version:
             self.weights_version = version
         t1 = self.perf()
-        if policy is None:
+        if policy is None and self.cfg.warmup == "random":
             action = self.rng.uniform(self.low, self.high, self.spec.action.shape).astype(np.float32)
+        elif policy is None:  # hold: the env's zero action keeps the commanded pose and the gripper
+            action = np.clip(np.zeros(self.spec.action.shape, np.float32), self.low, self.high)
         else:
             action = policy.act(self.obs, deterministic=self.cfg.deterministic)
             if self.low != -1.0 or self.high != 1.0:

@@ -1,8 +1,10 @@
 """`robot-rl actor`: one actor process (actors.actor over a ZeroMQ endpoint), or a policy evaluation.
 
 Without --robot it runs the task's MuJoCo twin in process; with --robot it drives the env over a robot server
-(`robot-rl robot-server`, RemoteRobot). It acts randomly until the learner's first weights arrive, then with the
-newest weights (swapped between control steps), streams transitions, keeps running while the learner is away
+(`robot-rl robot-server`, RemoteRobot). Until the learner's first weights arrive it holds the pose (zero
+actions), or acts randomly where that is safe (--warmup: by default random on the twin, in process or served,
+and hold on any other backend, i.e. hardware; `--warmup random` opts in), then acts with the newest weights
+(swapped between control steps), streams transitions, keeps running while the learner is away
 and reconnects by itself. Stops on Ctrl-C / SIGTERM (flushing what the learner has not acknowledged, bounded by
 --flush-timeout) or after --max-steps / --max-episodes. With --stats-out it writes its final stats as JSON.
 
@@ -46,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
+    p.add_argument("--task-config", default=None,
+                   help="with --robot: a task config file (robot-rl safety-box record) whose box the env clips to")
+    p.add_argument("--warmup", default="auto", choices=("auto", "hold", "random"),
+                   help="before the first weights: hold the pose or act randomly (auto: random on the twin only)")
     p.add_argument("--chunk-steps", type=int, default=ActorConfig().chunk_steps,
                    help="send transitions at every episode end and at least every N steps")
     p.add_argument("--no-pace", action="store_true",
@@ -74,11 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _backend_of(env: Any) -> str:
+    """'twin' for the in-process twin or a robot server serving the twin, else the served backend's name."""
+    robot = getattr(getattr(env, "unwrapped", env), "robot", None)
+    info = getattr(robot, "info", None)
+    if isinstance(info, dict):  # a RemoteRobot: what the server serves
+        return str(info.get("backend", ""))
+    return "twin" if type(robot).__name__ == "TwinRobot" else type(robot).__name__
+
+
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
                    intervene: str | None = None, seed: int = 0, reward: str = "env",
-                   reward_audit: Path | None = None) -> Any:
+                   reward_audit: Path | None = None, task_config: str | None = None) -> Any:
     """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
-    classifier or human `reward`, wrapped in learners.reward_model.RewardModelWrapper (outermost)."""
+    classifier or human `reward`, wrapped in learners.reward_model.RewardModelWrapper (outermost); `task_config`
+    (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server."""
     from envs.presets import make_env, twin_task
     from learners.reward_model import (
         RewardModelWrapper,
@@ -97,7 +113,12 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     else:
         from envs.remote import make_remote_env
 
-        env = make_remote_env(robot, task=twin_task(task), obs_mode=obs_mode, image_size=image_size, **overrides)
+        the_task: Any = twin_task(task)
+        if task_config is not None:
+            from envs.hardware.safety_box import load_task_config
+
+            the_task = load_task_config(task_config)
+        env = make_remote_env(robot, task=the_task, obs_mode=obs_mode, image_size=image_size, **overrides)
     if intervene == "scripted":
         from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
         from envs.wrappers import InterventionWrapper
@@ -191,11 +212,12 @@ def main(argv: list[str]) -> int:
         keys = ClientKeys.from_dir(args.keys)
     audit = args.reward_audit if args.reward_audit is not None else Path("reward_audit") / actor_id
     env = make_actor_env(args.task, args.obs_mode, args.image_size, args.robot, args.intervene, args.seed,
-                         reward=args.reward, reward_audit=audit)
+                         reward=args.reward, reward_audit=audit, task_config=args.task_config)
     spec = env_spec_of(env, args.task)
     tcfg = TransportConfig(heartbeat_s=args.heartbeat, heartbeat_timeout_s=5 * args.heartbeat)
     endpoint = connect_actor(spec, actor_id, args.learner, tcfg, keys=keys, insecure=args.insecure)
-    cfg = ActorConfig(chunk_steps=args.chunk_steps, seed=args.seed, pace=not args.no_pace)
+    warmup = args.warmup if args.warmup != "auto" else ("random" if _backend_of(env) == "twin" else "hold")
+    cfg = ActorConfig(chunk_steps=args.chunk_steps, seed=args.seed, pace=not args.no_pace, warmup=warmup)
     actor = Actor(env, endpoint, cfg)
     stop = threading.Event()
 

@@ -10,6 +10,10 @@ Subcommands (PATH is an episode directory or one episode file):
   (the cameras side by side, every frame) through `ffmpeg` (the one on PATH, else the binary bundled by the
   `video` extra's imageio-ffmpeg), else the PNG strip with a warning. Files go to OUT (default PATH/export)
   named after the episode. An episode without camera images (recorded in state mode) gets an error line.
+- `export PATH --mcap DIR`: one rosbag2 bag in MCAP storage per episode (images, TCP poses, actions, rewards,
+  interventions; demos.rosbag_export) for Foxglove or `ros2 bag play`; `export PATH --lerobot DIR`: the episodes
+  as one LeRobotDataset v3.0 (demos.lerobot_dataset). Both need the `export` extra (rosbags, pyarrow, ffmpeg).
+- `import PATH --lerobot DIR`: the episodes of a LeRobot dataset (v3.0 or v2.x) appended to PATH as episode files.
 - `replay PATH [--task T] [--tolerance M]`: replays each episode's actions on the twin from the same seed
   (`info["seed"]`; state observations, success does not end the replay early) and reports the drift: the
   max and final distance (m) between the recorded and replayed TCP positions (`obs/state[:, :3]`, the TCP
@@ -26,6 +30,9 @@ Usage::
     robot-rl episodes export demos/pick --frames 8             # demos/pick/export/episode_000000.png ...
     robot-rl episodes export demos/pick --video --out /tmp/vid
     robot-rl episodes replay demos/pick --tolerance 0.001
+    robot-rl episodes export demos/pick --mcap runs/bags                    # runs/bags/episode_000000/
+    robot-rl episodes export demos/pick --lerobot runs/lerobot/pick
+    robot-rl episodes import demos/from_lerobot --lerobot ~/datasets/some_teleop_dataset
 """
 
 from __future__ import annotations
@@ -236,7 +243,48 @@ def write_mp4(path: str | os.PathLike[str], frames: Sequence[np.ndarray], fps: f
     return out
 
 
+def cmd_export_data(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`export --mcap DIR` (one rosbag2/MCAP bag per episode) or `export --lerobot DIR` (one LeRobot dataset)."""
+    loaded, errors = load_episodes(args.path)
+    for error in errors:
+        print(f"error: {error}", file=err)
+    if not loaded:
+        print(f"error: no readable episodes in {args.path}", file=err)
+        return EXIT_ERROR
+    if args.mcap is not None:
+        from demos.rosbag_export import export_mcap
+
+        for f, bag in export_mcap(loaded, args.mcap, fps=args.fps):
+            print(f"{f.name} -> {bag} (rosbag2, MCAP storage)", file=out)
+    else:
+        from demos.lerobot_dataset import export_lerobot
+
+        path = export_lerobot(loaded, args.lerobot, fps=args.fps)
+        frames = sum(ep.length for _, ep in loaded)
+        print(f"{len(loaded)} episodes, {frames} frames -> {path} (LeRobotDataset v3.0)", file=out)
+    return EXIT_SOME_SKIPPED if errors else EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`import PATH --lerobot DIR`: every episode of a LeRobot dataset, appended to the episode directory PATH."""
+    from demos.lerobot_dataset import import_lerobot
+    from robot_rl.episodes import save_episode
+
+    episodes = import_lerobot(args.lerobot)
+    if not episodes:
+        print(f"error: {args.lerobot}: the dataset has no episodes", file=err)
+        return EXIT_ERROR
+    for ep in episodes:
+        path = save_episode(ep, args.path)
+        print(f"episode {ep.info['lerobot']['episode_index']} ({ep.length} steps) -> {path}", file=out)
+    return EXIT_OK
+
+
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.fps <= 0:
+        raise EpisodeToolError(f"--fps={args.fps} must be > 0")
+    if args.mcap is not None or args.lerobot is not None:
+        return cmd_export_data(args, out, err)
     if args.frames < 1:
         raise EpisodeToolError(f"--frames={args.frames} must be >= 1")
     if args.fps <= 0:
@@ -401,6 +449,14 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--frames", type=int, default=8, help="PNG strip: frames sampled over the episode")
     pe.add_argument("--fps", type=float, default=10.0, help="mp4 frame rate")
     pe.add_argument("--out", type=Path, default=None, help="output directory (default PATH/export)")
+    fmt = pe.add_mutually_exclusive_group()
+    fmt.add_argument("--mcap", type=Path, default=None, metavar="DIR",
+                     help="write one rosbag2 bag (MCAP storage) per episode under DIR (Foxglove, ros2 bag play)")
+    fmt.add_argument("--lerobot", type=Path, default=None, metavar="DIR",
+                     help="write the episodes as one LeRobotDataset (v3.0: parquet + mp4 + meta) in DIR")
+    pm = sub.add_parser("import", help="append the episodes of a LeRobot dataset (v2.x / v3.0) to PATH")
+    pm.add_argument("path", type=Path, help="episode directory to append to")
+    pm.add_argument("--lerobot", type=Path, required=True, metavar="DIR", help="the LeRobot dataset's root")
     pr = sub.add_parser("replay", help="replay the actions on the twin and report the TCP drift")
     pr.add_argument("path", type=Path, help="episode directory or file")
     pr.add_argument("--task", default=None, help="task preset (default: the one recorded in each episode)")
@@ -410,5 +466,5 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = {"inspect": cmd_inspect, "export": cmd_export, "replay": cmd_replay}[args.command]
+    handler = {"inspect": cmd_inspect, "export": cmd_export, "replay": cmd_replay, "import": cmd_import}[args.command]
     return handler(args, out or sys.stdout, err or sys.stderr)

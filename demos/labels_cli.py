@@ -297,6 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the first segment (then +1 per segment)")
     p.add_argument("--near-misses", type=int, default=None,
                    help="scripted pick-cube: near-miss segments after each expert segment (default 1; 0: none)")
+    p.add_argument("--robot", default=None, metavar="ADDR",
+                   help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
+                        "in-process twin")
+    p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
     return p
 
 
@@ -359,7 +363,13 @@ def main(argv: list[str]) -> int:
     driver = BackOutAfterSuccess(args.hold_steps) if args.teleop == "scripted" else None
     near_misses = near_miss_count(args.near_misses, args.teleop, args.task)
     env_kwargs = {k: v for k, v in (("obs_mode", args.obs_mode), ("image_size", args.image_size)) if v is not None}
-    env, task_success = make_continuing_env(args.task, **env_kwargs)
+    if args.robot is not None:  # a robot server (hardware or a twin): the env's info still reports success
+        from demos.record_cli import make_recording_env
+
+        env = make_recording_env(args.task, args.robot, args.keys, terminate_on_success=False, **env_kwargs)
+        task_success = lambda state, info: bool(info.get("success", False))  # noqa: E731
+    else:
+        env, task_success = make_continuing_env(args.task, **env_kwargs)
     device = make_device(args.teleop, task=args.task, seed=args.seed, noise_std=args.noise)
     live = _LiveCounts(sys.stdout)
     info = {"teleop": getattr(device, "name", args.teleop), "labels": source, "env_kwargs": env_kwargs}

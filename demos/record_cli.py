@@ -36,7 +36,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 per episode)")
     p.add_argument("--keep-failures", action="store_true", help="also keep unsuccessful episodes")
     p.add_argument("--max-attempts", type=int, default=None, help="give up after this many episodes (default 3x)")
+    p.add_argument("--robot", default=None, metavar="ADDR",
+                   help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
+                        "in-process twin")
+    p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
     return p
+
+
+def make_recording_env(task: str, robot: str | None, keys: str | None, **env_kwargs: Any) -> Any:
+    """The env to record on: the preset's in-process twin (gymnasium.make), or with `robot` a RobotEnv over that
+    robot server (envs.remote.make_remote_env; the server's task must be `task`'s)."""
+    preset = get_preset(task)
+    if robot is None:
+        import importlib
+
+        import gymnasium
+
+        importlib.import_module(preset.env_module)
+        return gymnasium.make(preset.env_id, **env_kwargs)
+    from envs.remote import make_remote_env
+    from robot_rl.keys import ClientKeys
+
+    client_keys = ClientKeys.from_dir(keys) if keys is not None else None
+    options = {k: v for k, v in env_kwargs.items() if k not in ("task", "obs_mode", "image_size") and v is not None}
+    return make_remote_env(robot, task=None, obs_mode=env_kwargs.get("obs_mode", "pixels"),
+                           image_size=env_kwargs.get("image_size"), keys=client_keys, **options)
 
 
 def env_spec_dict(env: Any, task: str) -> dict[str, Any]:
@@ -77,13 +101,8 @@ def main(argv: list[str]) -> int:
     if args.episodes < 1:
         raise ConfigError(f"--episodes={args.episodes} must be >= 1")
     preset = get_preset(args.task)
-    import importlib
-
-    import gymnasium
-
-    importlib.import_module(preset.env_module)
     env_kwargs = preset.make_kwargs(obs_mode=args.obs_mode, image_size=args.image_size)
-    env = gymnasium.make(preset.env_id, **env_kwargs)
+    env = make_recording_env(args.task, args.robot, args.keys, **env_kwargs)
     device = make_device(args.teleop, task=args.task, seed=args.seed, noise_std=args.noise)
     existing = len(episode_paths(args.out)) if args.out.is_dir() else 0
     max_attempts = args.max_attempts or 3 * args.episodes

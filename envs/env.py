@@ -10,15 +10,33 @@ Observation (a Dict):
 
 Action: Box [-1, 1]^7 = delta xyz * `action_scale_m`, rotation vector * `action_scale_rad` (base frame,
 applied on the left: q_new = exp(a) q), gripper (>= +threshold: close, <= -threshold: open, in between: keep;
-a change needs `gripper_debounce_steps` steps since the last one). The delta is applied to the current
-*commanded* pose, then limited per step (controllers.safety.limit_step) and clipped to the task's safety
-box (controllers.safety.clip_pose). Out-of-range actions are clipped to [-1, 1]; a NaN/inf action raises
-`SafetyError` after re-sending the last (safe) target, so the robot holds its pose.
+a change needs `gripper_debounce_steps` steps since the last one; a task with `gripper_locked` keeps its reset
+command and ignores this dim). The delta is applied to the current
+*commanded* pose, then limited per step (controllers.safety.limit_step), then kept within a bounded lead of
+the *measured* pose (`max_lead_m` per axis, `max_lead_rad` in angle; see "Bounded lead" below) and clipped to
+the task's safety box (controllers.safety.clip_pose).
+
+Bounded lead (the choice between SERL's delta-on-measured and delta-on-commanded): the policy cannot see the
+commanded target, so with plain delta-on-commanded a policy pushing into the table winds the target up toward
+the box edge (the arm stays pressed for several steps after the policy says 'up'), and with delta-on-measured
+(SERL) a zero action re-targets the measured pose every step, so any steady tracking error (gravity,
+friction: ~1-2 mm on franky-sim) accumulates into drift. Here the delta goes onto the commanded pose (no drift),
+and on every axis where the arm is not following its target (the previous target already led it by half the
+bound or more and it moves slower than `lead_stall_m_per_s` along the axis: in contact) the target may lead the measured
+pose by at most `max_lead_m` (default: the compliance
+profile's error clip, the controller's reference-limiting distance; `max_lead_rad` / `lead_stall_rad_per_s`
+for the orientation). In contact the target therefore stays within the reference-limiting distance
+(tested: pressing on the twin's table for 20 steps) and the arm lifts off as soon as the policy says so. In
+free motion the bound does not act: the arm moving at full speed lags its target by ~5 cm (the target's
+0.2 s low-pass filter plus v D / K), and a fixed 1 cm bound would cap its speed at ~4 cm/s (measured).
 
 Reward 1.0 on success (sparse), `terminated` on success, `truncated` at `max_episode_steps` or on a robot
-error. `info` always has "success", "objects" (privileged state, empty on hardware), "jitter_ms" (lateness of
-this step's deadline, 0.0 unless realtime), "gripper_changed", "clipped" (the safety box or step limit
-changed the target), and at the end of an episode "timing" (= `timing_stats()`).
+error (reported in the state, or a RobotError from `command` while the state reports an error: a reflex
+that arose since the last step; the next reset clears it). `info` always has "success", "objects"
+(privileged state, empty on hardware), "jitter_ms" (lateness of this step's deadline, 0.0 unless
+realtime), "gripper_changed", "clipped" (the safety box or step limit changed the target), with real
+cameras "frame_age_ms" (per camera: how old the observed frame was), and at the end of an episode "timing"
+(= `timing_stats()`).
 
 Reset: precision gains; a joint reset (home) on the first episode, every `joint_reset_every` episodes, and on
 every reset with an explicit seed (`joint_reset_on_seed`, so a seeded episode is a pure function of its seed on
@@ -52,15 +70,17 @@ from controllers.safety import SafetyBox, check_finite, clip_pose, limit_step
 from controllers.transforms import (
     axis_angle_to_quat,
     orientation_error,
+    quat_angle,
     quat_conj,
     quat_mul,
     quat_normalize,
     quat_to_euler_xyz,
+    quat_to_mat,
 )
 from envs.robot import Cameras, Robot, RobotState
 from envs.tasks import Task, get_task
 from robot_rl.config import Config, require
-from robot_rl.errors import MissingExtraError, RobotRLError, SafetyError, ShapeError
+from robot_rl.errors import MissingExtraError, RobotError, RobotRLError, SafetyError, ShapeError
 
 try:
     import gymnasium
@@ -128,6 +148,16 @@ class RobotEnvConfig(Config):
     """True for hardware: sleep to each step's deadline and measure jitter. False: `robot.wait` simulates."""
     gripper_threshold: float = 0.5
     """Gripper action >= this closes, <= -this opens, anything between keeps the current command."""
+    max_lead_m: float = 0.01
+    """On an axis where the arm is not following (see lead_stall_m_per_s), how far the commanded target may lead
+    the measured TCP position (m; 0 = unbounded). Default: the compliance profile's error clip."""
+    max_lead_rad: float = 0.05
+    """The same for the orientation (angle, rad; 0 = unbounded), when the arm turns slower than
+    lead_stall_rad_per_s."""
+    lead_stall_m_per_s: float = 0.02
+    """An axis along which the TCP moves slower than this counts as not following (blocked, in contact)."""
+    lead_stall_rad_per_s: float = 0.1
+    """The TCP turning slower than this counts as not following."""
     gripper_debounce_steps: int = 2
     """After a gripper command change, further changes are refused for this many steps (SERL-style debounce)."""
     success_reward: float = 1.0
@@ -151,7 +181,8 @@ class RobotEnvConfig(Config):
                 "must name at least one camera in pixels mode")
         require(len(set(self.camera_names)) == len(self.camera_names), "camera_names", self.camera_names,
                 "must be unique")
-        for name in ("reset_noise_m", "reset_noise_rad"):
+        for name in ("reset_noise_m", "reset_noise_rad", "max_lead_m", "max_lead_rad", "lead_stall_m_per_s",
+                     "lead_stall_rad_per_s"):
             v = getattr(self, name)
             require(v >= 0 and math.isfinite(v), name, v, "must be finite and >= 0")
         require(self.joint_reset_every >= 0, "joint_reset_every", self.joint_reset_every, "must be >= 0")
@@ -320,19 +351,39 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
                 or float(np.linalg.norm(rotvec)) > cfg.max_step_rotation_rad):
             pos, quat = limit_step(self._cmd_pos, self._cmd_quat, want_pos, want_quat,
                                    cfg.max_step_translation_m, cfg.max_step_rotation_rad)
+        measured = self.last_state
+        if measured is not None and (cfg.max_lead_m > 0 or cfg.max_lead_rad > 0):
+            # an axis is "not following" when the previous target already led the arm by half the bound or more
+            # along it and the arm moves slower than the stall speed (a start from rest is never held back)
+            R = quat_to_mat(measured.quat_base_ee)
+            twist = np.asarray(measured.twist_ee_body, np.float64)
+            led = np.abs(self._cmd_pos - measured.pos_base_ee) >= 0.5 * cfg.max_lead_m
+            stalled = led & (np.abs(R @ twist[:3]) < cfg.lead_stall_m_per_s)
+            prev_angle = quat_angle(quat_mul(self._cmd_quat, quat_conj(measured.quat_base_ee)))
+            held = prev_angle >= 0.5 * cfg.max_lead_rad and float(np.linalg.norm(twist[3:])) < cfg.lead_stall_rad_per_s
+            pos, quat = bound_lead(pos, quat, measured.pos_base_ee, measured.quat_base_ee,
+                                   np.where(stalled, cfg.max_lead_m, 0.0), cfg.max_lead_rad if held else 0.0)
         pos, quat = clip_pose(self.safety_box, pos, quat)
         # limit_step and clip_pose keep the quaternion's sign, so a plain comparison detects a change
         clipped = bool(np.max(np.abs(pos - want_pos)) > 1e-9 or np.max(np.abs(quat - want_quat)) > 1e-9)
 
         gripper_changed = self._update_gripper(float(a[6]))
-        self.robot.command(pos, quat, self._gripper_cmd)
-        self._cmd_pos, self._cmd_quat = pos, quat
-
-        tw = time.perf_counter()
-        jitter_s = self._wait_period()
-        wait_s = time.perf_counter() - tw
+        try:
+            self.robot.command(pos, quat, self._gripper_cmd)
+            command_error = None
+        except RobotError as err:  # an error that arose since the last step (a reflex on hardware)
+            command_error = err
+        if command_error is None:
+            self._cmd_pos, self._cmd_quat = pos, quat
+            tw = time.perf_counter()
+            jitter_s = self._wait_period()
+            wait_s = time.perf_counter() - tw
+        else:
+            jitter_s = wait_s = 0.0
 
         state = self.robot.state()
+        if command_error is not None and not state.error:
+            raise command_error  # refused for another reason (stopped, e-stopped): not an episode's end
         self.last_state = state
         obs = self._observe(state)
         success = self.task.success(state) if self._has_objects(state) else False
@@ -348,6 +399,9 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         }
         if state.error:
             info["robot_error"] = state.error
+        ages = getattr(self.cameras, "frame_ages_s", None)  # real cameras report how old each frame was
+        if callable(ages):
+            info["frame_age_ms"] = {k: 1e3 * v for k, v in ages().items()}
         self._step_s.append(time.perf_counter() - t0)
         self._wait_s.append(wait_s)
         if terminated or truncated:
@@ -454,6 +508,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
     def _update_gripper(self, g: float) -> bool:
         cfg = self.config
         self._steps_since_gripper_change += 1
+        if self.task.gripper_locked:
+            return False
         want = self._gripper_cmd
         if g >= cfg.gripper_threshold:
             want = 1.0
@@ -512,6 +568,22 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._last_images = images
         obs["images"] = images
         return obs
+
+
+def bound_lead(pos: np.ndarray, quat: np.ndarray, measured_pos: np.ndarray, measured_quat: np.ndarray,
+               max_lead_m: float | np.ndarray, max_lead_rad: float) -> tuple[np.ndarray, np.ndarray]:
+    """The target (pos, quat) pulled back to within `max_lead_m` (per base axis; a scalar or (3,)) of the measured
+    position and `max_lead_rad` (geodesic angle) of the measured orientation; a bound of 0 leaves that axis / the
+    orientation unbounded. The quaternion keeps the target's sign."""
+    m = np.asarray(measured_pos, np.float64)
+    lead = np.asarray(pos, np.float64) - m
+    bound = np.broadcast_to(np.asarray(max_lead_m, np.float64), (3,))
+    pos = m + np.where(bound > 0, np.clip(lead, -bound, bound), lead)
+    if max_lead_rad > 0:
+        mq = np.asarray(measured_quat, np.float64)
+        mq = -mq if float(np.dot(mq, quat)) < 0 else mq  # the measured orientation on the target's hemisphere
+        _, quat = limit_step(pos, mq, pos, quat, 0.0, max_lead_rad)
+    return pos, quat
 
 
 def _sleep_until(deadline: float) -> None:

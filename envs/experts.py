@@ -9,7 +9,8 @@ and a binary gripper command. Used for demos, the `robot-rl demo` command and as
   the fingertips straddle the cube's middle, close, wait for the fingers to stop, lift 12 cm. If the cube
   slips out, open and start again.
 - peg_insert: keep the peg upright, move its bottom above the hole, then descend compliantly (a constant
-  downward push the impedance controller turns into a bounded force) while correcting the lateral error.
+  downward push the impedance controller turns into a bounded force) while correcting the lateral error; the
+  gripper command is 0 ("keep": the peg is held from the reset on and the task locks the gripper).
 
 Usage::
 
@@ -198,11 +199,14 @@ class ScriptedExpert:
             self._set_phase("insert")
         elif self.phase == "insert" and lateral > 0.004 and peg[2] > opening_z - 0.002:
             self._set_phase("align")  # off the hole and not in it: back up and realign
+        # gripper 0 = "keep": the hand holds the peg from the reset on (the task locks the gripper closed), and a
+        # demo of +1 would teach a policy to saturate a dim that does nothing (tanh(mean) -> 1 drives the mean to
+        # infinity and the entropy of that dim to -infinity, which the temperature makes up with noise elsewhere)
         if self.phase == "align":
-            action = self._move(state, above + offset, None, 1.0)
+            action = self._move(state, above + offset, None, 0.0)
         else:
             # lateral correction + a constant downward push (the impedance clip bounds the force)
-            action = self._move(state, np.array([hole[0], hole[1], peg[2]]) + offset, None, 1.0)
+            action = self._move(state, np.array([hole[0], hole[1], peg[2]]) + offset, None, 0.0)
             action[2] = -0.5
         action[3:6] = np.clip(turn, -1.0, 1.0)
         return action

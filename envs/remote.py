@@ -56,6 +56,7 @@ from robot_rl.wire import ErrorCode, ErrorReply, Limits, RobotCall, RobotReply, 
 
 if TYPE_CHECKING:
     from envs.env import RobotEnv
+    from envs.tasks import Task
 
 _EXCEPTIONS: dict[str, type[RobotRLError]] = {
     RobotErrorCode.SAFETY.value: SafetyError,
@@ -67,6 +68,10 @@ _EXCEPTIONS: dict[str, type[RobotRLError]] = {
     RobotErrorCode.INTERNAL.value: RobotError,
     ErrorCode.BAD_SHAPE.value: ShapeError,
 }
+
+
+HARDWARE_BACKENDS = ("franky", "ros2")
+"""Served backends a `make_remote_env` env runs in real time over (RobotEnvConfig.realtime) unless told otherwise."""
 
 
 def exception_for(code: str, message: str) -> RobotRLError:
@@ -93,6 +98,9 @@ class RemoteRobotConfig(Config):
     """Deadline of the handshake (`open`) in the constructor: how long to wait for the server to come up."""
     client_name: str = ""
     """A name for the server's log (e.g. the actor id)."""
+    handshake: bool = True
+    """Call `open` on connect (become the robot's owner). False: a bystander that may only call `estop` and
+    `stats` (`robot-rl estop`)."""
     max_reply_bytes: int = 256 << 20
     """Largest reply accepted (camera frames)."""
 
@@ -135,12 +143,15 @@ class RemoteRobot:
         self.stale_replies = 0
         """Replies dropped because their call had already timed out."""
         self._cameras: RemoteCameras | None = None
+        self.info: dict[str, Any] = {}
+        if not cfg.handshake:
+            return
         try:
             reply = self._call("open", {"client": cfg.client_name}, deadline_s=cfg.connect_deadline_s)
         except BaseException:
             self.close()
             raise
-        self.info: dict[str, Any] = dict(reply.result)
+        self.info = dict(reply.result)
         """The server's `open` answer: protocol, session, backend, task, cameras, image_shape, hold_timeout_s."""
 
     # ------------------------------------------------------------------------------------------------------ Robot
@@ -202,6 +213,12 @@ class RemoteRobot:
         if self._cameras is None:
             self._cameras = RemoteCameras(self)
         return self._cameras
+
+    def estop(self, deadline_s: float | None = None) -> dict[str, Any]:
+        """The server's e-stop (any client, no ownership needed; answered at once even during a long call):
+        motion stops, the robot server refuses every command until it restarts. Returns the server's answer
+        (`estop_s`: how long the backend's stop took)."""
+        return dict(self._call("estop", deadline_s=deadline_s).result)
 
     def server_stats(self) -> dict[str, Any]:
         """The server's counters (`envs.robot_server.RobotServerStats.to_dict()`): calls, errors by code,
@@ -287,10 +304,15 @@ class RemoteCameras:
         shape = robot.info.get("image_shape")
         self.image_shape: tuple[int, int, int] | None = (
             (int(shape[0]), int(shape[1]), int(shape[2])) if isinstance(shape, list) and len(shape) == 3 else None)
+        self._ages: dict[str, float] = {}
 
     @property
     def names(self) -> tuple[str, ...]:
         return self._names
+
+    def frame_ages_s(self) -> dict[str, float]:
+        """How old each frame of the last read() was on the server (real cameras; empty for the twin's renders)."""
+        return dict(self._ages)
 
     def read(self) -> dict[str, np.ndarray]:
         reply = self._robot.call("read_cameras")
@@ -304,6 +326,9 @@ class RemoteCameras:
         missing = [n for n in self._names if n not in out]
         if missing:
             raise ProtocolError(f"read_cameras reply: cameras {missing} missing", ErrorCode.BAD_FIELD)
+        ages = reply.result.get("frame_ages_s") if isinstance(reply.result, dict) else None
+        self._ages = ({str(k): float(v) for k, v in ages.items() if isinstance(v, int | float)}
+                      if isinstance(ages, dict) else {})
         return out
 
 
@@ -324,7 +349,7 @@ def _ms_left(t_end: float) -> int:
 
 def make_remote_env(
     address: str | RemoteRobot = DEFAULT_ADDRESS,
-    task: str | None = None,
+    task: str | Task | None = None,
     obs_mode: str = "pixels",
     image_size: int | None = None,
     camera_names: tuple[str, ...] | list[str] | None = None,
@@ -334,7 +359,8 @@ def make_remote_env(
     **config: Any,
 ) -> RobotEnv:
     """A `RobotEnv` over a robot server: the RemoteRobot (connected here unless one is passed), its cameras in
-    pixels mode, and any other `RobotEnvConfig` field as a kwarg. `task` defaults to the server's task;
+    pixels mode, and any other `RobotEnvConfig` field as a kwarg (`realtime` defaults to True over a hardware
+    backend, HARDWARE_BACKENDS, and False over the twin). `task` defaults to the server's task;
     `image_size` and `camera_names` default to what the server serves. SpecMismatchError when the server runs
     another task or serves other image sizes or cameras than asked for; the env's close() stops the client.
     """
@@ -365,6 +391,8 @@ def make_remote_env(
                                         f"{image_size}x{image_size} (start the server with --image-size "
                                         f"{image_size})", ["image_size"])
             camera_names = tuple(camera_names) if camera_names is not None else cameras.names
+        if "realtime" not in config:  # hardware: the env keeps the 10 Hz deadlines (the twin simulates its wait)
+            config["realtime"] = str(robot.info.get("backend", "")) in HARDWARE_BACKENDS
         cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size or 128),
                              camera_names=tuple(camera_names or ("front", "wrist")), **config)
         return RobotEnv(robot, the_task, cameras, cfg, render_mode=render_mode)

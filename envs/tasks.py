@@ -21,9 +21,12 @@ The three twin tasks (numbers chosen for the twin's scene; see each class for th
 |-----------|--------------------------------------------------------|-----------|--------------------------------|
 | reach     | TCP within 2 cm of the goal                            | 50        | goal (3)                       |
 | pick_cube | cube bottom >= 5 cm above the table, held in the hand  | 100       | cube pos (3) + quat (4) [^sym] |
-| peg_insert| peg bottom within 4 mm of the hole bottom, centred     | 100       | peg bottom (3) + hole (3)      |
+| peg_insert| peg bottom within 4 mm of the hole bottom, centred     | 100       | peg - hole, hole, tilt (9) [^peg] |
 
 [^sym]: the cube's orientation up to its 24 symmetries (`canonical_cube_quat`): a yaw reads in [-pi/4, pi/4].
+[^peg]: peg bottom - hole floor (3), the hole floor (3), the peg's tilt/yaw error (3, `peg_alignment_error`):
+its pose relative to the hole, which is what an insertion needs to the millimetre. A policy given the two
+positions separately had to learn their difference to 1 mm and failed on it (README, "Learning on the twin").
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import math
 
 import numpy as np
 
+from controllers.transforms import euler_xyz_to_quat, orientation_error, quat_to_euler_xyz
 from envs.robot import RobotState
 from robot_rl.errors import UnknownTaskError
 
@@ -67,6 +71,10 @@ class Task:
     configuration (gripper pointing down, the hand's natural yaw), read once after the first joint reset."""
     reset_gripper_closed: float = 0.0
     """Gripper command held during the reset (0 open, 1 closed)."""
+    gripper_locked: bool = False
+    """The task never moves the gripper: the env holds `reset_gripper_closed` for the whole episode and ignores
+    the action's gripper dim (SERL / HIL-SERL wrap insertion envs in a GripperCloseEnv for the same reason: an
+    exploring policy would otherwise drop the part it holds, a failure nothing in the episode can undo)."""
     pos_min_m: tuple[float, float, float] = (0.25, -0.30, 0.02)
     """Safety box lower corner for the commanded TCP position."""
     pos_max_m: tuple[float, float, float] = (0.70, 0.30, 0.55)
@@ -134,6 +142,14 @@ def canonical_cube_quat(quat_wxyz: np.ndarray) -> np.ndarray:
     out = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
     return -out if out[0] < 0 else out
+
+
+def peg_alignment_error(peg_quat_wxyz: np.ndarray) -> np.ndarray:
+    """Rotation vector (3,) rad, base frame, from the nearest orientation that fits the axis-aligned square hole
+    (upright, yaw a multiple of 90 degrees) to the peg's: zero when the peg can go straight in."""
+    yaw = float(quat_to_euler_xyz(np.asarray(peg_quat_wxyz, np.float64))[2])
+    square_yaw = round(yaw / (math.pi / 2)) * (math.pi / 2)
+    return orientation_error(np.asarray(peg_quat_wxyz, np.float64), euler_xyz_to_quat(np.array([0.0, 0.0, square_yaw])))
 
 
 def _rel(state: RobotState, key: str, origin_pos_m: np.ndarray) -> np.ndarray:
@@ -241,7 +257,8 @@ class PegInsertTask(Task):
     1 cm below the TCP height of a fully inserted peg (5.5 cm), so pushing down presses with at most the
     impedance clip force (~20 N) and the fingertips never reach the fixture top. Orientation is limited to
     +-0.2 rad roll/pitch (an insertion needs the peg upright) and +-0.8 rad yaw (the square peg must be turned
-    to the hole's yaw mod 90 degrees).
+    to the hole's yaw mod 90 degrees). The gripper is locked closed (`gripper_locked`): with it free, an exploring
+    policy opened the hand and dropped the peg in most stochastic episodes (benchmarks/insertion_diagnosis.py).
     """
 
     name: str = "peg_insert"
@@ -249,6 +266,7 @@ class PegInsertTask(Task):
     twin_task: str = "peg_insert"
     reset_pos_m: tuple[float, float, float] = (0.52, 0.0, 0.15)
     reset_gripper_closed: float = 1.0
+    gripper_locked: bool = True
     pos_min_m: tuple[float, float, float] = (0.40, -0.15, 0.045)
     pos_max_m: tuple[float, float, float] = (0.65, 0.15, 0.30)
     rot_min_rad: tuple[float, float, float] = (-0.2, -0.2, -0.8)
@@ -262,12 +280,15 @@ class PegInsertTask(Task):
 
     @property
     def object_dim(self) -> int:
-        return 6
+        return 9
 
     def object_obs(self, state: RobotState, origin_pos_m: np.ndarray) -> np.ndarray:
-        return np.concatenate(
-            [_rel(state, "peg_pos", origin_pos_m), _rel(state, "hole_pos", origin_pos_m)]
-        ).astype(np.float32)
+        """peg bottom - hole floor (3, m), hole floor relative to `origin_pos_m` (3, m), `peg_alignment_error`
+        (3, rad)."""
+        peg = np.asarray(state.objects["peg_pos"], np.float64)
+        hole = np.asarray(state.objects["hole_pos"], np.float64)
+        return np.concatenate([peg - hole, hole - origin_pos_m, peg_alignment_error(state.objects["peg_quat"])]
+                              ).astype(np.float32)
 
     def success(self, state: RobotState) -> bool:
         d = np.asarray(state.objects["peg_pos"]) - np.asarray(state.objects["hole_pos"])

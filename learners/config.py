@@ -100,6 +100,10 @@ class AgentConfig(Config):
     """Behaviour-cloning term in the actor loss: bc_weight x mean squared error between the policy's mode
     tanh(mean) and the stored action, over the batch rows marked as human actions (`intervention`: demo steps
     and interventions), arm dims only. 0 (default) = pure SAC/RLPD; see learners.sac for when it helps."""
+    bc_q_filter: bool = False
+    """Q-filtered behaviour cloning (Nair et al. 2018): the BC term counts a human row only while the critic rates
+    the stored action above the policy's own (ensemble-mean Q(s, a_human) > Q(s, tanh(mean))), so the cloning
+    fades state by state as the policy overtakes the demos instead of capping it. Needs bc_weight > 0."""
 
     # --- images (DrQ path; used only when the observation has cameras)
     encoder: str = "resnet10"

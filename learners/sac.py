@@ -96,7 +96,8 @@ class SACAgent:
         self.generator.manual_seed(cfg.seed + 2)
         self.num_updates = 0
         self._critic_loss: Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]] = self._critic_loss_eager
-        self._actor_loss: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = self._actor_loss_eager
+        self._actor_loss: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = \
+            self._actor_loss_eager
         if cfg.compile:
             self._critic_loss = torch.compile(self._critic_loss_eager)
             self._actor_loss = torch.compile(self._actor_loss_eager)
@@ -188,14 +189,22 @@ class SACAgent:
 
     def _actor_loss_eager(self, feats: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor,
                           bc_actions: torch.Tensor, bc_mask: torch.Tensor,
-                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         mean, log_std = self.actor(feats)
         a, logp = tanh_gaussian(mean, log_std, noise)
         q = self.critic(torch.cat([feats, a], -1)).squeeze(-1).mean(0)  # mean over the ensemble (SERL, REDQ)
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
-        sq = (torch.tanh(mean) - bc_actions).pow(2).sum(-1)
-        bc = (sq * bc_mask).sum() / bc_mask.sum().clamp_min(1.0)
-        return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc
+        mode = torch.tanh(mean)
+        sq = (mode - bc_actions).pow(2).sum(-1)
+        mask = bc_mask
+        if self.cfg.bc_q_filter:  # only where the critic still prefers the human's action (Nair et al. 2018)
+            with torch.no_grad():
+                q_human = self.critic(torch.cat([feats, bc_actions], -1)).squeeze(-1).mean(0)
+                q_mode = self.critic(torch.cat([feats, mode.detach()], -1)).squeeze(-1).mean(0)
+            mask = mask * (q_human > q_mode).to(mask.dtype)
+        n_human = bc_mask.sum().clamp_min(1.0)
+        bc = (sq * mask).sum() / n_human  # over all human rows: the term fades as the filter drops rows
+        return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, mask.sum() / n_human
 
     # ------------------------------------------------------------------ update
     def _step(self, opt: torch.optim.Optimizer, params: Sequence[torch.Tensor], loss: torch.Tensor,
@@ -273,7 +282,7 @@ class SACAgent:
             alpha = self.log_alpha.detach().exp()
             noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
             last = slice(k - 1, None, k)
-            actor_loss, logp, bc_loss = self._actor_loss(last_feats_detached, noise, alpha, arm_all[last],
+            actor_loss, logp, bc_loss, bc_share = self._actor_loss(last_feats_detached, noise, alpha, arm_all[last],
                                                          b["intervention"][last])
             self._step(self.actor_opt, self._actor_params, actor_loss)
         finally:
@@ -289,6 +298,8 @@ class SACAgent:
             out.update({key: torch.stack([m[key] for m in grip_metrics]).mean() for key in grip_metrics[0]})
         if cfg.bc_weight > 0:
             out["bc_loss"] = bc_loss.detach()
+            if cfg.bc_q_filter:
+                out["bc_kept"] = bc_share.detach()  # share of the human rows the Q filter kept
         out.update(actor_loss=actor_loss.detach(), entropy=entropy, temperature=self.log_alpha.detach().exp(),
                    temperature_loss=temp_loss.detach())
         keys = list(out)

@@ -31,10 +31,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                          "split, threshold for a target precision)"),
     "eval-classifier": ("learners.classifier_eval_cli", "evaluate a reward classifier on new labels: metrics table and "
                         "a PNG of the worst false positives / negatives"),
-    "robot-server": ("envs.robot_server_cli", "serve a robot backend (the MuJoCo twin) over ZeroMQ for RemoteRobot"),
+    "robot-server": ("envs.robot_server_cli", "serve a robot (MuJoCo twin, franky, ROS 2) over ZeroMQ for RemoteRobot"),
+    "ros2-twin": ("envs.ros2.twin_cli", "the MuJoCo twin as a ROS 2 node with a Cartesian impedance controller's API"),
     "learner": ("learners.learner_cli", "the distributed learner: transitions in from actors, weights out"),
     "actor": ("actors.actor_cli", "an actor: step the env (twin or robot server) with the learner's latest policy"),
     "sim": ("supervisor.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
+    "estop": ("envs.estop_cli", "stop a robot server's robot now (any client; latches until the server restarts)"),
+    "check-hardware": ("envs.hardware.check_cli", "read the arm and cameras, print a table, move nothing"),
+    "safety-box": ("envs.hardware.safety_box_cli", "record the workspace box by hand-guiding; save a task config"),
+    "cameras": ("envs.hardware.cameras_cli", "real cameras: list them, a framing PNG strip, a short recording"),
 }
 
 

@@ -26,15 +26,16 @@ from robot_rl.errors import MissingExtraError
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "sim": ("mujoco", "gymnasium", "numba", "matplotlib"),
     "learn": ("torch", "safetensors", "tensorboard"),
-    "real": ("pyrealsense2", "franky"),
+    "real": ("pyrealsense2", "franky", "cv2"),
     "teleop": ("pygame", "hid", "hidraw", "pynput"),
     "video": ("imageio_ffmpeg",),
-    "ros": ("rclpy",),
+    "export": ("rosbags", "pyarrow"),
+    "ros": ("rclpy", "geometry_msgs", "sensor_msgs", "std_msgs", "std_srvs", "rcl_interfaces"),
     "bench": ("gym_hil",),
     "jax": ("jax", "jaxlib"),
 }
 """extra -> the top-level modules it provides (matplotlib comes with both sim and learn; sim is named)."""
-REQUIRED_MODULES: dict[str, tuple[str, ...]] = {"sim": ("mujoco", "gymnasium"), "learn": ("torch",)}
+REQUIRED_MODULES: dict[str, tuple[str, ...]] = {"sim": ("mujoco", "gymnasium"), "learn": ("torch",), "ros": ("rclpy",)}
 """What `require_extras` checks per extra (the others are optional within their extra); default: all of it."""
 
 

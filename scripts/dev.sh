@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for setting up and running robot-rl on a fresh Debian 12 / Python 3.11 machine.
 #
-#   bash scripts/dev.sh setup   # system packages (if missing) + .venv with robot-rl[sim,learn,dev]
+#   bash scripts/dev.sh setup   # system packages (if missing) + .venv with robot-rl[sim,learn,dev] + .venv-franky-sim
 #   bash scripts/dev.sh demo    # setup, then the main job (robot-rl sim --task twin-pick-cube) or `demo ARGS` for sim ARGS
 #   bash scripts/dev.sh test    # setup, then lint, type-check and the test suite
 #   bash scripts/dev.sh bench   # setup (+ bench extra), then the benchmarks under benchmarks/
@@ -11,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 VENV=${ROBOT_RL_VENV:-$ROOT/.venv}
+# franky-sim (a Franka simulator speaking libfranka's protocol, for the franky backend's tests) pins a newer MuJoCo
+# than the twin's, so it lives in a virtualenv of its own; the tests start it from there as a subprocess.
+FRANKY_SIM_VENV=${ROBOT_RL_FRANKY_SIM_VENV:-$ROOT/.venv-franky-sim}
 PY=${PYTHON:-}
 if [ -z "$PY" ]; then
   for cand in python3.11 python3; do
@@ -20,8 +23,8 @@ fi
 [ -n "$PY" ] || { echo "error: no python3.11 found; install it (apt-get install python3)" >&2; exit 1; }
 
 # Debian packages the runtime needs: EGL + Mesa's software rasteriser for headless MuJoCo rendering,
-# venv support for the interpreter.
-APT_PKGS=(libegl1 libgl1 libgl1-mesa-dri libglib2.0-0)
+# venv support for the interpreter, libusb for pyrealsense2 (RealSense cameras).
+APT_PKGS=(libegl1 libgl1 libgl1-mesa-dri libglib2.0-0 libusb-1.0-0)
 
 apt_install_missing() {
   command -v dpkg-query >/dev/null 2>&1 || return 0
@@ -61,7 +64,15 @@ setup() {
   echo "installing Python packages into $VENV (log: $VENV/pip.log)"
   pip_quiet install "torch==2.13.0"
   pip_quiet install -e ".[sim,learn,dev]"
+  setup_franky_sim
   echo "$want" > "$stamp"
+}
+
+setup_franky_sim() {
+  [ -x "$FRANKY_SIM_VENV/bin/python" ] || "$PY" -m venv "$FRANKY_SIM_VENV"
+  echo "installing franky-sim into $FRANKY_SIM_VENV (log: $FRANKY_SIM_VENV/pip.log)"
+  "$FRANKY_SIM_VENV/bin/python" -m pip install -q "franky-sim>=1.0.4,<2" >>"$FRANKY_SIM_VENV/pip.log" 2>&1 \
+    || { cat "$FRANKY_SIM_VENV/pip.log" >&2; return 1; }
 }
 
 export MUJOCO_GL=${MUJOCO_GL:-egl}

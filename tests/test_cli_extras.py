@@ -64,23 +64,29 @@ MISSING: list[tuple[str, str, tuple[str, ...]]] = [
     ("train-classifier", "learn", ("--labels", "{episodes}", "--out", "{tmp}/cls")),
     ("eval-classifier", "learn", ("--classifier", "{tmp}/cls", "--labels", "{episodes}")),
     ("robot-server", "sim", ("--backend", "twin", "--task", "twin-reach", "--bind", "tcp://127.0.0.1:0")),
+    ("robot-server", "ros", ("--backend", "ros2", "--task", "twin-reach", "--bind", "tcp://127.0.0.1:0")),
+    ("ros2-twin", "ros", ("--task", "twin-reach", "--max-seconds", "1")),
+    ("ros2-twin", "sim", ("--task", "twin-reach", "--max-seconds", "1")),
     ("learner", "learn", ("--task", "twin-reach", "--out", "{tmp}/learner")),
     ("learner", "sim", ("--task", "twin-reach", "--out", "{tmp}/learner")),
     ("actor", "learn", ("--task", "twin-reach", "--max-steps", "1")),
     ("actor", "sim", ("--task", "twin-reach", "--max-steps", "1")),
     ("sim", "learn", ("--task", "twin-reach", "--out", "{tmp}/sim")),
     ("sim", "sim", ("--task", "twin-reach", "--out", "{tmp}/sim")),
+    ("check-hardware", "real", ("--robot-ip", "127.0.0.1")),
+    ("safety-box", "real", ("record", "--robot-ip", "127.0.0.1", "--task", "pick_cube", "--out", "{tmp}/box.json")),
 ]
 # commands that need no extra at all: (subcommand, arguments, text expected on stdout)
 NO_EXTRA: list[tuple[str, tuple[str, ...], str]] = [
     ("tasks", (), "twin-reach"),
     ("keys", ("generate", "{tmp}/keys"), ""),
     ("episodes", ("inspect", "{episodes}"), "episode_000000"),
+    ("cameras", ("list",), "pip install 'robot-rl[real]'"),  # lists each camera library's state, names the extra
 ]
 
 
 def test_every_subcommand_is_covered() -> None:
-    covered = {c for c, _, _ in MISSING} | {c for c, _, _ in NO_EXTRA}
+    covered = {c for c, _, _ in MISSING} | {c for c, _, _ in NO_EXTRA} | {"estop"}  # estop: its own test below
     assert covered == set(SUBCOMMANDS), f"add the new command(s) {set(SUBCOMMANDS) - covered} to this file"
 
 
@@ -126,3 +132,13 @@ def test_missing_extra_maps_import_errors_to_extras(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "mujoco", None)
     with pytest.raises(MissingExtraError, match=r"robot-rl sim needs mujoco, torch .*'robot-rl\[sim,learn\]'"):
         require_extras(("sim", "learn"), "robot-rl sim")
+
+
+@pytest.mark.slow
+def test_estop_needs_no_extra_and_reports_an_unreachable_server_in_one_line(tmp_path: Path) -> None:
+    """The e-stop must work wherever robot-rl is installed: with every extra missing it reaches the server (here
+    none listens) and says so in one line, never a traceback or a missing-extra error."""
+    res = run_without(ALL_EXTRAS, "estop", "tcp://127.0.0.1:1", "--timeout", "0.5", tmp=tmp_path)
+    err = res.stderr.strip()
+    assert res.returncode == 1 and "Traceback" not in res.stderr and len(err.splitlines()) == 1, res.stderr[-3000:]
+    assert err.startswith("robot-rl estop: error: ") and "unreachable" in err and "pip install" not in err, err

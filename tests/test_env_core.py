@@ -327,6 +327,30 @@ def test_gripper_threshold_and_debounce() -> None:
     assert got == [0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0]
 
 
+def test_a_locked_gripper_ignores_the_action() -> None:
+    """A task with gripper_locked (peg insertion) keeps its reset command whatever the gripper dim says."""
+    import dataclasses
+
+    task = dataclasses.replace(get_task("pick_cube"), reset_gripper_closed=1.0, gripper_locked=True)
+    env = RobotEnv(FakeRobot(), task, None, RobotEnvConfig(obs_mode="state", gripper_debounce_steps=0))
+    robot = env.robot
+    assert isinstance(robot, FakeRobot)
+    env.reset(seed=0)
+    changed = []
+    for g in (-1.0, -1.0, 0.0, 1.0, -1.0):
+        _, _, _, _, info = env.step(np.array([0, 0, 0, 0, 0, 0, g]))
+        changed.append(info["gripper_changed"])
+        assert robot.commands[-1][2] == 1.0
+    assert not any(changed)
+    # the same task unlocked opens on the first -1
+    env2 = RobotEnv(FakeRobot(), dataclasses.replace(task, gripper_locked=False), None,
+                    RobotEnvConfig(obs_mode="state", gripper_debounce_steps=0))
+    env2.reset(seed=0)
+    env2.step(np.array([0, 0, 0, 0, 0, 0, -1.0]))
+    assert env2.robot.commands[-1][2] == 0.0  # type: ignore[attr-defined]
+    assert get_task("peg_insert").gripper_locked and not get_task("pick_cube").gripper_locked
+
+
 def test_state_mode_never_reads_cameras() -> None:
     robot = FakeRobot()
     env = RobotEnv(robot, "reach", NoCameras(), RobotEnvConfig(obs_mode="state"))

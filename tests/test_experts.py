@@ -48,6 +48,26 @@ def test_peg_insert_expert() -> None:
     assert rate >= 0.95, f"peg_insert expert: {rate:.0%}, failed seeds {failed}"
 
 
+def test_peg_expert_leaves_the_locked_gripper_alone() -> None:
+    """The peg expert commands 'keep' (0) on the gripper dim: the peg is held from the reset (the task locks the
+    gripper) and its demos do not teach a policy to saturate a dim that does nothing."""
+    grip: list[float] = []
+
+    class Recording(ScriptedExpert):
+        def act(self, state: object) -> np.ndarray:
+            action = super().act(state)  # type: ignore[arg-type]
+            grip.append(float(action[6]))
+            return action
+
+    env = make_twin_env("peg_insert", obs_mode="state")
+    expert = Recording("peg_insert")
+    try:
+        result = run_episode(env, expert, seed=1000)
+    finally:
+        env.close()
+    assert result["success"] and grip and set(grip) == {0.0}
+
+
 def test_noisy_expert_still_mostly_succeeds() -> None:
     rate, failed = success_rate("pick_cube", episodes=10, noise_std=0.2)
     assert rate >= 0.8, f"noisy pick_cube expert: {rate:.0%}, failed seeds {failed}"

@@ -33,7 +33,9 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
 # the JAX learner backend (learners.jax_agent) imports jax only when an agent with backend=jax is built
 LAZY_IN_PACKAGE: dict[str, set[str]] = {"learners": {"gymnasium", "jax", "jaxlib", "flax", "optax"},
                                         "robot_rl": {"torch", "gymnasium", "mujoco"}}
-LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "pygame", "pyspacemouse", "pynput", "wandb", "hid"}
+LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "cv2", "pygame", "pyspacemouse", "pynput", "wandb", "hid",
+             "geometry_msgs",
+             "sensor_msgs", "std_msgs", "std_srvs", "rcl_interfaces", "franka_msgs"}
 
 
 def _imports(tree: ast.AST) -> list[tuple[str, bool]]:

@@ -356,6 +356,37 @@ def test_bc_weight_imitates_human_rows_only() -> None:
     assert with_bc < 0.25 and without > 2 * with_bc
 
 
+def test_q_filter_clones_only_where_the_critic_prefers_the_human_action() -> None:
+    """bc_q_filter: a human row counts in the BC term only while Q(s, a_human) > Q(s, policy mode)."""
+    agent = SACAgent(_spec(), _cfg(bc_weight=1.0, bc_q_filter=True))
+    n = 64
+    states = torch.as_tensor(np.random.default_rng(0).standard_normal((n, 5)), dtype=torch.float32)
+    feats = agent.encoder({}, states)
+    sign = torch.where(feats[:, 0] > 0, 1.0, -1.0)  # rows with state[0] > 0 prefer large actions, others small
+
+    class FakeCritic(torch.nn.Module):
+        def forward(self, x: torch.Tensor, members: object = None) -> torch.Tensor:
+            return (sign * x[:, -3:].sum(-1))[None, :, None]  # (ensemble 1, B, 1)
+
+    agent.critic = FakeCritic()  # type: ignore[assignment]
+    human_actions = torch.full((n, 3), 0.99)  # (nearly) the largest action: better than the mode where sign > 0
+    mode = torch.tanh(agent.actor(feats)[0]).detach()
+    noise = torch.zeros(n, 3)
+    _, _, bc, kept = agent._actor_loss_eager(feats.detach(), noise, torch.tensor(0.0), human_actions,
+                                             torch.ones(n))
+    want = (sign * (human_actions.sum(-1) - mode.sum(-1)) > 0).float()
+    assert 0.3 < float(want.mean()) < 0.7  # both kinds of rows are there
+    assert torch.equal(want, (sign > 0).float())
+    assert float(kept) == pytest.approx(float(want.mean()))
+    sq = (mode - human_actions).pow(2).sum(-1)
+    assert float(bc) == pytest.approx(float((sq * want).sum() / n), rel=1e-5)
+    # without the filter every human row counts
+    agent.cfg = agent.cfg.replace(bc_q_filter=False)
+    _, _, bc_all, kept_all = agent._actor_loss_eager(feats.detach(), noise, torch.tensor(0.0), human_actions,
+                                                     torch.ones(n))
+    assert float(kept_all) == 1.0 and float(bc_all) == pytest.approx(float(sq.mean()), rel=1e-5)
+
+
 def test_state_select_feeds_only_the_chosen_elements() -> None:
     from learners.obs import ObsLayout
     from robot_rl.errors import ConfigError

@@ -5,6 +5,7 @@ after a timeout, CURVE keys, and the CLI's refusals (hardware extras, non-loopba
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 import time
 from pathlib import Path
@@ -363,15 +364,18 @@ def test_non_loopback_needs_keys_or_insecure() -> None:
         RemoteRobot(RemoteRobotConfig(address="tcp://10.1.2.3:5560"))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("franky") is not None, reason="franky is installed")
-def test_hardware_backends_name_their_extra(capsys: pytest.CaptureFixture[str]) -> None:
+def test_hardware_backends_name_their_extra(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "franky", None)  # as if franky-control were not installed
     with pytest.raises(MissingExtraError, match=r"robot-rl\[real\]"):
-        make_backend("franky", "pick_cube")
+        make_backend("franky", "pick_cube", robot_ip="127.0.0.1")
     if importlib.util.find_spec("rclpy") is None:
         with pytest.raises(MissingExtraError, match=r"robot-rl\[ros\]"):
             make_backend("ros2", "pick_cube")
-    assert cli.main(["robot-server", "--backend", "franky", "--task", "reach"]) == 1
+    assert cli.main(["robot-server", "--backend", "franky", "--task", "reach", "--robot-ip", "127.0.0.1"]) == 1
     assert "robot-rl[real]" in capsys.readouterr().err
+    assert cli.main(["robot-server", "--backend", "franky", "--task", "reach"]) == 1
+    assert "--robot-ip" in capsys.readouterr().err
     assert cli.main(["robot-server", "--task", "reach", "--bind", "tcp://0.0.0.0:5560"]) == 1
     assert "not loopback" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="unknown"):

@@ -3,6 +3,8 @@ a compliant insertion into the 1 mm-clearance hole."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -122,6 +124,30 @@ def test_peg_misaligned_by_3mm_does_not_go_in() -> None:
     robot.command(hole + np.array([0.003, 0, PEG_BOTTOM_PAST_TCP_M + HOLE_DEPTH_M - 0.01]), q_down, 1.0)
     robot.wait(1.5)
     assert robot.state().objects["peg_pos"][2] > HOLE_DEPTH_M - 0.002
+
+
+def test_peg_observation_is_its_pose_relative_to_the_hole() -> None:
+    """The privileged peg observation: peg - hole (m), the hole relative to the origin, the peg's rotation away
+    from the nearest orientation that fits the square hole (upright, yaw a multiple of 90 degrees)."""
+    from controllers.transforms import euler_xyz_to_quat
+    from envs.tasks import get_task, peg_alignment_error
+
+    task = get_task("peg_insert")
+    robot = _robot("peg_insert")
+    robot.reset_scene(3)
+    s = robot.state()
+    origin = np.array([0.5, 0.0, 0.1])
+    obs = task.object_obs(s, origin)
+    assert obs.shape == (task.object_dim,) == (9,) and obs.dtype == np.float32
+    np.testing.assert_allclose(obs[:3], s.objects["peg_pos"] - s.objects["hole_pos"], atol=1e-6)
+    np.testing.assert_allclose(obs[3:6], s.objects["hole_pos"] - origin, atol=1e-6)
+    np.testing.assert_allclose(obs[6:], peg_alignment_error(s.objects["peg_quat"]), atol=1e-6)
+    for rpy, want in (((0, 0, 0), (0, 0, 0)), ((0, 0, np.pi / 2), (0, 0, 0)), ((0, 0, -np.pi), (0, 0, 0)),
+                      ((0, 0, 0.3), (0, 0, 0.3)), ((0, 0, np.pi / 2 - 0.2), (0, 0, -0.2)),
+                      ((0.1, 0, 0), (0.1, 0, 0)), ((0.1, 0, np.pi / 2), (0, 0.1, 0))):
+        np.testing.assert_allclose(peg_alignment_error(euler_xyz_to_quat(np.array(rpy, float))), want, atol=1e-9)
+    inserted = dataclasses.replace(s, objects={**s.objects, "peg_pos": s.objects["hole_pos"]})
+    assert np.allclose(task.object_obs(inserted, origin)[:3], 0.0) and task.success(inserted)
 
 
 def _yaw_quat(yaw: float) -> np.ndarray:

@@ -84,6 +84,10 @@ class RobotServerStats:
     """Replies that could not be sent (client gone, queue full)."""
     last_error: str
     uptime_s: float
+    estops: int = 0
+    """E-stop calls served (any client; the first latches the robot until the server restarts)."""
+    safety: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The safety guard's state (envs.robot_server.safety: estopped, tripped, trips, clips); empty unguarded."""
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -29,7 +29,7 @@ from robot_rl.wire import PROTOCOL_VERSION, ErrorCode, Frame, RobotCall, RobotRe
 
 log = logging.getLogger("robot_rl.robot_server")
 
-_OPEN_TO_ALL = frozenset({"open", "stats"})
+_OPEN_TO_ALL = frozenset({"open", "stats", "estop"})
 _TARGET_SETTERS = frozenset({"command", "reset_joints"})
 
 
@@ -98,6 +98,8 @@ class RobotServerCore:
         self._last_error = ""
         self._last_gripper: float | None = None
         self._closed = False
+        self._estops = 0
+        self._estop_lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------------------------ API
 
@@ -127,8 +129,45 @@ class RobotServerCore:
                 self._refused(code, f"{msg.method[:64]}(): {text}")
                 return encode(RobotReply(msg.call_id, False, error_code=code, error_message=text[:4096]))
 
+    def estop(self, client: bytes = b"", frames: Sequence[Any] | None = None) -> list[Frame]:
+        """The e-stop, served at once from any thread (the ZeroMQ adapter's I/O thread calls it even while a long
+        call holds the main lock): the backend's `estop()` (the safety guard latches it and stops the motion);
+        returns the reply frames (to the RobotCall in `frames`, when given). Never raises."""
+        call_id = 0
+        if frames is not None:
+            try:
+                msg = decode(frames, self._limits)
+                call_id = msg.call_id if isinstance(msg, RobotCall) else 0
+            except ProtocolError:
+                pass
+        estop = getattr(self.robot, "estop", None)
+        took = 0.0
+        try:
+            t0 = self._clock()
+            if callable(estop):
+                estop()
+            took = self._clock() - t0
+            ok, code, text = True, "", ""
+        except Exception as err:  # the latch is set before the backend call: report, never raise
+            log.exception("robot server: estop() raised")
+            ok, code, text = False, RobotErrorCode.INTERNAL.value, f"{type(err).__name__}: {err}"
+        with self._estop_lock:
+            self._estops += 1
+        log.warning("robot server: E-STOP from client %s (backend stop took %.1f ms)", _short(client), 1e3 * took)
+        if ok:
+            return encode(RobotReply(call_id, True, {"estop_s": took, "guarded": callable(estop)}, {}))
+        return encode(RobotReply(call_id, False, error_code=code, error_message=text))
+
     def tick(self) -> None:
-        """The watchdog: start holding when the owner has not commanded for `hold_timeout_s`."""
+        """The watchdog: start holding when the owner has not commanded for `hold_timeout_s`; the safety guard's
+        periodic check (and its hold after an e-stop)."""
+        guard_tick = getattr(self.robot, "tick", None)
+        if callable(guard_tick):
+            with self._lock:
+                try:
+                    guard_tick()
+                except Exception:
+                    log.exception("robot server: the safety guard's tick raised")
         with self._lock:
             if self._owner is None or self._last_command_t is None or self._holding:
                 return
@@ -160,16 +199,22 @@ class RobotServerCore:
             owner=_short(self._owner) if self._owner is not None else "", holding=self._holding,
             holds=self._holds,
             last_command_age_s=now - self._last_command_t if self._last_command_t is not None else math.inf,
-            dropped_replies=self._dropped, last_error=self._last_error, uptime_s=now - self._t0)
+            dropped_replies=self._dropped, last_error=self._last_error, uptime_s=now - self._t0,
+            estops=self._estops, safety=_safety_stats(self.robot))
 
     def close(self) -> None:
-        """Stop the backend (holds its pose, releases its resources). Idempotent."""
+        """Stop the backend (holds its pose, releases its resources) and close the cameras. Idempotent."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self._owner = None
-        self.robot.stop()
+        try:
+            self.robot.stop()
+        finally:
+            close_cameras = getattr(self.cameras, "close", None)  # real cameras: stop their reader threads
+            if callable(close_cameras):
+                close_cameras()
 
     # ------------------------------------------------------------------------------------------------------ calls
 
@@ -197,6 +242,11 @@ class RobotServerCore:
             return self._stats().to_dict(), {}
         if method == "stop":
             return self._stop(msg)
+        if method == "estop":
+            _check_args(msg, {})
+            reply = decode(self.estop(client), self._limits)
+            assert isinstance(reply, RobotReply)
+            return dict(reply.result), {}
         result, arrays = self._handlers[method](msg)
         if method in _TARGET_SETTERS:
             self._last_command_t = self._clock()
@@ -288,7 +338,19 @@ class RobotServerCore:
                 raise ShapeError(f"camera {name!r} returned {getattr(img, 'dtype', type(img))} "
                                  f"{getattr(img, 'shape', '')}, expected uint8 (H, W, 3)")
             arrays[IMAGES_PREFIX + name] = img  # contiguous rendered frame: sent without a copy
-        return {}, arrays
+        ages = getattr(self.cameras, "frame_ages_s", None)  # real cameras: how old each frame was
+        return ({"frame_ages_s": {str(k): float(v) for k, v in ages().items()}} if callable(ages) else {}), arrays
+
+
+def _safety_stats(robot: Robot) -> dict[str, Any]:
+    stats = getattr(robot, "stats", None)
+    if not callable(stats):
+        return {}
+    try:
+        out = stats()
+        return dict(out) if isinstance(out, Mapping) else {}
+    except Exception:
+        return {}
 
 
 def _check_args(msg: RobotCall, schema: Mapping[str, tuple[tuple[type, ...], bool]],

@@ -39,7 +39,7 @@ class RobotErrorCode(StrEnum):
 
 
 METHODS = ("open", "state", "command", "wait", "set_gains", "reset_joints", "reset_scene", "clear_errors", "stop",
-           "read_cameras", "stats")
+           "read_cameras", "stats", "estop")
 """Every method the server answers."""
 
 STATE_ARRAYS: dict[str, tuple[int, ...]] = {

@@ -1,0 +1,23 @@
+"""Hardware backends behind the seams of `envs.robot`: the Franka arm through libfranka (`FrankyRobot`, franky-control
+>= 2.0) and real cameras (`RealSenseCameras` through pyrealsense2, `OpenCVCameras` for plain USB / V4L2 cameras).
+
+Every hardware library is imported lazily, inside the class that needs it: without the `real` extra the error
+names it (`pip install 'robot-rl[real]'`), and importing this package needs nothing beyond numpy.
+
+Layout::
+
+    franky_robot.py    FrankyRobotConfig, FrankyRobot (Robot over franky: CartesianImpedanceTracker, Gripper)
+    cameras.py         CameraConfig, CameraError, ThreadedCamera (newest-frame reader), crop_resize, MultiCameras,
+                       make_cameras (spec strings KIND:ID=NAME)
+    realsense.py       RealSenseSource, list_realsense (serials, profiles)
+    opencv_camera.py   OpenCVSource, list_opencv (/dev/video*)
+    safety_box.py      box_from_poses, task configs (write_task_config / load_task_config)
+    cameras_cli.py     `robot-rl cameras list|show|record`
+    check_cli.py       `robot-rl check-hardware`
+    safety_box_cli.py  `robot-rl safety-box record`
+
+Usage::
+
+    robot = FrankyRobot(FrankyRobotConfig(robot_ip="172.16.0.2"))
+    cams = make_cameras(["realsense:123456789012=front", "opencv:/dev/video0=wrist"], image_size=128)
+"""

@@ -1,0 +1,424 @@
+"""Safety on hardware, tested against the twin (and the robot server over it): the env's bounded lead in contact,
+the server-side guard (workspace box, wrench limit, joint and velocity margins), the e-stop (a call and
+SIGINT / SIGTERM on the server) and the actor's hold before the first weights."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from envs.env import RobotEnv, RobotEnvConfig
+from envs.tasks import Task
+
+
+@pytest.fixture(autouse=True)
+def _close_remote_robots(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close every RemoteRobot a test made, also when it fails half-way: a client left open with its socket
+    referenced from the failure's traceback can later block its ZeroMQ context's term() (a garbage cycle)."""
+    from envs.remote import RemoteRobot
+
+    made: list[RemoteRobot] = []
+    original = RemoteRobot.__init__
+
+    def tracking_init(self: RemoteRobot, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(RemoteRobot, "__init__", tracking_init)
+    yield
+    for robot in made:
+        if hasattr(robot, "_sock"):
+            robot.close()
+
+
+def _press_env(**config: object) -> RobotEnv:
+    """The twin's reach scene (its table top is z = 0) with a box that lets the target go 5 cm into the table."""
+    from envs.twin import TwinRobot, TwinRobotConfig
+
+    task = Task(name="press", twin_task="reach", reset_pos_m=(0.45, 0.0, 0.03), pos_min_m=(0.25, -0.3, -0.05),
+                pos_max_m=(0.7, 0.3, 0.5), max_episode_steps=100)
+    robot = TwinRobot(TwinRobotConfig(task="reach", render=False))
+    return RobotEnv(robot, task, None, RobotEnvConfig(obs_mode="state", reset_noise_m=0.0, reset_noise_rad=0.0,
+                                                      **config))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bounded", [True, False])
+def test_pressing_on_the_table_keeps_the_target_near_the_arm(bounded: bool) -> None:
+    """20 steps of 'down' from 3 cm above the table: with the bounded lead (the default) the target stays within
+    the controller's error clip (1 cm per axis) of the measured TCP at every step in contact, the contact force
+    stays ~K * clip (20 N), and 'up' starts lifting the arm at once (measured 2.9 mm in 3 steps; the twin's target
+    filter slows the start). Unbounded (delta on the commanded pose, max_lead_m=0) the target winds 5 cm into the
+    table, to the box edge, and 3 steps of 'up' do not lift it at all: the failure this guards against."""
+    env = _press_env(**({} if bounded else {"max_lead_m": 0.0, "max_lead_rad": 0.0}))
+    try:
+        env.reset(seed=0)
+        down = np.zeros(7, np.float32)
+        down[2] = -1.0
+        leads, forces = [], []
+        for _ in range(20):
+            before = env.last_state  # the measurement the step's target is bounded against
+            assert before is not None
+            env.step(down)
+            leads.append(float(np.max(np.abs(env.commanded_pose[0] - before.pos_base_ee))))
+            assert env.last_state is not None
+            forces.append(float(np.linalg.norm(env.last_state.force_ee_n)))
+        s = env.last_state
+        assert s is not None and s.pos_base_ee[2] < 0.015 and forces[-1] > 10.0  # the fingers press on the table
+        cmd_z_pressed = env.commanded_pose[0][2]
+        in_contact = [lead for lead, f in zip(leads, forces, strict=True) if f > 10.0]
+        assert len(in_contact) >= 15
+        up = np.zeros(7, np.float32)
+        up[2] = 1.0
+        z0 = s.pos_base_ee[2]
+        for _ in range(3):  # 0.3 s of 'up'
+            env.step(up)
+        assert env.last_state is not None
+        rise = env.last_state.pos_base_ee[2] - z0
+        print(f"bounded={bounded}: max lead in contact {1e3 * max(in_contact[1:]):.2f} mm, force {forces[-1]:.1f} N, "
+              f"rise after 3 up steps {1e3 * rise:.1f} mm")
+        if bounded:
+            assert max(in_contact[1:]) <= 0.01 + 1e-9  # from the first step that starts in contact
+            assert 15.0 < forces[-1] < 25.0  # K * clip = 2000 N/m * 1 cm
+            assert rise > 0.002  # lifts off at once
+        else:
+            assert cmd_z_pressed == pytest.approx(-0.05) and leads[-1] > 0.04  # wound 5 cm into the table
+            assert rise < 0.002  # still pressing: the wound-up target is below the table
+    finally:
+        env.close()
+
+
+def test_bounded_lead_leaves_free_motion_alone() -> None:
+    """In free space the arm follows its target, so the bound does not act once the arm moves: the commanded
+    path is exactly the one without the bound (at full action the target leads the arm by ~5-6 cm: its 0.2 s
+    low-pass filter plus v D / K)."""
+    paths = {}
+    for bounded in (True, False):
+        env = _press_env(**({} if bounded else {"max_lead_m": 0.0, "max_lead_rad": 0.0}))
+        try:
+            env.reset(seed=0)
+            a = np.zeros(7, np.float32)
+            a[0], a[1], a[2] = 1.0, -0.5, 1.0
+            path = []
+            for _ in range(10):
+                env.step(a)
+                path.append(env.commanded_pose[0])
+            paths[bounded] = np.array(path)
+        finally:
+            env.close()
+    np.testing.assert_allclose(paths[True], paths[False], atol=1e-12)
+
+
+def test_bound_lead_math() -> None:
+    from controllers.transforms import axis_angle_to_quat, quat_angle, quat_conj, quat_mul
+    from envs.env import bound_lead
+
+    q_meas = np.array([0.0, 1.0, 0.0, 0.0])
+    q_tgt = quat_mul(axis_angle_to_quat(np.array([0.0, 0.0, 0.3])), q_meas)
+    pos, quat = bound_lead(np.array([0.5, 0.0, 0.2]), -q_tgt, np.array([0.45, 0.0, 0.21]), q_meas, 0.01, 0.05)
+    np.testing.assert_allclose(pos, [0.46, 0.0, 0.2])
+    assert quat_angle(quat_mul(quat, quat_conj(q_meas))) == pytest.approx(0.05, abs=1e-9)
+    assert float(np.dot(quat, -q_tgt)) > 0  # the target's sign is kept
+    same = bound_lead(np.array([0.452, 0.0, 0.2]), q_meas, np.array([0.45, 0.0, 0.2]), q_meas, 0.01, 0.05)
+    np.testing.assert_allclose(same[0], [0.452, 0.0, 0.2])
+    assert dataclasses.is_dataclass(RobotEnvConfig()) and RobotEnvConfig().max_lead_m == 0.01
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the robot server's safety guard (every backend), against the twin
+
+
+def _serve_twin(task: str = "pick_cube", **safety: object) -> Any:
+    from envs.robot_server import RobotServerConfig, make_backend, serve_in_thread
+    from envs.robot_server.safety import ServerSafetyConfig
+
+    cfg = ServerSafetyConfig(**safety)  # type: ignore[arg-type]
+    return serve_in_thread(lambda: make_backend("twin", task, cameras=False, safety=cfg),
+                           RobotServerConfig(bind="tcp://127.0.0.1:0", hold_timeout_s=5.0))
+
+
+def _client(address: str) -> Any:
+    from envs.remote import RemoteRobot, RemoteRobotConfig
+
+    return RemoteRobot(RemoteRobotConfig(address=address, deadline_s=3.0))
+
+
+def test_server_clips_targets_into_the_workspace_box() -> None:
+    """A client that does not clip (here: raw RemoteRobot calls) still cannot send the arm out of the task's box:
+    the server clips the target (pick_cube box x <= 0.70 m, + 2 cm margin)."""
+    with _serve_twin() as handle:
+        robot = _client(handle.address)
+        s = robot.state()
+        robot.command(np.array([1.5, 0.0, 0.3]), s.quat_base_ee, 0.0)
+        robot.wait(3.0)
+        s = robot.state()
+        assert 0.70 < s.pos_base_ee[0] < 0.725  # at the server's box edge, not 1.5 m out
+        assert np.isclose(handle.robot.controller.commanded_pos[0], 0.72)  # the twin got the clipped target
+        stats = robot.server_stats()
+        assert stats["safety"]["clips"] == 1 and stats["errors"] == 0
+        robot.stop()
+
+
+def test_wrench_limit_stops_holds_and_reports() -> None:
+    """Pressing on the table with more than the limit (here 10 N; the compliance profile pushes ~20 N): the server
+    stops and holds, the state reports it (the env ends the episode), commands are refused until clear_errors,
+    which succeeds once the force is gone."""
+    from robot_rl.errors import RobotError
+
+    with _serve_twin(max_force_n=10.0) as handle:
+        robot = _client(handle.address)
+        s0 = robot.state()
+        target = np.array([0.5, 0.15, -0.01])  # 1 cm below the table top (the box allows z >= -1 cm)
+        robot.command(target, s0.quat_base_ee, 0.0)
+        for _ in range(60):
+            robot.wait(0.1)
+            s = robot.state()
+            if s.error:
+                break
+        assert "external force" in s.error and s.pos_base_ee[2] < 0.03
+        with pytest.raises(RobotError, match="safety stop"):
+            robot.command(target, s0.quat_base_ee, 0.0)
+        robot.wait(0.5)  # holding the measured pose: the push relaxes
+        assert np.linalg.norm(robot.state().force_ee_n) < 10.0
+        robot.clear_errors()
+        assert robot.state().error == ""
+        robot.command(s.pos_base_ee + np.array([0, 0, 0.05]), s0.quat_base_ee, 0.0)
+        robot.wait(1.0)
+        assert robot.state().pos_base_ee[2] > s.pos_base_ee[2] + 0.03  # moves again
+        stats = robot.server_stats()
+        assert stats["safety"]["trips"] == 1
+        robot.stop()
+
+
+def test_joint_position_and_velocity_margins() -> None:
+    """A joint inside its margin or too fast trips the guard; clear_errors refuses while the joint is still there."""
+    from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.twin import TwinRobot, TwinRobotConfig
+    from robot_rl.errors import RobotError
+
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)), ServerSafetyConfig())
+    try:
+        assert guard.state().error == ""
+        q = np.array(PANDA_HOME_Q)
+        q[0] = PANDA_Q_MAX[0] - 0.02  # 2 cm-rad from the limit, inside the 0.05 rad margin
+        guard.reset_joints(q)
+        s = guard.state()
+        assert "joint 1" in s.error and "limits" in s.error
+        with pytest.raises(RobotError, match="still exceeded"):
+            guard.clear_errors()
+    finally:
+        guard.stop()
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)),
+                        ServerSafetyConfig(max_joint_speed_fraction=0.02))  # ~0.04 rad/s
+    try:
+        s = guard.state()
+        guard.command(s.pos_base_ee + np.array([0.1, 0.1, -0.1]), s.quat_base_ee, 0.0)
+        guard.wait(0.3)
+        assert "moves at" in guard.state().error
+        with pytest.raises(RobotError, match="safety stop"):
+            guard.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+        assert guard.stats()["trips"] == 1
+    finally:
+        guard.stop()
+
+
+def test_estop_call_lands_during_a_long_call_and_latches(capsys: pytest.CaptureFixture[str]) -> None:
+    """`robot-rl estop ADDR` is answered at once even while the owner's 3 s wait() is running (the I/O thread
+    serves it); from then on every command is refused and the state says e-stopped."""
+    import threading
+    import time
+
+    from envs.robot_server import RobotServerConfig, serve_in_thread
+    from envs.robot_server.safety import SafetyGuard
+    from envs.twin import TwinRobot, TwinRobotConfig
+    from robot_rl import cli
+    from robot_rl.errors import RobotError
+
+    class RealTimeTwin(TwinRobot):
+        """The twin whose wait() takes as long as it simulates (as a hardware backend's does)."""
+
+        def wait(self, duration_s: float) -> None:
+            super().wait(duration_s)
+            time.sleep(duration_s)
+
+    def factory() -> Any:
+        return SafetyGuard(RealTimeTwin(TwinRobotConfig(task="reach", render=False))), None, {"task": "reach"}
+
+    with serve_in_thread(factory, RobotServerConfig(bind="tcp://127.0.0.1:0")) as handle:
+        robot = _client(handle.address)
+        s = robot.state()
+        done: dict[str, float] = {}
+
+        def long_wait() -> None:
+            t0 = time.monotonic()
+            robot.wait(3.0)
+            done["wait_s"] = time.monotonic() - t0
+
+        t = threading.Thread(target=long_wait)
+        t.start()
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        assert cli.main(["estop", handle.address]) == 0
+        took = time.monotonic() - t0
+        assert "wait_s" not in done  # the long call was still running
+        out = capsys.readouterr().out
+        t.join(10)
+        print(f"estop acknowledged in {1e3 * took:.1f} ms during a 3 s wait")
+        assert took < 0.1 and "motion stopped" in out  # within one 10 Hz control period
+        with pytest.raises(RobotError, match="e-stopped"):
+            robot.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+        assert "e-stopped" in robot.state().error
+        with pytest.raises(RobotError, match="e-stopped"):
+            robot.clear_errors()
+        stats = robot.server_stats()
+        assert stats["estops"] == 1 and stats["safety"]["estopped"]
+        robot.close()
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_signal_on_the_robot_server_estops_then_exits(sig: str) -> None:
+    """Ctrl-C / SIGTERM on `robot-rl robot-server`: the e-stop runs in the signal handler at once (measured from
+    the signal to the server's 'e-stopped' line), then the server stops cleanly (exit 0, backend stopped)."""
+    import os
+    import queue
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    env = {**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "robot_rl.cli", "robot-server", "--task", "reach", "--no-cameras",
+                             "--bind", "tcp://127.0.0.1:0", "--stats-every", "0"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[tuple[float, str]] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put((time.monotonic(), ln)) for ln in proc.stderr],  # type: ignore[union-attr]
+                     daemon=True).start()
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        address = first.split(" on ")[1].split()[0]
+        robot = _client(address)
+        s = robot.state()
+        robot.command(s.pos_base_ee + np.array([0.05, 0, 0]), s.quat_base_ee, 0.0)
+        t_signal = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        t_line, line = lines.get(timeout=10)
+        while "e-stopped" not in line:
+            t_line, line = lines.get(timeout=10)
+        assert f"{sig}: e-stopped" in line
+        print(f"{sig}: e-stop {1e3 * (t_line - t_signal):.1f} ms after the signal")
+        assert t_line - t_signal < 0.1  # within one 10 Hz control period
+        assert proc.wait(10) == 0
+        robot.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+class _NoWeightsEndpoint:
+    """An actor endpoint whose learner never publishes weights; records what is sent."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec, self.sent = spec, []
+
+    def send(self, chunk: Any, timeout: float = 0.0) -> bool:
+        self.sent.append(chunk)
+        return True
+
+    def latest_weights(self) -> None:
+        return None
+
+    def flush(self, timeout: float) -> bool:
+        return True
+
+    def report(self, **stats: Any) -> bool:
+        return True
+
+    def stats(self) -> Any:
+        class S:
+            state, learner, acked_upto = "connected", {}, -1
+        return S()
+
+
+@pytest.mark.parametrize("warmup", ["hold", "random"])
+def test_actor_holds_the_pose_before_the_first_weights(warmup: str) -> None:
+    """Before any weights the actor's default ('hold') sends zero actions: the commanded pose never leaves the reset
+    pose and the gripper stays; random warm-up is opt-in. The CLI's auto choice is random only on the twin."""
+    from actors.actor import Actor, ActorConfig
+    from actors.actor_cli import _backend_of, env_spec_of
+    from envs.presets import make_env
+
+    env = make_env("twin-reach", obs_mode="state", reset_noise_m=0.0, reset_noise_rad=0.0)
+    assert ActorConfig().warmup == "hold" and _backend_of(env) == "twin"
+    try:
+        spec = env_spec_of(env, "twin-reach")
+        actor = Actor(env, _NoWeightsEndpoint(spec), ActorConfig(warmup=warmup, pace=False, chunk_steps=10))
+        actor.start()
+        start = env.unwrapped.commanded_pose[0]
+        for _ in range(10):
+            actor.step()
+        moved = float(np.linalg.norm(env.unwrapped.commanded_pose[0] - start))
+        actions = np.asarray(actor.endpoint.sent[0].actions)
+        if warmup == "hold":
+            assert moved == 0.0 and np.all(actions == 0.0)
+        else:
+            assert moved > 0.01 and np.std(actions) > 0.3
+        actor.close(flush_s=0.1)
+    finally:
+        env.close()
+
+
+def test_actor_cli_holds_on_a_non_twin_backend() -> None:
+    from actors.actor_cli import _backend_of
+    from envs.remote import make_remote_env
+    from envs.robot_server import RobotServerConfig, serve_in_thread
+    from envs.twin import TwinRobot, TwinRobotConfig
+
+    def factory() -> Any:  # a backend that says it is hardware
+        return TwinRobot(TwinRobotConfig(task="reach", render=False)), None, {"backend": "franky", "task": "reach"}
+
+    with serve_in_thread(factory, RobotServerConfig(bind="tcp://127.0.0.1:0")) as handle:
+        env = make_remote_env(handle.address, obs_mode="state")
+        try:
+            assert _backend_of(env) == "franky"  # -> warm-up 'hold' unless --warmup random
+            assert env.unwrapped.config.realtime  # a hardware backend: the env keeps real-time deadlines
+        finally:
+            env.close()
+
+
+def test_recorded_box_becomes_the_servers_box(tmp_path: Any) -> None:
+    """box_from_poses holds every sample (euler relative to the nominal orientation); the task config written by
+    `safety-box record` loads back as the task with that box, and a robot server given it (--task-config) clips
+    targets to it (+ its margin)."""
+    from controllers.transforms import axis_angle_to_quat, quat_mul
+    from envs.hardware.safety_box import box_from_poses, load_task_config, write_task_config
+    from envs.robot_server import RobotServerConfig, make_backend, serve_in_thread
+    from robot_rl.errors import ConfigError
+
+    down = np.array([0.0, 1.0, 0.0, 0.0])
+    quats = [down, quat_mul(axis_angle_to_quat(np.array([0.0, 0.0, 0.3])), down)]
+    box = box_from_poses([[0.40, -0.05, 0.10], [0.55, 0.08, 0.30]], quats, down, margin_m=0.01)
+    assert box["pos_min_m"] == [0.39, -0.06, 0.09] and box["pos_max_m"] == [0.56, 0.09, 0.31]
+    assert box["rot_min_rad"][2] == -0.3 and box["rot_max_rad"][2] == 0.0  # base z is -z in the gripper-down frame
+    path = write_task_config(tmp_path / "box.json", "pick_cube", box, {"samples": 2})
+    task = load_task_config(path)
+    assert task.name == "pick_cube" and task.pos_max_m == (0.56, 0.09, 0.31) and task.object_keys  # still pick_cube
+    with serve_in_thread(lambda: make_backend("twin", task, cameras=False),
+                         RobotServerConfig(bind="tcp://127.0.0.1:0")) as handle:
+        robot = _client(handle.address)
+        s = robot.state()
+        robot.command(np.array([0.5, 0.0, 0.2]), s.quat_base_ee, 0.0)  # inside the recorded box: untouched
+        assert np.allclose(handle.robot.controller.commanded_pos, [0.5, 0.0, 0.2])
+        robot.command(np.array([0.5, 0.3, 0.2]), s.quat_base_ee, 0.0)  # y 0.3 > 0.09 + 0.02 margin
+        assert np.isclose(handle.robot.controller.commanded_pos[1], 0.11)
+        robot.stop()
+    (tmp_path / "bad.json").write_text('{"format": "robot-rl-task-config", "version": 1, "task": "pick_cube", '
+                                        '"overrides": {"pos_min_m": [1, 0, 0], "pos_max_m": [0, 1, 1]}}')
+    with pytest.raises(ConfigError, match="exceeds"):
+        load_task_config(tmp_path / "bad.json")
