@@ -13,9 +13,10 @@ the torch agent on the same parameters, batch and random draws): strided minibat
 shift of obs and next_obs, frozen backbones once per batch, critic ensemble with the target min over a random
 subset, n-step returns and bootstraps, optional backup entropy, gradient clipping per optimizer (torch's
 clip_grad_norm_), Adam as torch's (betas 0.9 / 0.999, eps 1e-8), soft target updates after every critic update,
-the HIL-SERL gripper double-DQN head, then the actor (mean Q over the ensemble, BC term on human rows) and the
-temperature on the last minibatch, with the encoder features detached. Random draws come from one JAX key in the
-agent's state (checkpointed), so a JAX run is reproducible, but it does not draw the same numbers as torch.
+the HIL-SERL gripper double-DQN head, then the actor (mean Q over the ensemble, BC term on human rows, optionally
+Q-filtered: `bc_q_filter`) and the temperature on the last minibatch, with the encoder features detached. Random
+draws come from one JAX key in the agent's state (checkpointed), so a JAX run is reproducible, but it does not
+draw the same numbers as torch.
 
 Name map (`ParamMap`): every parameter of a torch module <-> a JAX path with JAX's layouts: a Linear's
 `weight` (out, in) is `.../kernel` (in, out); a Conv2d's (O, I, kh, kw) is `.../kernel` (kh, kw, I, O) for NHWC
@@ -70,7 +71,7 @@ SUPPORTED_OPTIONS = frozenset({
     "learn_temperature", "backup_entropy", "grad_clip_norm", "bc_weight", "encoder", "encoder_weights",
     "freeze_encoder", "conv_channels", "num_spatial_features", "encoder_dropout", "image_latent_dim",
     "proprio_latent_dim", "augment_pad", "gripper_head", "gripper_hidden_dims", "gripper_flip_penalty",
-    "gripper_epsilon", "backend", "device", "seed",
+    "gripper_epsilon", "backend", "device", "seed", "bc_q_filter",
 })
 """AgentConfig options the JAX agent implements; any other option set away from its default is refused."""
 _ADAM_B1, _ADAM_B2, _ADAM_EPS = 0.9, 0.999, 1e-8  # torch.optim.Adam's defaults
@@ -241,6 +242,7 @@ class _Static:
     critic_lr: float
     temperature_lr: float
     bc_weight: float
+    bc_q_filter: bool
     backup_entropy: bool
     learn_temperature: bool
     target_entropy: float
@@ -594,15 +596,24 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
     bc_actions = xs["actions"][k - 1][:, : st.arm_dim]
     bc_mask = strided(batch["intervention"])[k - 1]
 
-    def actor_loss_fn(actor: Any) -> tuple[Any, tuple[Any, Any]]:
+    n_human = jnp.maximum(bc_mask.sum(), 1.0)
+
+    def actor_loss_fn(actor: Any) -> tuple[Any, tuple[Any, Any, Any]]:
         mean, log_std = _actor(actor, feats, st)
         a, logp = _tanh_gaussian(mean, log_std, draws["actor_noise"])
         q = _ensemble(carry["critic"], jnp.concatenate([feats, a], -1), st).mean(0)
-        sq = jnp.square(jnp.tanh(mean) - bc_actions).sum(-1)
-        bc = (sq * bc_mask).sum() / jnp.maximum(bc_mask.sum(), 1.0)
-        return jnp.mean(alpha * logp - q) + st.bc_weight * bc, (logp, bc)
+        mode = jnp.tanh(mean)
+        sq = jnp.square(mode - bc_actions).sum(-1)
+        mask = bc_mask
+        if st.bc_q_filter:  # a human row counts only while the critic prefers its action to the mode (Nair 2018)
+            q_human = _ensemble(carry["critic"], jnp.concatenate([feats, bc_actions], -1), st).mean(0)
+            q_mode = _ensemble(carry["critic"], jnp.concatenate([feats, jax.lax.stop_gradient(mode)], -1),
+                               st).mean(0)
+            mask = mask * jax.lax.stop_gradient(q_human > q_mode).astype(mask.dtype)
+        bc = (sq * mask).sum() / n_human  # over all human rows: the term fades as the filter drops rows
+        return jnp.mean(alpha * logp - q) + st.bc_weight * bc, (logp, bc, mask.sum() / n_human)
 
-    (actor_loss, (logp, bc)), a_grads = jax.value_and_grad(actor_loss_fn, has_aux=True)(carry["actor"])
+    (actor_loss, (logp, bc, bc_share)), a_grads = jax.value_and_grad(actor_loss_fn, has_aux=True)(carry["actor"])
     a_grads, _ = _clip(a_grads, st.grad_clip_norm)
     actor, a_opt = _adam(carry["actor"], a_grads, carry["opt_actor"], st.actor_lr)
     carry = dict(carry, actor=actor, opt_actor=a_opt)
@@ -614,6 +625,8 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
         carry = dict(carry, log_alpha=log_alpha, opt_temperature=t_opt)
     if st.bc_weight > 0:
         out["bc_loss"] = bc
+        if st.bc_q_filter:
+            out["bc_kept"] = bc_share  # share of the human rows the Q filter kept
     out.update(actor_loss=actor_loss, entropy=entropy, temperature=jnp.exp(carry["log_alpha"]),
                temperature_loss=temp_loss)
     carry["num_updates"] = carry["num_updates"] + 1
@@ -696,7 +709,7 @@ class JaxSACAgent:
             state_dim=self.layout.state_dim, proprio=self.policy.encoder.proprio is not None,
             dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
             critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
-            backup_entropy=cfg.backup_entropy, learn_temperature=cfg.learn_temperature,
+            bc_q_filter=cfg.bc_q_filter, backup_entropy=cfg.backup_entropy, learn_temperature=cfg.learn_temperature,
             target_entropy=float(template.target_entropy), grad_clip_norm=cfg.grad_clip_norm, k=k,
             minibatch=cfg.batch_size, feat_dim=self.policy.encoder.out_dim)
 

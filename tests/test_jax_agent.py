@@ -2,9 +2,9 @@
 
 - Numerics: the same parameters, batch and random draws give the same losses, metrics and parameter changes
   (online networks, targets, temperature) in both backends, to float32 tolerance, for the state RLPD update (UTD
-  2, n-step rows, BC term), classic SAC options (backup entropy, gradient clipping, no LayerNorm, ReLU, min over
-  all critics), the HIL-SERL gripper head, and the DrQ image path (conv encoder with random shifts; a frozen
-  ResNet-10).
+  2, n-step rows, BC term; Q-filtered BC), classic SAC options (backup entropy, gradient clipping, no LayerNorm,
+  ReLU, min over all critics), the HIL-SERL gripper head, and the DrQ image path (conv encoder with random shifts;
+  a frozen ResNet-10).
 - Weights: what the JAX agent publishes (torch names, through the wire's Weights message) makes a fresh torch
   policy act exactly as the JAX networks do; checkpoints round-trip; unsupported options and a missing jax are
   one-line errors naming the option or the extra.
@@ -101,6 +101,7 @@ def _nets(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 CASES = {
     "rlpd-state": (dict(bc_weight=2.0), dict(), 5),
+    "bc-q-filter": (dict(bc_weight=2.0, bc_q_filter=True, batch_size=32), dict(), 5),
     "sac-options": (dict(backup_entropy=True, grad_clip_norm=0.5, layer_norm=False, activation="relu",
                          ensemble_subsample=None, ensemble_size=2, critic_updates_per_actor_update=1,
                          learn_temperature=True, target_entropy=-1.0), dict(), 0),
@@ -141,6 +142,8 @@ def test_one_update_matches_torch(case: str, tmp_path: Path) -> None:
                                    err_msg=key)
         changed += bool(np.abs(dt).max() > 0)
     assert changed >= len(t0) // 2  # the comparison is not vacuous: most tensors moved
+    if cfg.bc_q_filter:  # the filter kept some human rows and dropped others (so the mask itself is compared)
+        assert 0.0 < mt["bc_kept"] < 1.0, mt
 
 
 def test_a_wrong_update_is_caught() -> None:
