@@ -230,6 +230,7 @@ class Learner:
         self.rejected = 0          # chunks refused for non-finite values
         self.interventions = 0
         self.updates = 0
+        self.first_update_s: float | None = None  # seconds of the first update (JAX: tracing + XLA compilation)
         self.weights_version = 0
         self.inbox_index = 0       # last inbox file written
         self.demo_transitions = 0
@@ -400,6 +401,9 @@ class Learner:
         batch = self.sampler.sample(self.agent.cfg.samples_per_update)
         metrics = self.agent.update(batch)
         self.updates += 1
+        if self.first_update_s is None:  # the JAX agent's first update traces and compiles
+            compile_s = getattr(self.agent, "compile_s", None)
+            self.first_update_s = None if compile_s is None else float(compile_s)
         self._update_means.add(metrics)
 
     def weights_arrays(self) -> dict[str, np.ndarray]:
@@ -449,6 +453,7 @@ class Learner:
             "env_step_budget": self.env_step_budget, "elapsed_s": round(elapsed, 2), "done": self.done,
             "closed": self.closed, "resumed_from": str(self.resumed_from) if self.resumed_from else None,
             "replayed_chunks": self.replayed_chunks, "ledger": self.ledger.sessions(), "actors": actors,
+            "first_update_s": self.first_update_s,
             "time": self.wall_clock(),
         }
 

@@ -222,8 +222,13 @@ def main(argv: list[str]) -> int:
             print(f"learner: {len(demos)} demo episode(s), {learner.demo_transitions} transitions in the demo buffer",
                   flush=True)
         last = time.monotonic()
+        compile_reported = False
         while not learner.done and not stop.is_set():
             learner.step(max_wait_s=0.05)
+            if not compile_reported and learner.first_update_s is not None:
+                compile_reported = True
+                print(f"learner: first update {learner.first_update_s:.1f} s (JAX: tracing + XLA compilation + the "
+                      "update; cached on disk for the next run)", flush=True)
             if not args.quiet and time.monotonic() - last >= 10.0:
                 last = time.monotonic()
                 st = learner.status()

@@ -350,9 +350,19 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     t0, updates0 = time.perf_counter(), run.counters.updates
     started = t0
     row: dict[str, Any] = {}
+    first_update_s: float | None = None  # JAX: the first update() traces and compiles (reported once, then logged)
+
+    def note_first_update() -> None:
+        nonlocal first_update_s
+        compile_s = getattr(run.agent, "compile_s", None)
+        if first_update_s is None and compile_s is not None:
+            first_update_s = float(compile_s)
+            log(f"[train] first update {first_update_s:.1f} s (JAX: tracing + XLA compilation + the update; "
+                "cached on disk for the next run)")
 
     def evaluate_now() -> dict[str, Any]:
         nonlocal window, t0, updates0
+        note_first_update()
         res = evaluate_episodes(run.eval_env, run.agent, episodes=cfg.eval_episodes, seed=1_000_000 + cfg.seed)
         dt = max(time.perf_counter() - t0, 1e-9)
         r: dict[str, Any] = {
@@ -370,6 +380,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
                 vals = [m[k] for m in window if k in m]
                 if vals:
                     r[k] = float(np.mean(vals))
+        if first_update_s is not None:
+            r["first_update_s"] = first_update_s
         if isinstance(run.env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly
             r.update({f"reward_{k}": v for k, v in run.env.stats().items()})
         metrics.write(r)
@@ -389,6 +401,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
                               rng=run.rng):
             window.append(m)
             step = run.counters.env_step
+            note_first_update()
             done = step >= cfg.max_env_steps
             if step // cfg.eval_every > last_eval or done:
                 last_eval = step // cfg.eval_every

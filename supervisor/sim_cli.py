@@ -368,6 +368,7 @@ class Sim:
             "env_step": st.get("env_step"), "episodes": st.get("episodes"), "updates": st.get("updates"),
             "weights_version": st.get("weights_version"), "train_success_rate": st.get("success_rate"),
             "wall_s": round(time.monotonic() - self.t0, 1), "learner_elapsed_s": st.get("elapsed_s"),
+            "first_update_s": st.get("first_update_s"),
             "interrupted": interrupted, "checkpoint": str(ck) if ck else None,
             "eval_success_rate": evaluation.get("success_rate") if evaluation else None,
             "eval_episodes": evaluation.get("episodes") if evaluation else 0,

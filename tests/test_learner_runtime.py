@@ -423,6 +423,8 @@ def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path, 
     assert st["weights_version"] >= 1 and st["weights_swaps"] >= 1
     stored = learner.online.actions[: len(learner.online)]
     assert np.any(np.all(stored == 0.5, axis=1))  # the human's action was stored, not the policy's
+    first = learner.status()["first_update_s"]  # JAX: the first update's tracing + compilation, reported
+    assert (first is None) if backend == "torch" else (isinstance(first, float) and first > 0.0), first
     actor_ep.close()
     learner_ep.close()
 
