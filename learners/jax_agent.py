@@ -733,7 +733,7 @@ class JaxSACAgent:
                                                                 template.target_gripper.state_dict().items()}))
         for name, params in (("actor", s["actor"]), ("critic", (s["critic"], s["encoder"])),
                              ("temperature", s["log_alpha"]), ("gripper", s["gripper"])):
-            s[f"opt_{name}"] = _adam_init(params)
+            s[f"opt_{name}"] = put(_adam_init(params))  # committed like the rest: no second compile
         self._s = s
         self._frozen = put(self._policy_map.to_jax(psd, self._frozen_names))
         del template

@@ -181,6 +181,34 @@ def test_published_weights_act_the_same_in_a_torch_policy(cameras: int) -> None:
     np.testing.assert_allclose(agent.act(single, deterministic=True), jax_actions[0], atol=2e-5)
 
 
+def test_only_the_first_update_compiles() -> None:
+    """Start-up cost is one compilation: later updates (new batches, the state the first one returned) reuse it.
+    (The optimizer's step counters once started uncommitted to a device and the returned ones committed: a second
+    full compilation on the second update, doubling the start-up time.)"""
+    import jax
+
+    spec = _spec()
+    cfg = _cfg().replace(backend="jax")
+    agent = JaxSACAgent(spec, cfg)
+    events: list[str] = []
+
+    def listen(name: str, duration_s: float, **kw: Any) -> None:
+        if name.startswith("/jax/core/compile/"):
+            events.append(name)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        agent.update(_batch(spec, cfg.samples_per_update, seed=1))
+        assert events  # the listener sees compilations (from the persistent cache too: lowering is timed)
+        events.clear()
+        for seed in (2, 3):
+            agent.update(_batch(spec, cfg.samples_per_update, seed=seed))
+        assert events == []
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert agent.compile_s is not None and agent.compile_s > 0
+
+
 def test_param_map_round_trips_every_layout() -> None:
     spec = _spec(cameras=1)
     policy = build_policy(spec, _cfg(), device="cpu")
