@@ -5,6 +5,7 @@ across a crash, per-actor stats, chunks, weight swaps and pacing. Tiny networks;
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -408,7 +409,13 @@ def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path, 
     actor = Actor(ToyEnv(), actor_ep, ActorConfig(chunk_steps=4, seed=3, pace=False))
     actor.start()
     assert actor.swap.current() == (None, -1)
-    for _ in range(40):
+    for i in range(40):
+        if i == 30:  # the loader thread runs at nice +10: on a busy machine give it time to load what was published
+            deadline = time.monotonic() + 30.0
+            while actor.swap.loads == 0 and time.monotonic() < deadline:
+                learner.step(max_wait_s=0.0)
+                time.sleep(0.01)
+            assert learner.weights_version >= 1 and actor.swap.loads >= 1
         actor.step()
         learner.step(max_wait_s=0.0)
     actor.close(flush_s=2.0)
