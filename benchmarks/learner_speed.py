@@ -11,15 +11,18 @@ For each: update() calls/s, critic updates/s, and achieved GFLOP/s (FLOPs of one
 torch.utils.flop_counter: matmuls and convolutions, forward + backward) as a fraction of the torch matmul
 GFLOP/s measured in the same run on the same device. Prints a table; writes JSON to benchmarks/results/.
 
-Beside the JAX reference (`--jax-python PY`, benchmarks/jax_reference.py): the state cases are timed in `--rounds`
-rounds, each followed by one run of the independent JAX implementation of the same update on the same machine, and
-each state row gets the ratio of its median critic updates/s to the reference's median (plus the reference update
-configured in torch: obs 30, ReLU, backup entropy). `--compile` adds torch.compile'd rows beside the eager ones.
+Backends (`--backends torch,jax`, the same cases in the same run, interleaved over `--rounds` rounds; medians):
+every case runs on each backend (learners.agents.make_agent); the JAX rows also give the first update's time
+(tracing + XLA compilation) with an empty persistent compilation cache ("cold") and again from the cache
+("cached"), and the ratio to torch. A third case compares our JAX update with the independent JAX reference
+(`../shared/reference/bench_jax.py`, run from its own venv, `--reference PYTHON`, default .venv-jaxref/bin/python)
+on the reference's configuration (obs 30, act 7, ensemble 10 / subset 2, batch 256, UTD 20, ReLU): ours is timed
+as the learner runs it, `agent.update(sampler.sample(rows))` with our replay buffers, RLPD mixing and 5-step
+targets (`--ref-n-step`); the reference times its bare jitted update on batches already on the device.
 
     python benchmarks/learner_speed.py                       # device auto (cuda when available)
     python benchmarks/learner_speed.py --device cpu --threads 1 --image-batch 16
-    python benchmarks/learner_speed.py --device cpu --threads 2 --state-utd 20 --skip-image --compile \
-        --jax-python .venv-jaxref/bin/python --rounds 3
+    python benchmarks/learner_speed.py --device cpu --threads 1 --backends torch,jax --rounds 3
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import argparse
 import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,16 +45,16 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-if str(ROOT / "benchmarks") not in sys.path:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import jax_reference  # noqa: E402  (benchmarks/jax_reference.py, beside this script)
-
+from learners.agents import LearnerAgent, make_agent  # noqa: E402
 from learners.config import AgentConfig, drq_config, rlpd_state_config  # noqa: E402
 from learners.encoders import ResNet10, save_backbone_weights  # noqa: E402
 from learners.policy import resolve_device  # noqa: E402
+from learners.replay import MixedSampler, ReplayBuffer  # noqa: E402
 from learners.sac import SACAgent  # noqa: E402
 from robot_rl.specs import ArraySpec, EnvSpec  # noqa: E402
+
+REFERENCE = ROOT.parent / "shared" / "reference" / "bench_jax.py"
 
 
 def _sync(device: torch.device) -> None:
@@ -76,8 +81,8 @@ def matmul_gflops(device: torch.device, n: int, seconds: float) -> float:
     return 2.0 * n**3 * reps / dt / 1e9
 
 
-def state_spec() -> EnvSpec:
-    return EnvSpec("bench-state", (ArraySpec("state", (19,), "float32"),),
+def state_spec(dim: int = 19) -> EnvSpec:
+    return EnvSpec("bench-state", (ArraySpec("state", (dim,), "float32"),),
                    ArraySpec("action", (7,), "float32", -1.0, 1.0), 10.0)
 
 
@@ -108,179 +113,264 @@ def count_flops(agent: SACAgent, batch: dict[str, Any]) -> float:
     return float(counter.get_total_flops())
 
 
-def time_updates(agent: SACAgent, batch: dict[str, Any], seconds: float, min_reps: int, warmup: int,
-                 ) -> tuple[float, int]:
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def time_updates(agent: LearnerAgent, batch: dict[str, Any] | MixedSampler, seconds: float, min_reps: int,
+                 warmup: int) -> tuple[float, int, float]:
+    """(wall seconds per `agent.update`, calls timed, this process's CPU seconds per call) over >= `seconds` and
+    >= `min_reps` calls; `batch` a MixedSampler times `update(sampler.sample(rows))`, sampling included."""
+    rows = agent.cfg.samples_per_update
+
+    def one() -> None:
+        agent.update(batch.sample(rows) if isinstance(batch, MixedSampler) else batch)  # floats: synchronised
+
     for _ in range(warmup):
-        agent.update(batch)
-    _sync(agent.device)
-    reps, t0 = 0, time.perf_counter()
+        one()
+    if isinstance(agent, SACAgent):
+        _sync(agent.device)
+    reps, t0, c0 = 0, time.perf_counter(), _cpu_s()
     while reps < min_reps or time.perf_counter() - t0 < seconds:
-        agent.update(batch)  # returns floats: already synchronised with the device
+        one()
         reps += 1
-    return (time.perf_counter() - t0) / reps, reps
+    return (time.perf_counter() - t0) / reps, reps, (_cpu_s() - c0) / reps
+
+
+def first_update_s(spec: EnvSpec, cfg: AgentConfig, batch: dict[str, Any]) -> float:
+    """Seconds of a fresh agent's first update (for JAX: tracing + compilation, or a persistent-cache hit)."""
+    agent = make_agent(spec, cfg)
+    t0 = time.perf_counter()
+    agent.update(batch)
+    return time.perf_counter() - t0
+
+
+def synthetic_sampler(spec: EnvSpec, n: int, n_step: int, seed: int) -> MixedSampler:
+    """Online and demo buffers of `n` random transitions each (episodes of 100 steps), RLPD 50/50 mixing."""
+    rng = np.random.default_rng(seed)
+    bufs = []
+    for _ in range(2):
+        buf = ReplayBuffer(spec, n + n // 100 + 2, seed=int(rng.integers(1 << 30)))
+        obs = {s.name: rng.standard_normal(s.shape).astype(np.float32) for s in spec.observation}
+        for t in range(n):
+            nxt = {s.name: rng.standard_normal(s.shape).astype(np.float32) for s in spec.observation}
+            end = (t + 1) % 100 == 0
+            buf.add(obs, rng.uniform(-1, 1, spec.action.shape).astype(np.float32), float(rng.random() < 0.05), nxt,
+                    bool(end and rng.random() < 0.5), end)
+            obs = {s.name: rng.standard_normal(s.shape).astype(np.float32) for s in spec.observation} if end else nxt
+        bufs.append(buf)
+    return MixedSampler(bufs[0], bufs[1], 0.5, n_step)
+
+
+def run_reference(python: str, utd: int, steps: int) -> dict[str, Any] | None:
+    """One run of the independent JAX reference (its own venv, with this process's XLA_FLAGS: single-threaded
+    XLA when --threads 1); its JSON, or None when it failed."""
+    argv = [python, str(REFERENCE), "--task", "state", "--mode", "jit", "--no-infer", "--utd", str(utd),
+            "--steps", str(steps), "--repeats", "1", "--warmup", "3"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, env=dict(os.environ))
+    if proc.returncode != 0:
+        print(f"reference failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return None
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 class Case:
-    """One workload: the agent and a synthetic batch, built once; `time_round()` times one window of update()
-    calls (and records how busy other processes kept the machine meanwhile); `row()` reports the median round."""
+    """One workload on one backend: its agent and batch, timed once per round."""
 
-    def __init__(self, name: str, spec: EnvSpec, cfg: AgentConfig, args: argparse.Namespace, peak: float) -> None:
-        self.name, self.spec, self.cfg, self.args, self.peak = name, spec, cfg, args, peak
-        self.agent = SACAgent(spec, cfg)
+    def __init__(self, name: str, spec: EnvSpec, cfg: AgentConfig, sampler: MixedSampler | None = None) -> None:
+        self.name, self.spec, self.cfg, self.sampler = name, spec, cfg, sampler
         self.batch = synthetic_batch(spec, cfg.samples_per_update, seed=0)
-        self.flops = count_flops(self.agent, self.batch)
-        self.seconds: list[float] = []
-        self.loads: list[float | None] = []
-        self.reps = 0
+        if sampler is not None:  # the sampler's own rows (n-step columns included) for the first update
+            self.batch = sampler.sample(cfg.samples_per_update)
+        self.row: dict[str, Any] = {"case": name, "backend": cfg.backend, "batch": cfg.batch_size,
+                                    "critic_updates_per_actor_update": cfg.critic_updates_per_actor_update,
+                                    "ensemble": cfg.ensemble_size, "subsample": cfg.ensemble_subsample,
+                                    "activation": cfg.activation, "n_step": cfg.n_step,
+                                    "encoder": cfg.encoder if spec.cameras else None,
+                                    "frozen": cfg.freeze_encoder if spec.cameras else None,
+                                    "compile": cfg.compile, "sampler_in_timing": sampler is not None,
+                                    "seconds_per_update_rounds": [], "cpu_seconds_per_update_rounds": []}
+        if cfg.backend == "jax":
+            self.row["first_update_cold_s"] = first_update_s(spec, cfg, self.batch)
+            self.row["first_update_cached_s"] = first_update_s(spec, cfg, self.batch)
+        self.agent = make_agent(spec, cfg)
+        self.agent.update(self.batch)
 
-    def time_round(self) -> None:
-        with jax_reference.LoadMeter() as load:
-            sec, n = time_updates(self.agent, self.batch, self.args.seconds, self.args.min_reps, self.args.warmup)
-        self.seconds.append(sec)
-        self.loads.append(load.others_cores)
-        self.reps += n
+    def time(self, args: argparse.Namespace) -> None:
+        sec, _, cpu = time_updates(self.agent, self.sampler if self.sampler is not None else self.batch,
+                                   args.seconds, args.min_reps, args.warmup)
+        self.row["seconds_per_update_rounds"].append(sec)
+        self.row["cpu_seconds_per_update_rounds"].append(cpu)
 
-    def row(self) -> dict[str, Any]:
-        cfg, spec = self.cfg, self.spec
-        sec = _median(self.seconds)
-        achieved = self.flops / sec / 1e9
-        return {"case": self.name, "batch": cfg.batch_size,
-                "critic_updates_per_actor_update": cfg.critic_updates_per_actor_update,
-                "ensemble": cfg.ensemble_size, "subsample": cfg.ensemble_subsample,
-                "activation": cfg.activation, "backup_entropy": cfg.backup_entropy,
-                "obs_dim": sum(int(np.prod(s.shape)) for s in spec.observation if not s.is_image),
-                "encoder": cfg.encoder if spec.cameras else None,
-                "frozen": cfg.freeze_encoder if spec.cameras else None,
-                "compile": cfg.compile, "seconds_per_update": sec, "updates_per_s": 1.0 / sec,
-                "critic_updates_per_s": cfg.critic_updates_per_actor_update / sec, "reps": self.reps,
-                "critic_updates_per_s_rounds": [cfg.critic_updates_per_actor_update / x for x in self.seconds],
-                "others_cores_rounds": self.loads,
-                "gflop_per_update": self.flops / 1e9, "achieved_gflops": achieved,
-                "fraction_of_matmul": achieved / self.peak}
-
-
-def run_case(name: str, spec: EnvSpec, cfg: AgentConfig, args: argparse.Namespace, peak: float) -> dict[str, Any]:
-    case = Case(name, spec, cfg, args, peak)
-    case.time_round()
-    return case.row()
+    def finish(self, peak: float, flops: float | None) -> dict[str, Any]:
+        sec = statistics.median(self.row["seconds_per_update_rounds"])
+        cpu = statistics.median(self.row["cpu_seconds_per_update_rounds"])
+        k = self.cfg.critic_updates_per_actor_update
+        r = dict(self.row, seconds_per_update=sec, updates_per_s=1.0 / sec, critic_updates_per_s=k / sec,
+                 cpu_seconds_per_update=cpu, critic_updates_per_cpu_s=k / cpu)
+        if flops is not None:  # counted on the torch agent: the same math in both backends
+            r.update(gflop_per_update=flops / 1e9, achieved_gflops=flops / sec / 1e9,
+                     fraction_of_matmul=flops / sec / 1e9 / peak)
+        return r
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:N")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default; 1 also makes "
+                   "XLA single-threaded)")
+    p.add_argument("--backends", default=None, help="comma-separated: torch, jax (default: both when jax is "
+                   "installed)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (medians reported)")
     p.add_argument("--state-utd", type=int, default=8, help="critic updates per actor update, state case")
     p.add_argument("--image-utd", type=int, default=4, help="critic updates per actor update, image case")
     p.add_argument("--image-batch", type=int, default=0, help="image minibatch (0 = 256 on cuda, 32 on cpu)")
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--encoder", default="resnet10", choices=["resnet10", "conv"])
-    p.add_argument("--compile", action="store_true", help="also torch.compile the losses (rows beside the eager ones)")
-    p.add_argument("--jax-python", default=None,
-                   help="interpreter of the JAX reference venv (../shared/reference/README.md): time the reference "
-                        "update between rounds of the state cases and report the ratio")
-    p.add_argument("--jax-script", default=None, help="the reference's bench_jax.py (default: ../shared/reference)")
-    p.add_argument("--rounds", type=int, default=0, help="timing rounds of the state cases (0: 3 with --jax-python, "
-                                                         "else 1)")
+    p.add_argument("--compile", action="store_true", help="also torch.compile the losses (torch backend)")
     p.add_argument("--skip-image", action="store_true")
-    p.add_argument("--seconds", type=float, default=5.0, help="minimum timing window per case")
+    p.add_argument("--reference", default=str(ROOT / ".venv-jaxref" / "bin" / "python"),
+                   help="python of the JAX reference's venv ('none': skip the reference case)")
+    p.add_argument("--ref-utd", type=int, default=20, help="UTD of the reference comparison")
+    p.add_argument("--ref-steps", type=int, default=5, help="reference updates timed per round")
+    p.add_argument("--ref-n-step", type=int, default=5, help="n-step targets of our side of the comparison")
+    p.add_argument("--seconds", type=float, default=5.0, help="minimum timing window per case and round")
     p.add_argument("--min-reps", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--matmul-n", type=int, default=1024)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = p.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if args.threads == 1 and "XLA_FLAGS" not in os.environ:  # ours (learners.jax_agent does it too) and the reference
+        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    backends = args.backends.split(",") if args.backends else ["torch"]
+    if args.backends is None:
+        try:
+            import jax  # noqa: F401
+
+            backends.append("jax")
+        except ImportError:
+            pass
+    os.environ.setdefault("ROBOT_RL_JAX_CACHE", tempfile.mkdtemp(prefix="jax_cache_"))  # cold, then cached
     device = resolve_device(args.device)
     dev = str(device)
     peak = matmul_gflops(device, args.matmul_n, seconds=2.0)
-    rows, jax_runs = state_rows(args, dev, peak)
+    cases: list[Case] = []
+    flops: dict[str, float] = {}
+    state_cfg = rlpd_state_config(critic_updates_per_actor_update=args.state_utd, device=dev, compile=args.compile)
+    for b in backends:
+        cases.append(Case("state RLPD", state_spec(), state_cfg.replace(backend=b,
+                                                                         compile=args.compile and b == "torch")))
+    flops["state RLPD"] = count_flops(SACAgent(state_spec(), state_cfg.replace(compile=False)),
+                                      synthetic_batch(state_spec(), state_cfg.samples_per_update, 0))
+    ref_python = None if args.reference.lower() == "none" or not Path(args.reference).exists() else args.reference
+    ref_name = "state RLPD, reference config"
+    if ref_python is not None and "jax" in backends:
+        ref_spec = state_spec(30)
+        ref_cfg = rlpd_state_config(critic_updates_per_actor_update=args.ref_utd, activation="relu",
+                                    n_step=args.ref_n_step, device=dev)
+        sampler = synthetic_sampler(ref_spec, 5000, args.ref_n_step, seed=1)
+        for b in backends:
+            cases.append(Case(ref_name, ref_spec, ref_cfg.replace(backend=b), sampler))
+    elif "jax" in backends:
+        print(f"no JAX reference venv at {args.reference}: skipping the reference comparison (see "
+              f"{REFERENCE.parent / 'README.md'})", file=sys.stderr)
+    weights_dir = tempfile.TemporaryDirectory()
     if not args.skip_image:
         image_batch = args.image_batch or (256 if device.type == "cuda" else 32)
-        with tempfile.TemporaryDirectory() as tmp:
-            weights = None
-            if args.encoder == "resnet10":
-                weights = os.path.join(tmp, "resnet10.safetensors")
-                save_backbone_weights(ResNet10(), weights)
-            cfg = drq_config(batch_size=image_batch, critic_updates_per_actor_update=args.image_utd, device=dev,
+        weights = None
+        if args.encoder == "resnet10":
+            weights = os.path.join(weights_dir.name, "resnet10.safetensors")
+            save_backbone_weights(ResNet10(), weights)
+        img_cfg = drq_config(batch_size=image_batch, critic_updates_per_actor_update=args.image_utd, device=dev,
                              encoder=args.encoder, encoder_weights=weights)
-            rows.append(run_case(f"image DrQ {args.image_size}px x2", image_spec(args.image_size), cfg, args, peak))
-    header = (f"{'case':<24} {'batch':>5} {'utd':>4} {'update/s':>9} {'critic upd/s':>12} {'GFLOP/upd':>10} "
-              f"{'GFLOP/s':>8} {'of matmul':>9}")
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
-    print(f"device {dev} ({name}), "
-          f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"matmul {args.matmul_n}^3 fp32: {peak:.1f} GFLOP/s")
-    print(header + (f" {'vs JAX':>7}" if jax_runs else ""))
-    print("-" * len(header))
-    jax_median = _median([j["critic_updates_per_s_median"] for j in jax_runs]) if jax_runs else None
+        name = f"image DrQ {args.image_size}px x2"
+        for b in backends:
+            cases.append(Case(name, image_spec(args.image_size), img_cfg.replace(
+                backend=b, compile=args.compile and b == "torch")))
+        flops[name] = count_flops(SACAgent(image_spec(args.image_size), img_cfg),
+                                  synthetic_batch(image_spec(args.image_size), img_cfg.samples_per_update, 0))
+    refs: list[dict[str, Any]] = []
+    for rnd in range(args.rounds):  # interleaved: every case (and the reference) once per round
+        if ref_python is not None and "jax" in backends:
+            ref = run_reference(ref_python, args.ref_utd, args.ref_steps)
+            if ref is not None:
+                refs.append(ref)
+        for c in cases:
+            c.time(args)
+        print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+    rows = [c.finish(peak, flops.get(c.name)) for c in cases]
+    by = {(r["case"], r["backend"]): r for r in rows}
     for r in rows:
-        if jax_median and "ratio_to_jax" not in r and r["case"].startswith("state"):
-            r["ratio_to_jax"] = r["critic_updates_per_s"] / jax_median
-        ratio = f" {r['ratio_to_jax']:>6.2f}x" if "ratio_to_jax" in r else ""
-        print(f"{r['case']:<24} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} {r['updates_per_s']:>9.2f} "
-              f"{r['critic_updates_per_s']:>12.2f} {r['gflop_per_update']:>10.2f} {r['achieved_gflops']:>8.1f} "
-              f"{r['fraction_of_matmul']:>9.1%}{ratio}")
-    if jax_runs:
-        print(f"JAX reference (interleaved, {len(jax_runs)} runs): critic updates/s "
-              f"{[round(j['critic_updates_per_s_median'], 1) for j in jax_runs]}, median {jax_median:.1f}")
+        torch_row = by.get((r["case"], "torch"))
+        if r["backend"] != "torch" and torch_row is not None:
+            r["ratio_to_torch"] = r["updates_per_s"] / torch_row["updates_per_s"]
+            r["ratio_to_torch_cpu"] = r["critic_updates_per_cpu_s"] / torch_row["critic_updates_per_cpu_s"]
+    reference: dict[str, Any] | None = None
+    if refs:
+        rates = [x["critic_updates_per_s_median"] for x in refs]
+        cpu_rates = [statistics.median(x["steps_per_cpu_s"]) * args.ref_utd for x in refs]
+        reference = {"critic_updates_per_s_rounds": rates, "critic_updates_per_s": statistics.median(rates),
+                     "critic_updates_per_cpu_s_rounds": cpu_rates,
+                     "critic_updates_per_cpu_s": statistics.median(cpu_rates),
+                     "version": refs[0].get("version"), "first_step_s": refs[0].get("warmup_step_s", [None])[0],
+                     "others_cores": [x.get("others_cores") for x in refs]}
+        for r in rows:
+            if r["case"] == ref_name:
+                r["ratio_to_reference"] = r["critic_updates_per_s"] / reference["critic_updates_per_s"]
+                r["ratio_to_reference_cpu"] = r["critic_updates_per_cpu_s"] / reference["critic_updates_per_cpu_s"]
+    header = (f"{'case':<30} {'backend':<7} {'batch':>5} {'utd':>4} {'update/s':>9} {'critic upd/s':>12} "
+              f"{'per CPU-s':>9} {'GFLOP/s':>8} {'of matmul':>9} {'vs torch':>13} {'vs ref':>13} "
+              f"{'1st update cold/cached':>22}")
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    print(f"device {dev} ({name}), torch {torch.__version__}, threads {torch.get_num_threads()}, "
+          f"matmul {args.matmul_n}^3 fp32: {peak:.1f} GFLOP/s, {args.rounds} interleaved rounds (medians)")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        gf = f"{r['achieved_gflops']:>8.1f} {r['fraction_of_matmul']:>9.1%}" if "achieved_gflops" in r else \
+            f"{'':>8} {'':>9}"
+        vt = (f"{r['ratio_to_torch']:>5.2f}x/{r['ratio_to_torch_cpu']:.2f}x" if "ratio_to_torch" in r
+              else f"{'':>13}")
+        vr = (f"{r['ratio_to_reference']:>5.2f}x/{r['ratio_to_reference_cpu']:.2f}x" if "ratio_to_reference" in r
+              else f"{'':>13}")
+        fc = (f"{r['first_update_cold_s']:>10.1f} / {r['first_update_cached_s']:.1f} s"
+              if "first_update_cold_s" in r else "")
+        print(f"{r['case']:<30} {r['backend']:<7} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} "
+              f"{r['updates_per_s']:>9.2f} {r['critic_updates_per_s']:>12.2f} {r['critic_updates_per_cpu_s']:>9.2f} "
+              f"{gf} {vt} {vr} {fc}")
+    if reference is not None:
+        print(f"{'JAX reference (bare update)':<30} {'jax':<7} {256:>5} {args.ref_utd:>4} "
+              f"{reference['critic_updates_per_s'] / args.ref_utd:>9.2f} {reference['critic_updates_per_s']:>12.2f} "
+              f"{reference['critic_updates_per_cpu_s']:>9.2f}   (first step incl. compile "
+              f"{reference['first_step_s']:.1f} s; {reference['version']})")
+    print("ratios: wall clock / per CPU second of this process (the machine is shared: CPU seconds are the steadier "
+          "measure under load)")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "learner_speed", "device": dev,
               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine(),
               "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-              "matmul_n": args.matmul_n, "matmul_gflops": peak, "cases": rows,
-              "jax_reference": {"runs": [{k: j.get(k) for k in ("critic_updates_per_s_median", "steps_per_s",
-                                                                 "others_cores", "version", "utd", "batch")}
-                                         for j in jax_runs],
-                                "critic_updates_per_s_median": jax_median} if jax_runs else None,
-              "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+              "backends": backends, "rounds": args.rounds, "jax": _jax_version(backends),
+              "matmul_n": args.matmul_n, "matmul_gflops": peak, "cases": rows, "reference": reference,
+              "load_average": os.getloadavg(), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     path = out_dir / f"learner_speed_{device.type}.json"
     tmp_path = path.with_suffix(".json.tmp")
     tmp_path.write_text(json.dumps(result, indent=2))
     tmp_path.replace(path)
+    weights_dir.cleanup()
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0
 
 
-# ------------------------------------------------------------------ state cases, interleaved with the JAX reference
-def _median(xs: list[float]) -> float:
-    return sorted(xs)[len(xs) // 2] if len(xs) % 2 else 0.5 * sum(sorted(xs)[len(xs) // 2 - 1: len(xs) // 2 + 1])
+def _jax_version(backends: list[str]) -> str | None:
+    if "jax" not in backends:
+        return None
+    import jax
 
-
-def state_rows(args: argparse.Namespace, dev: str, peak: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The state cases (our default update; with --jax-python also the reference's update in torch), eager and
-    (--compile) compiled, each timed in rounds with one JAX reference run after every round."""
-    python = args.jax_python
-    rounds = args.rounds or (3 if python else 1)
-    cases: list[tuple[str, EnvSpec, AgentConfig]] = [
-        ("state RLPD", state_spec(), rlpd_state_config(critic_updates_per_actor_update=args.state_utd, device=dev))]
-    if python:
-        cases.append(("state, reference update", jax_reference.reference_spec(),
-                      jax_reference.reference_state_config(args.state_utd, device=dev)))
-    if args.compile:
-        cases += [(f"{name} +compile", spec, cfg.replace(compile=True)) for name, spec, cfg in cases]
-    jax_runs: list[dict[str, Any]] = []
-
-    def reference() -> None:
-        if python:
-            try:
-                jax_runs.append(jax_reference.run_reference(python, args.state_utd, args.jax_script))
-            except RuntimeError as err:
-                print(f"warning: {err}", file=sys.stderr)
-
-    built = [Case(name, spec, cfg, args, peak) for name, spec, cfg in cases]
-    for _ in range(rounds):  # round-robin: round r of every case runs between the reference's runs r-1 and r
-        for case in built:
-            case.time_round()
-        reference()
-    rows = [case.row() for case in built]
-    if jax_runs:
-        jax_rates = [j["critic_updates_per_s_median"] for j in jax_runs]
-        for row in rows:
-            mine = row["critic_updates_per_s_rounds"]
-            row["ratio_to_jax_rounds"] = [mine[i] / jax_rates[i] for i in range(min(len(mine), len(jax_rates)))]
-            row["ratio_to_jax"] = row["critic_updates_per_s"] / _median(jax_rates)
-    return rows, jax_runs
+    return str(jax.__version__)
 
 
 if __name__ == "__main__":

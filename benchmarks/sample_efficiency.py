@@ -18,6 +18,7 @@ flags); anything after `--` goes to `robot-rl train` and wins. Modes:
     python benchmarks/sample_efficiency.py --steps 2000 -- --utd 4 --batch-size 256   # override the recipe
     python benchmarks/sample_efficiency.py --label residual -- --set residual_base=runs/bc_pick   # a variant,
                                                       # written beside the plain run (..._state_residual.json)
+    python benchmarks/sample_efficiency.py --backend jax --jobs 2           # the JAX learner backend (jax extra)
 
 Pixels mode uses the small conv encoder trained from scratch (`--encoder conv`, DrQ augmentation) on both
 cameras; `--device auto` (the default) runs it on CUDA when there is one, unchanged. `--budget-min` stops a seed's
@@ -113,7 +114,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_ylim(-0.03, 1.03)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{result['task']} ({result['obs_mode']}), {result['demos']} scripted demos")
+    ax.set_title(f"{result['task']} ({result['obs_mode']}, {result.get('backend', 'torch')}), {result['demos']} "
+                 "scripted demos")
     fig.tight_layout()
     tmp = path.with_name(path.name + ".tmp.png")
     fig.savefig(tmp, dpi=100)
@@ -140,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel processes")
+    p.add_argument("--backend", default="torch", choices=("torch", "jax"),
+                   help="learner backend (robot-rl train --backend); results of jax get a _jax suffix")
     p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
@@ -156,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
 
     task_recipe = recipe_for(args.task)
     recipe = {"agent": task_recipe.overrides(args.obs_mode), "updates_per_step": task_recipe.updates_per_step}
-    tag = f"{args.task}_{args.obs_mode}{image_size or ''}{'_' + args.label if args.label else ''}"
+    tag = (f"{args.task}_{args.obs_mode}{image_size or ''}{'' if args.backend == 'torch' else '_' + args.backend}"
+           f"{'_' + args.label if args.label else ''}")
     runs = []
     jobs: list[tuple[int, list[str], Path]] = []
     for seed in args.seeds:
@@ -165,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                       "--max-env-steps", str(args.steps), "--eval-every", str(args.eval_every),
                       "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", str(args.steps),
                       "--seed", str(seed), "--device", args.device, "--threads", str(args.threads),
+                      "--backend", args.backend,
                       *(["--image-size", str(image_size), "--replay-capacity", "30000"] if image_size else []),
                       *extra]
         if args.budget_min > 0:
@@ -195,14 +201,16 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
               "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds, "recipe": recipe, "extra_flags": extra,
-              "label": args.label, "budget_min": args.budget_min, "device": dev, "threads": args.threads,
+              "label": args.label, "budget_min": args.budget_min, "backend": args.backend, "device": dev,
+              "threads": args.threads,
               "jobs": args.jobs,
               "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
               "success_bar": SUCCESS_BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
     ev = args.eval_every
     steps = sorted({_bin(c["env_step"], ev) for r in runs for c in r["curve"]})
-    print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}), {args.demos} demos, "
+    print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}, {args.backend}), "
+          f"{args.demos} demos, "
           f"success over {args.eval_episodes} deterministic eval episodes:")
     header = f"{'env steps':>9} " + " ".join(f"{'seed ' + str(r['seed']):>8}" for r in runs) + f" {'mean':>6}"
     print(header)

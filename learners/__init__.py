@@ -1,4 +1,4 @@
-"""Learners: torch agents (SAC, RLPD, DrQ, HIL-SERL gripper head), encoders, replay buffers, training loop.
+"""Learners: SAC / RLPD / DrQ agents (HIL-SERL gripper head) in torch and JAX, encoders, replay buffers, training loop.
 
 Modules (import the one you need; this package imports nothing at import time):
 - `learners.config`   AgentConfig + presets (drq_config, rlpd_state_config, hil_serl_config, sac_config)
@@ -12,6 +12,9 @@ Modules (import the one you need; this package imports nothing at import time):
                       `classifier_data` (labels, split by episode), `classifier_metrics` (threshold, tables,
                       k-gate replay), `classifier_train`, `classifier_cli` (train-classifier / eval-classifier)
 - `learners.sac`      SACAgent: critic ensemble, targets, temperature, UTD updates, full state for checkpoints
+- `learners.agents`   the Agent seam (LearnerAgent) and make_agent: cfg.backend 'torch' (sac) or 'jax'
+- `learners.jax_agent`  JaxSACAgent: sac's update as one jitted JAX function (the `jax` extra, imported lazily),
+                      ParamMap (torch names/layouts <-> JAX paths); acts and publishes through the torch policy
 - `learners.replay`   ReplayBuffer (uint8 frames stored once), MixedSampler (RLPD), route_transition
 - `learners.loop`     train_online (generator of per-episode metrics) and evaluate, for any gymnasium-like env
 - `learners.encoders` ResNet-10 (GroupNorm, local safetensors weights), small conv net, random shift

@@ -34,6 +34,7 @@ from robot_rl.errors import ConfigError
 
 ENCODERS = ("resnet10", "conv")
 ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
+BACKENDS = ("torch", "jax")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +154,10 @@ class AgentConfig(Config):
     """Epsilon-greedy exploration of the gripper head when acting stochastically (HIL-SERL: 0, humans explore)."""
 
     # --- runtime
+    backend: str = "torch"
+    """Learner backend: 'torch' (learners.sac) or 'jax' (learners.jax_agent: the same update as one jitted JAX
+    function; needs the `jax` extra). Replay, demos, recipes and checkpoints are shared; actors always run the
+    torch policy, whichever backend trains it."""
     compile: bool = False
     """torch.compile the loss functions (opt-in; first updates are slow while it compiles)."""
     device: str = "auto"
@@ -212,6 +217,7 @@ class AgentConfig(Config):
         require(math.isfinite(self.gripper_flip_penalty), "gripper_flip_penalty", self.gripper_flip_penalty,
                 "must be finite")
         require(0.0 <= self.gripper_epsilon <= 1.0, "gripper_epsilon", self.gripper_epsilon, "must be in [0, 1]")
+        require(self.backend in BACKENDS, "backend", self.backend, f"must be one of {BACKENDS}")
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")
                 or self.device == "mps", "device", self.device, "must be 'auto', 'cpu', 'cuda[:N]' or 'mps'")
 

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from learners.agents import make_agent
 from learners.config import AgentConfig
 from learners.loop import evaluate_episodes
 from learners.policy import build_policy
-from learners.sac import SACAgent
 from learners.train_cli import TrainConfig, env_spec, make_env
 from robot_rl.checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from robot_rl.errors import ConfigError
@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
             agent_cfg = cfg.agent_config(has_cameras=bool(spec.cameras))
         actor: Any
         if "agent" in groups:
-            actor = SACAgent(spec, agent_cfg)
+            actor = make_agent(spec, agent_cfg)  # the backend the run trained with (AgentConfig.backend)
             actor.load_state_dict(groups["agent"])
         else:  # a robot-rl train-bc run: the policy alone
             actor = build_policy(spec, agent_cfg)

@@ -17,8 +17,8 @@ ledger drops them.
 Update-to-data ratio: after `learning_starts` online transitions, the learner keeps
 ``updates == floor(updates_per_transition * (received - learning_starts))``: it waits for data when ahead, and
 tells the actors (heartbeat reports: ``env_step``, ``env_step_budget``) how far they may run ahead of it, so the
-learning curve per env step does not depend on the machine's speed. Each update is one `SACAgent.update` call
-(`critic_updates_per_actor_update` critic updates).
+learning curve per env step does not depend on the machine's speed. Each update is one agent `update` call
+(`critic_updates_per_actor_update` critic updates; learners.agents.make_agent: the torch or the JAX backend).
 
 Weights: every `publish_every` updates, ``agent.trainable_state()`` plus two extra arrays, ``meta/agent_config``
 (the AgentConfig as JSON bytes, so actors build the matching policy without flags) and ``meta/published_at``
@@ -54,11 +54,11 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from learners.agents import make_agent
 from learners.config import AgentConfig
 from learners.inbox import Inbox, SeqLedger
 from learners.learner_status import ActorRecord, LearnerOutputs, UpdateMeans, actor_status, mean_or_none
 from learners.replay import MixedSampler, ReplayBuffer, takeover_terminated
-from learners.sac import SACAgent
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
 from robot_rl.config import Config, require
@@ -81,7 +81,7 @@ class LearnerConfig(Config):
     """The distributed learner's schedule, buffers and outputs (the agent has its own AgentConfig)."""
 
     updates_per_transition: float = 1.0
-    """Agent updates (`SACAgent.update` calls) per online transition received, once learning started; each
+    """Agent updates (`agent.update` calls) per online transition received, once learning started; each
     update does `critic_updates_per_actor_update` critic updates. 0 = collect only."""
     learning_starts: int = 500
     """Online transitions received before the first update (the ratio counts transitions after it)."""
@@ -213,7 +213,7 @@ class Learner:
                 raise RunExistsError(f"{self.out} already holds a run ({what}); pass --resume to continue it, or "
                                      f"choose another --out")
         self.out.mkdir(parents=True, exist_ok=True)
-        self.agent = SACAgent(spec, agent_cfg)
+        self.agent = make_agent(spec, agent_cfg)
         self.online = ReplayBuffer(spec, cfg.capacity, seed=cfg.seed)
         self.demo = ReplayBuffer(spec, cfg.demo_capacity, seed=cfg.seed + 1)
         self.sampler = MixedSampler(self.online, self.demo, cfg.demo_ratio, self.agent.cfg.n_step)
@@ -230,6 +230,7 @@ class Learner:
         self.rejected = 0          # chunks refused for non-finite values
         self.interventions = 0
         self.updates = 0
+        self.first_update_s: float | None = None  # seconds of the first update (JAX: tracing + XLA compilation)
         self.weights_version = 0
         self.inbox_index = 0       # last inbox file written
         self.demo_transitions = 0
@@ -400,6 +401,9 @@ class Learner:
         batch = self.sampler.sample(self.agent.cfg.samples_per_update)
         metrics = self.agent.update(batch)
         self.updates += 1
+        if self.first_update_s is None:  # the JAX agent's first update traces and compiles
+            compile_s = getattr(self.agent, "compile_s", None)
+            self.first_update_s = None if compile_s is None else float(compile_s)
         self._update_means.add(metrics)
 
     def weights_arrays(self) -> dict[str, np.ndarray]:
@@ -449,6 +453,7 @@ class Learner:
             "env_step_budget": self.env_step_budget, "elapsed_s": round(elapsed, 2), "done": self.done,
             "closed": self.closed, "resumed_from": str(self.resumed_from) if self.resumed_from else None,
             "replayed_chunks": self.replayed_chunks, "ledger": self.ledger.sessions(), "actors": actors,
+            "first_update_s": self.first_update_s,
             "time": self.wall_clock(),
         }
 

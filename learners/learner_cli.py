@@ -35,7 +35,7 @@ from types import FrameType
 from typing import Any
 
 from learners.agent_options import add_set_option, announce_agent_config, parse_set, resolve_agent_config
-from learners.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
+from learners.config import BACKENDS, AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
 from learners.learner import Learner, LearnerConfig, checkpoint_exists, set_torch_threads
 from learners.recipes import recipe_for
 from robot_rl.checkpoint import load_checkpoint
@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_set_option(g)
     g.add_argument("--no-recipe", action="store_true",
                    help="ignore the task's training recipe (learners.recipes): plain agent defaults + flags")
+    g.add_argument("--backend", default=None, choices=BACKENDS,
+                   help="learner backend (AgentConfig.backend): torch (default) or jax (the jax extra)")
     g.add_argument("--device", default="cpu", help="torch device (cpu, cuda, auto)")
     g.add_argument("--seed", type=int, default=0, help="seed of the networks and samplers")
     s = p.add_argument_group("schedule")
@@ -119,7 +121,7 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     overrides: dict[str, Any] = {}
     for flag, field in (("hidden", "hidden_dims"), ("ensemble", "ensemble_size"), ("batch", "batch_size"),
                         ("critic_updates", "critic_updates_per_actor_update"), ("encoder", "encoder"),
-                        ("encoder_weights", "encoder_weights")):
+                        ("encoder_weights", "encoder_weights"), ("backend", "backend")):
         value = getattr(args, flag)
         if value is not None:
             overrides[field] = value
@@ -227,8 +229,13 @@ def main(argv: list[str]) -> int:
             print(f"learner: {len(demos)} demo episode(s), {learner.demo_transitions} transitions in the demo buffer",
                   flush=True)
         last = time.monotonic()
+        compile_reported = False
         while not learner.done and not stop.is_set():
             learner.step(max_wait_s=0.05)
+            if not compile_reported and learner.first_update_s is not None:
+                compile_reported = True
+                print(f"learner: first update {learner.first_update_s:.1f} s (JAX: tracing + XLA compilation + the "
+                      "update; cached on disk for the next run)", flush=True)
             if not args.quiet and time.monotonic() - last >= 10.0:
                 last = time.monotonic()
                 st = learner.status()

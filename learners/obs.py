@@ -12,6 +12,7 @@ Usage::
 
     layout = ObsLayout.from_spec(spec)
     images, state = layout.to_torch(obs, device, batched=False)   # {name: uint8 (1, H, W, C)}, float (1, D)
+    images, state = layout.to_numpy(obs, batched=True)           # the same as numpy arrays (JAX backend)
     ObsLayout.from_spec(spec, select=("object", "state[0:3]")).state_dim   # twin reach: goal + TCP position = 6
 """
 
@@ -124,6 +125,25 @@ class ObsLayout:
             if s.is_image and _dtype_of(flat[s.name]) not in (np.uint8, torch.uint8):
                 raise ShapeError(f"camera '{s.name}' must be uint8, got {_dtype_of(flat[s.name])}")
         return flat
+
+    def to_numpy(self, obs: Any, batched: bool) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+        """The numpy twin of `to_torch` (for the JAX backend): ({camera: uint8 (B, H, W, C)}, float32 state
+        (B, D) or None, selected and scaled); adds B=1 when not batched."""
+        flat = self.flat(obs, batched)
+        images = {s.name: np.asarray(flat[s.name]) if batched else np.asarray(flat[s.name])[None]
+                  for s in self.cameras}
+        state: np.ndarray | None = None
+        if self.state:
+            parts = []
+            for i, s in enumerate(self.state):
+                a = np.asarray(flat[s.name])
+                a = a.reshape(a.shape[0] if batched else 1, -1)
+                idx = self._index(i)
+                parts.append((a if idx is None else a[:, list(idx)]).astype(np.float32, copy=False))
+            state = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
+            if self.state_scale != 1.0:
+                state = state * np.float32(self.state_scale)
+        return images, state
 
     def to_torch(self, obs: Any, device: torch.device | str, batched: bool,
                  ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:

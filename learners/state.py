@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from learners.agents import LearnerAgent
 from learners.replay import ReplayBuffer
-from learners.sac import SACAgent
 from robot_rl.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 
@@ -27,7 +27,7 @@ class TrainingRun:
     """The resumable parts of a run. `counters` are plain ints (env_step, episode, updates, ...); `rng` an
     optional numpy Generator whose state is saved too (e.g. the warm-up action sampler)."""
 
-    def __init__(self, agent: SACAgent, online: ReplayBuffer, demo: ReplayBuffer | None = None,
+    def __init__(self, agent: LearnerAgent, online: ReplayBuffer, demo: ReplayBuffer | None = None,
                  counters: Mapping[str, int] | None = None, rng: np.random.Generator | None = None) -> None:
         self.agent, self.online, self.demo = agent, online, demo
         self.counters: dict[str, int] = dict(counters or {})

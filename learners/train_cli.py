@@ -58,7 +58,8 @@ import numpy as np
 import torch
 
 from learners.agent_options import add_set_option, announce_agent_config, parse_set, resolve_agent_config
-from learners.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
+from learners.agents import LearnerAgent, make_agent
+from learners.config import BACKENDS, AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
 from learners.device_defaults import machine_defaults, notice
 from learners.loop import (
     LoopConfig,
@@ -79,7 +80,6 @@ from learners.reward_model import (
     make_reward_model,
     parse_reward_source,
 )
-from learners.sac import SACAgent
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
 from robot_rl.config import Config, require
@@ -127,6 +127,8 @@ class TrainConfig(Config):
     """--forward-backward: the backward direction's reward (env, classifier:DIR or human, as --reward)."""
     algo: str = "rlpd"
     """rlpd (SAC + symmetric demo sampling + RLPD defaults), sac (classic SAC), hil-serl."""
+    backend: str | None = None
+    """Learner backend: torch or jax (AgentConfig.backend; None: the AgentConfig default, torch)."""
     max_env_steps: int = 10_000
     """Total env steps of the run."""
     start_steps: int = 0
@@ -265,6 +267,8 @@ class TrainConfig(Config):
             over["bc_weight"] = self.bc_weight
         if self.obs_norm:
             over["obs_norm"] = True
+        if self.backend is not None:
+            over["backend"] = self.backend
         make = {"sac": sac_config, "hil-serl": hil_serl_config}.get(
             self.algo, drq_config if has_cameras else rlpd_state_config)
         return resolve_agent_config(make, self.machine_defaults(has_cameras), self.recipe(has_cameras), over,
@@ -352,7 +356,7 @@ class Run:
     env: Any
     eval_env: Any
     spec: EnvSpec
-    agent: SACAgent
+    agent: LearnerAgent
     online: ReplayBuffer
     demo: ReplayBuffer | None
     counters: LoopCounters
@@ -422,7 +426,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     if model is not None:
         env = RewardModelWrapper(env, model)
     spec = env_spec(env, cfg)
-    agent = SACAgent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
+    agent = make_agent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
     demo = (load_demo_buffer(cfg.demos, spec, seed=cfg.seed + 1, bounds=action_bounds(env),
                              narrowed_actions=bool(cfg.action_low),
@@ -520,9 +524,19 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     t0, updates0 = time.perf_counter(), run.counters.updates
     started = t0
     row: dict[str, Any] = {}
+    first_update_s: float | None = None  # JAX: the first update() traces and compiles (reported once, then logged)
+
+    def note_first_update() -> None:
+        nonlocal first_update_s
+        compile_s = getattr(run.agent, "compile_s", None)
+        if first_update_s is None and compile_s is not None:
+            first_update_s = float(compile_s)
+            log(f"[train] first update {first_update_s:.1f} s (JAX: tracing + XLA compilation + the update; "
+                "cached on disk for the next run)")
 
     def evaluate_now() -> dict[str, Any]:
         nonlocal window, t0, updates0
+        note_first_update()
         res = evaluate_episodes(run.eval_env, run.agent, episodes=cfg.eval_episodes, seed=1_000_000 + cfg.seed)
         dt = max(time.perf_counter() - t0, 1e-9)
         r: dict[str, Any] = {
@@ -540,6 +554,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
                 vals = [m[k] for m in window if k in m]
                 if vals:
                     r[k] = float(np.mean(vals))
+        if first_update_s is not None:
+            r["first_update_s"] = first_update_s
         if isinstance(run.env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly
             r.update({f"reward_{k}": v for k, v in run.env.stats().items()})
         metrics.write(r)
@@ -569,6 +585,9 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     def fit_obs_norm() -> None:  # --obs-norm: statistics of the demos and the online data so far
         if not run.agent.cfg.obs_norm:
             return
+        from learners.sac import SACAgent
+
+        assert isinstance(run.agent, SACAgent)  # obs_norm is a torch-only option: the JAX backend refuses it
         parts = [buf.sample(min(len(buf) * 4, 20_000))["obs"] for buf in (run.demo, run.online)
                  if buf is not None and len(buf) > 0]
         obs = concat_batches([{"obs": p} for p in parts])["obs"]
@@ -583,6 +602,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
                               rng=run.rng, on_learning_start=fit_obs_norm):
             window.append(m)
             step = run.counters.env_step
+            note_first_update()
             done = step >= cfg.max_env_steps
             if step // cfg.eval_every > last_eval or done:
                 last_eval = step // cfg.eval_every
@@ -625,7 +645,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "replay_capacity": int, "threads": int, "seed": int, "image_size": int, "ensemble": int,
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
                 "max_minutes": float}.get(f.name, str)
-        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10")}.get(f.name)
+        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10"),
+                   "backend": BACKENDS}.get(f.name)
         if default is False:
             p.add_argument(flag, action="store_true", help="(flag)")
             continue

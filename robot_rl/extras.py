@@ -32,6 +32,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "export": ("rosbags", "pyarrow"),
     "ros": ("rclpy", "geometry_msgs", "sensor_msgs", "std_msgs", "std_srvs", "rcl_interfaces"),
     "bench": ("gym_hil",),
+    "jax": ("jax", "jaxlib"),
 }
 """extra -> the top-level modules it provides (matplotlib comes with both sim and learn; sim is named)."""
 REQUIRED_MODULES: dict[str, tuple[str, ...]] = {"sim": ("mujoco", "gymnasium"), "learn": ("torch",), "ros": ("rclpy",)}

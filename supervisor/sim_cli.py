@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="an AgentConfig field for the learner (repeatable; passed on as the learner's --set), "
                         "e.g. --set discount=0.99")
+    p.add_argument("--backend", default=None, choices=("torch", "jax"),
+                   help="learner backend (AgentConfig.backend, passed on to the learner): torch (default) or jax")
     p.add_argument("--learner-args", default="", help="extra learner options, e.g. \"--utd 1 --hidden 256,256\"")
     p.add_argument("--actor-args", default="", help="extra actor options, e.g. \"--chunk-steps 50\"")
     p.add_argument("--display", default="auto", choices=DISPLAY_MODES,
@@ -231,6 +233,8 @@ class Sim:
             argv.append("--resume")
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
+        if a.backend is not None:
+            argv += ["--backend", a.backend]
         for item in a.set:
             argv += ["--set", item]
         return argv + shlex.split(a.learner_args)
@@ -402,13 +406,14 @@ class Sim:
             "env_step": st.get("env_step"), "episodes": st.get("episodes"), "updates": st.get("updates"),
             "weights_version": st.get("weights_version"), "train_success_rate": st.get("success_rate"),
             "wall_s": round(time.monotonic() - self.t0, 1), "learner_elapsed_s": st.get("elapsed_s"),
+            "first_update_s": st.get("first_update_s"),
             "interrupted": interrupted, "checkpoint": str(ck) if ck else None,
             "eval_success_rate": evaluation.get("success_rate") if evaluation else None,
             "eval_episodes": evaluation.get("episodes") if evaluation else 0,
             "eval_return": evaluation.get("return") if evaluation else None,
             "milestones": milestones(rows), "learning_curves": curves, "actor_stats": actors,
             "intervene": a.intervene, "reward": a.reward, "faithful": a.faithful, "learner_set": list(a.set),
-            "learner_args": a.learner_args, "actor_args": a.actor_args,
+            "backend": a.backend, "learner_args": a.learner_args, "actor_args": a.actor_args,
         }
         _write_json(self.out / "summary.json", summary)
         ev = summary["eval_success_rate"]
@@ -424,4 +429,6 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     sim = Sim(args)
     require_extras(EXTRAS, "robot-rl sim (robot servers, learner, actors)")
+    if args.backend == "jax" or any(i.replace(" ", "") == "backend=jax" for i in args.set):
+        require_extras(("jax",), "robot-rl sim --backend jax (the JAX learner)")
     return sim.run()

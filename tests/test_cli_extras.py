@@ -54,6 +54,7 @@ MISSING: list[tuple[str, str, tuple[str, ...]]] = [
     ("demo", "sim", ("--task", "twin-reach", "--out", "{tmp}/demo", "--episodes", "1")),
     ("train", "learn", ("--task", "twin-reach", "--out", "{tmp}/train")),
     ("train", "sim", ("--task", "twin-reach", "--out", "{tmp}/train")),
+    ("train", "jax", ("--task", "twin-reach", "--out", "{tmp}/train", "--backend", "jax")),
     ("eval", "learn", ("--checkpoint", "{tmp}/run")),
     ("train-bc", "learn", ("--task", "twin-reach", "--demos", "{episodes}", "--out", "{tmp}/bc")),
     ("train-bc", "sim", ("--task", "twin-reach", "--demos", "{episodes}", "--out", "{tmp}/bc")),

@@ -87,6 +87,28 @@ def test_eval_a_train_run_its_checkpoints_and_one_checkpoint(tmp_path: Path,
         assert res["episodes"] == 1 and 0.0 <= res["success_rate"] <= 1.0 and res["mean_length"] > 0
 
 
+@pytest.mark.slow
+def test_eval_a_jax_train_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A `--backend jax` run's checkpoint is evaluated like any other (eval rebuilds the JAX agent its AgentConfig
+    names, and acts with the torch policy); the first update's time (tracing + XLA compilation) is reported."""
+    pytest.importorskip("jax")
+    run = tmp_path / "train-jax"
+    capsys.readouterr()
+    assert train_cli.main(["--task", "twin-reach", "--obs-mode", "state", "--max-env-steps", "40", "--eval-every",
+                           "40", "--checkpoint-every", "40", *TINY_TRAIN, "--backend", "jax", "--out", str(run)]) == 0
+    out = capsys.readouterr().out
+    logged = [line for line in out.splitlines() if line.startswith("[train] first update ")]
+    assert len(logged) == 1 and "JAX" in logged[0], out
+    row = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    assert 0.0 < row["first_update_s"] < 120.0, row
+    ckpt = latest_checkpoint(run / "checkpoints")
+    assert ckpt is not None
+    assert json.loads((ckpt / "meta.json").read_text())["agent_config"]["backend"] == "jax"
+    res = evaluate(capsys, run, episodes=2)
+    assert res["task"] == "twin-reach" and res["episodes"] == 2 and res["env_step"] == 40
+    assert 0.0 <= res["success_rate"] <= 1.0 and np.isfinite(res["mean_return"])
+
+
 def test_eval_a_gymnasium_env_id_train_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     assert train_cli.main(["--env-id", "Pendulum-v1", "--algo", "sac", "--hidden", "32", "--batch-size", "32",

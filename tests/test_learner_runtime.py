@@ -5,6 +5,7 @@ across a crash, per-actor stats, chunks, weight swaps and pacing. Tiny networks;
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -394,15 +395,27 @@ def test_chunk_builder_writes_images_and_casts_or_refuses_other_inputs() -> None
                   {"images": {"cam": bad}, "state": [0, 0, 0]})
 
 
-def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path, backend: str) -> None:
+    """The actor runs the torch policy whichever backend the learner trains with (JAX: published under the torch
+    names, learners.jax_agent)."""
+    if backend == "jax":
+        pytest.importorskip("jax")
     hub = InMemoryHub(FAST)
     learner_ep = hub.bind_learner(SPEC)
-    learner = Learner(SPEC, AGENT, lcfg(learning_starts=6, publish_every=2), learner_ep, tmp_path)
+    learner = Learner(SPEC, AGENT.replace(backend=backend), lcfg(learning_starts=6, publish_every=2), learner_ep,
+                      tmp_path)
     actor_ep = hub.connect_actor(SPEC, "a0")
     actor = Actor(ToyEnv(), actor_ep, ActorConfig(chunk_steps=4, seed=3, pace=False))
     actor.start()
     assert actor.swap.current() == (None, -1)
-    for _ in range(40):
+    for i in range(40):
+        if i == 30:  # the loader thread runs at nice +10: on a busy machine give it time to load what was published
+            deadline = time.monotonic() + 30.0
+            while actor.swap.loads == 0 and time.monotonic() < deadline:
+                learner.step(max_wait_s=0.0)
+                time.sleep(0.01)
+            assert learner.weights_version >= 1 and actor.swap.loads >= 1
         actor.step()
         learner.step(max_wait_s=0.0)
     actor.close(flush_s=2.0)
@@ -417,6 +430,8 @@ def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path) 
     assert st["weights_version"] >= 1 and st["weights_swaps"] >= 1
     stored = learner.online.actions[: len(learner.online)]
     assert np.any(np.all(stored == 0.5, axis=1))  # the human's action was stored, not the policy's
+    first = learner.status()["first_update_s"]  # JAX: the first update's tracing + compilation, reported
+    assert (first is None) if backend == "torch" else (isinstance(first, float) and first > 0.0), first
     actor_ep.close()
     learner_ep.close()
 

@@ -3,6 +3,9 @@ the real command-line entry points: `robot-rl record-demos` (demos.record_cli) r
 (learners.train_cli) trains and evaluates every 1000 env steps (20 deterministic episodes, fixed env seeds),
 `robot-rl eval` re-evaluates the final checkpoint on 20 other env seeds.
 
+The same test runs with each learner backend (`--backend torch`, `--backend jax`: learners.jax_agent); the JAX
+run's final checkpoint is evaluated by `robot-rl eval` like any other (with the torch policy).
+
 Asserted: some evaluation reaches >= 90 % success; the stochastic training episodes succeed more often at the end
 than in the first 1000 steps (the policy improves from its own online experience); the final checkpoint still
 succeeds in >= 75 % of 20 fresh episodes.
@@ -48,9 +51,13 @@ SEED = 1
 
 
 @pytest.mark.slow
-def test_rlpd_with_scripted_demos_learns_twin_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_rlpd_with_scripted_demos_learns_twin_reach(backend: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("mujoco")
     pytest.importorskip("torch")
+    if backend == "jax":
+        pytest.importorskip("jax")
     from demos import record_cli
     from learners import eval_cli, train_cli
 
@@ -61,7 +68,7 @@ def test_rlpd_with_scripted_demos_learns_twin_reach(tmp_path: Path, capsys: pyte
     assert train_cli.main(["--task", "twin-reach", "--obs-mode", "state", "--demos", str(demos),
                            "--max-env-steps", str(STEPS), "--eval-every", "1000", "--eval-episodes", "20",
                            "--checkpoint-every", str(STEPS), "--seed", str(SEED), "--device", "cpu", "--threads", "1",
-                           *RECIPE, "--out", str(run)]) == 0
+                           "--backend", backend, *RECIPE, "--out", str(run)]) == 0
     train_s = time.perf_counter() - t0
     rows = read_metrics(run / "metrics.jsonl")
     assert [r["env_step"] for r in rows][-1] == STEPS
@@ -69,7 +76,8 @@ def test_rlpd_with_scripted_demos_learns_twin_reach(tmp_path: Path, capsys: pyte
     assert eval_cli.main(["--checkpoint", str(run), "--episodes", "20", "--seed", "5000000"]) == 0
     fresh = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     with capsys.disabled():
-        print(f"\ntwin reach: eval success {[r['success_rate'] for r in rows]} at {[r['env_step'] for r in rows]} "
+        print(f"\ntwin reach ({backend}): eval success {[r['success_rate'] for r in rows]} at "
+              f"{[r['env_step'] for r in rows]} "
               f"env steps, training episodes {[round(r['train_success_rate'], 2) for r in rows]}; fresh seeds "
               f"{fresh['success_rate']:.0%} (mean length {fresh['mean_length']:.1f}); training {train_s:.0f} s")
     assert max(r["success_rate"] for r in rows) >= 0.9, rows

@@ -96,3 +96,22 @@ def test_display_live_redraws_in_place_and_lines_mode_throttles(tmp_path: Path) 
     assert (fmt_rate(0.456), fmt_rate(None), fmt_duration(3725)) == ("0.46", "-", "1h02m")
     (tmp_path / "torn.json").write_text('{"env_step": 1')
     assert read_json(tmp_path / "torn.json") == {} and read_json(tmp_path / "missing.json") == {}
+
+
+def test_backend_reaches_the_learner_from_every_entry_point(tmp_path: Path) -> None:
+    """`--backend jax` on sim (forwarded), learner and train, and `--set backend=jax`, all set AgentConfig.backend;
+    torch stays the default."""
+    from learners.learner_cli import agent_config
+    from learners.learner_cli import build_parser as learner_parser
+    from learners.train_cli import TrainConfig
+
+    argv = sim(tmp_path, "--backend", "jax").learner_argv(None)
+    assert argv[argv.index("--backend") + 1] == "jax"
+    assert agent_config(learner_parser().parse_args(argv[4:])).backend == "jax"
+    assert "--backend" not in sim(tmp_path).learner_argv(None)
+    assert agent_config(learner_parser().parse_args(["--task", "twin-reach", "--out", "x"])).backend == "torch"
+    assert agent_config(learner_parser().parse_args(["--task", "twin-reach", "--out", "x", "--set",
+                                                     "backend=jax"])).backend == "jax"
+    assert TrainConfig(task="twin-reach", backend="jax").agent_config(False).backend == "jax"
+    assert TrainConfig(task="twin-reach", agent_set=("backend=jax",)).agent_config(False).backend == "jax"
+    assert TrainConfig(task="twin-reach").agent_config(False).backend == "torch"
