@@ -375,9 +375,23 @@ class Sim:
                 else:
                     self.display.message(f"sim: {ex.name} exited with code {ex.returncode} (not restarted); see "
                                          f"{ex.log_path}")
+            self._require_an_actor()
             st = read_json(status_path)
             self.display.show(render_status(st, time.monotonic() - self.t0, a.task, self.max_steps))
             self.sup.stop_requested.wait(1.0)
+
+    def _require_an_actor(self) -> None:
+        """ChildError when every actor has failed for good (dead, a nonzero exit, no restart left): the learner
+        would wait for transitions forever. Actors that exited 0 (the run is finishing) do not count."""
+        actors = [c for n, c in self.sup.children.items() if n.startswith("actor-")]
+        if not actors or any(c.alive() for c in actors):
+            return
+        failed = [c for c in actors if c.returncode() not in (None, 0)
+                  and not (c.spec.restart != "never" and c.restarts < c.spec.max_restarts)]
+        if len(failed) == len(actors):
+            last = failed[-1]
+            raise ChildError(f"every actor exited and none is restarted any more ({last.name}: code "
+                             f"{last.returncode()}); see {last.log_path}:\n{tail(last.log_path)}")
 
     def shutdown(self) -> None:
         """Stop actors (they flush to the learner), then the learner (final checkpoint), then the servers."""

@@ -193,6 +193,38 @@ def test_wrench_limit_stops_holds_and_reports() -> None:
         robot.stop()
 
 
+@pytest.mark.parametrize("settle_s", [0.0, 1.0])
+def test_clear_errors_right_after_a_wrench_trip_lets_the_push_relax(settle_s: float) -> None:
+    """A client that calls clear_errors() at once after a wrench trip (the env's reset does; a restarted actor too)
+    gets the arm back: the guard holds the measured pose and lets the twin's time pass (up to clear_settle_s) until
+    the force is under the limit. Without that wait (clear_settle_s=0) the twin, whose time passes only in wait(),
+    stays pressed and every call is refused (a peg run in `robot-rl sim` lost both actors this way)."""
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.twin import TwinRobot, TwinRobotConfig
+    from robot_rl.errors import RobotError
+
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="pick_cube", render=False)),
+                        ServerSafetyConfig(max_force_n=10.0, clear_settle_s=settle_s))
+    try:
+        s0 = guard.state()
+        guard.command(np.array([0.5, 0.15, -0.01]), s0.quat_base_ee, 0.0)  # 1 cm into the table
+        for _ in range(60):
+            guard.wait(0.1)
+            if guard.state().error:
+                break
+        assert "external force" in guard.state().error
+        if settle_s == 0.0:
+            with pytest.raises(RobotError, match="still exceeded"):
+                guard.clear_errors()
+            return
+        guard.clear_errors()
+        s = guard.state()
+        assert s.error == "" and np.linalg.norm(s.force_ee_n) < 10.0
+        guard.set_gains("compliance")  # no longer refused
+    finally:
+        guard.stop()
+
+
 def test_joint_position_and_velocity_margins() -> None:
     """A joint inside its margin or too fast trips the guard; clear_errors refuses while the joint is still there."""
     from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
@@ -200,7 +232,9 @@ def test_joint_position_and_velocity_margins() -> None:
     from envs.twin import TwinRobot, TwinRobotConfig
     from robot_rl.errors import RobotError
 
-    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)), ServerSafetyConfig())
+    # clear_settle_s=0: refuse at once (with the default 1 s the twin's posture control may pull the joint out of
+    # its margin while the guard holds the pose, and clear_errors then succeeds)
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)), ServerSafetyConfig(clear_settle_s=0.0))
     try:
         assert guard.state().error == ""
         q = np.array(PANDA_HOME_Q)

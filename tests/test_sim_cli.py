@@ -115,3 +115,35 @@ def test_backend_reaches_the_learner_from_every_entry_point(tmp_path: Path) -> N
     assert TrainConfig(task="twin-reach", backend="jax").agent_config(False).backend == "jax"
     assert TrainConfig(task="twin-reach", agent_set=("backend=jax",)).agent_config(False).backend == "jax"
     assert TrainConfig(task="twin-reach").agent_config(False).backend == "torch"
+
+
+def test_sim_stops_when_every_actor_is_gone_for_good(tmp_path: Path) -> None:
+    """Actors that keep dying (e.g. a robot server refusing every call) use up their restarts; then nothing feeds
+    the learner any more, and `watch()` ends the run with a ChildError naming the last actor and its log, instead
+    of showing a frozen progress line forever. While one actor still runs, an exhausted one does not end it."""
+    from supervisor.process import ChildError
+
+    s = sim(tmp_path, "--actor-restarts", "1")
+    s.logs.mkdir(parents=True, exist_ok=True)
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    dies = [sys.executable, "-c", "import sys; print('robot server refused'); sys.exit(3)"]
+    try:
+        s.sup.start(s.spec("learner", sleeper, STOP_LEARNER, grace_s=2.0))
+        s.sup.start(s.spec("actor-0", dies, STOP_ACTORS, restart="on-failure", max_restarts=1, grace_s=2.0))
+        s.sup.start(s.spec("actor-1", sleeper, STOP_ACTORS, grace_s=2.0))
+        # actor-0 dies twice (one restart) while actor-1 lives: the run goes on; stop actor-1, then it must end
+        import threading
+
+        def stop_actor_1_later() -> None:
+            import time
+
+            time.sleep(4.0)
+            s.sup.child("actor-1").stop(grace_s=2.0)
+
+        threading.Thread(target=stop_actor_1_later, daemon=True).start()
+        with pytest.raises(ChildError, match="every actor exited") as info:
+            s.watch()
+        assert "actor-" in str(info.value) and "log" in str(info.value)
+        assert s.sup.child("learner").alive()  # the run was ended by the actors, not by the learner
+    finally:
+        s.sup.stop()
