@@ -330,11 +330,13 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         noise_pos = rng.uniform(-cfg.reset_noise_m, cfg.reset_noise_m, 3)
         noise_rot = rng.uniform(-cfg.reset_noise_rad, cfg.reset_noise_rad, 3)
 
+        recovered = False
         if self.last_state is not None and self.last_state.error:
-            robot.clear_errors()
+            recovered = self._clear_or_recover()
         robot.set_gains("precision")
         joint_reset = (
-            self._episodes == 0
+            recovered
+            or self._episodes == 0
             or (cfg.joint_reset_every > 0 and self._episodes % cfg.joint_reset_every == 0)
             or (seed is not None and cfg.joint_reset_on_seed)
         )
@@ -554,7 +556,10 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         while True:
             ref_pos, ref_quat = limit_step(ref_pos, ref_quat, pos, quat, cfg.reset_speed_m_per_s * dt,
                                            cfg.reset_speed_rad_per_s * dt)
-            self.robot.command(ref_pos, ref_quat, gripper)
+            try:
+                self.robot.command(ref_pos, ref_quat, gripper)
+            except RobotError:  # a trip during the move (e.g. a joint at its margin): the caller retries
+                return self.robot.state(), False
             self.robot.wait(dt)
             t += dt
             state = self.robot.state()
@@ -569,6 +574,18 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             if t >= cfg.reset_timeout_s:
                 return state, False
 
+    def _clear_or_recover(self) -> bool:
+        """clear_errors(); when the robot refuses (the condition persists, e.g. a joint still inside its safety
+        margin: holding the pose cannot fix that) a joint reset home, the one motion a tripped robot server
+        allows, then clear_errors() again. True when the joint reset ran."""
+        try:
+            self.robot.clear_errors()
+            return False
+        except RobotError:
+            self.robot.reset_joints(np.asarray(self.config.home_q_rad, np.float64))
+            self.robot.clear_errors()
+            return True
+
     def _settled_move(self, pos: np.ndarray, quat: np.ndarray, gripper: float, what: str,
                       must_settle: bool = True) -> tuple[RobotState, bool]:
         """`_move_to`, tried 1 + `reset_retries` times (clearing a robot error in between) until it settles; then
@@ -578,11 +595,12 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         tries = 1 + cfg.reset_retries if must_settle else 1
         state, settled = self.robot.state(), False
         for i in range(tries):
+            joint_reset = False
             if state.error:
-                self.robot.clear_errors()
+                joint_reset = self._clear_or_recover()
             if i > 0:
                 self.reset_retry_count += 1
-                if cfg.joint_reset_before_retry:
+                if cfg.joint_reset_before_retry and not joint_reset:
                     self.robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
             state, settled = self._move_to(pos, quat, gripper)
             if settled or not must_settle:

@@ -226,7 +226,8 @@ def test_clear_errors_right_after_a_wrench_trip_lets_the_push_relax(settle_s: fl
 
 
 def test_joint_position_and_velocity_margins() -> None:
-    """A joint inside its margin or too fast trips the guard; clear_errors refuses while the joint is still there."""
+    """A joint inside its margin or too fast trips the guard; clear_errors refuses while the joint is still there;
+    a recovery joint reset to a configuration inside the margins is the one motion allowed, then it clears."""
     from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
     from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
     from envs.twin import TwinRobot, TwinRobotConfig
@@ -244,6 +245,13 @@ def test_joint_position_and_velocity_margins() -> None:
         assert "joint 1" in s.error and "limits" in s.error
         with pytest.raises(RobotError, match="still exceeded"):
             guard.clear_errors()
+        with pytest.raises(RobotError, match="safety stop"):  # other motions stay refused
+            guard.set_gains("compliance")
+        with pytest.raises(RobotError, match="recovery joint reset"):  # only to a configuration inside the margins
+            guard.reset_joints(q)
+        guard.reset_joints(np.array(PANDA_HOME_Q))  # the way out: a joint move home
+        guard.clear_errors()
+        assert guard.state().error == "" and abs(guard.state().q_rad[0] - PANDA_HOME_Q[0]) < 0.01
     finally:
         guard.stop()
     guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)),
@@ -456,3 +464,30 @@ def test_recorded_box_becomes_the_servers_box(tmp_path: Any) -> None:
                                         '"overrides": {"pos_min_m": [1, 0, 0], "pos_max_m": [0, 1, 1]}}')
     with pytest.raises(ConfigError, match="exceeds"):
         load_task_config(tmp_path / "bad.json")
+
+
+def test_env_reset_recovers_from_a_joint_limit_trip() -> None:
+    """An exploring policy drove a joint into its margin: the guard stopped, the episode ended, and the env's next
+    reset must get the arm back by itself (clear_errors refuses while the joint is there; the env then does a
+    recovery joint reset home and clears): a `robot-rl sim` pick-cube run lost both actors to this before."""
+    from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
+    from envs.env import RobotEnv, RobotEnvConfig
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.twin import TwinRobot, TwinRobotConfig
+
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)), ServerSafetyConfig(clear_settle_s=0.2))
+    env = RobotEnv(guard, "reach", None, RobotEnvConfig(obs_mode="state"))
+    try:
+        env.reset(seed=0)
+        q = np.array(PANDA_HOME_Q)
+        q[0] = PANDA_Q_MAX[0] - 0.02
+        guard.robot.reset_joints(q)  # as if the policy had driven joint 1 there (behind the guard's back)
+        _, _, terminated, truncated, _ = env.step(np.zeros(7, np.float32))
+        assert truncated and not terminated and "joint 1" in env.last_state.error
+        env.reset()
+        assert env.last_state.error == "" and guard.stats()["trips"] >= 1  # (the move home may trip once more)
+        assert abs(guard.state().q_rad[0] - PANDA_HOME_Q[0]) < 0.05
+        env.step(np.zeros(7, np.float32))  # commands are accepted again
+        assert env.last_state.error == ""
+    finally:
+        env.close()

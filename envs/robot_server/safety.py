@@ -13,7 +13,8 @@ server-side and whatever the client does:
   control thread holds the current pose at its next call or tick (the twin moves only inside wait()).
 
 A trip stops and holds: the guard re-targets the measured pose, reports the reason in `RobotState.error` (the env
-ends the episode) and refuses commands with RobotError until `clear_errors()`, which clears only when the
+ends the episode) and refuses commands with RobotError (except a recovery `reset_joints` to a configuration inside
+the joint margins: the way out of a joint-limit trip) until `clear_errors()`, which clears only when the
 condition is gone (it waits up to `clear_settle_s` holding the measured pose; a wrench still above the limit, a
 joint still in its margin: it raises). The e-stop latches
 until the server restarts. Checks run on every state() and after every wait(), and on `tick()` (the server's idle
@@ -160,7 +161,19 @@ class SafetyGuard:
         self.robot.set_gains(profile)
 
     def reset_joints(self, q_rad: np.ndarray) -> None:
-        self._refuse()
+        """Refused after an e-stop. After a trip it is the one motion allowed (the way out of a joint-limit trip,
+        which holding the pose cannot clear): a joint move to `q_rad` when every joint of it lies inside the limits
+        minus the margin (RobotError otherwise); the trip stays until clear_errors()."""
+        if self._trip and not self._estop.is_set():
+            q = np.asarray(q_rad, np.float64)
+            if q.shape != self._q_lo.shape or not np.all(np.isfinite(q)) or np.any(q < self._q_lo) \
+                    or np.any(q > self._q_hi):
+                raise RobotError(f"safety stop: {self._trip}; a recovery joint reset must target joints inside "
+                                 f"their limits minus {self.config.joint_margin_rad} rad")
+            log.warning("safety: recovery joint reset while stopped (%s)", self._trip)
+            self.robot.clear_errors()
+        else:
+            self._refuse()
         self.robot.reset_joints(q_rad)
         self._hold_if_estopped()
 
