@@ -45,6 +45,24 @@ def _close_remote_robots(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             robot.close()
 
 
+@pytest.fixture(autouse=True)
+def _release_faulty_robots(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Release the real robot of every FaultyFrankyRobot a test made, also when it fails: its traceback keeps the
+    wrapper (a local of the test) alive, and franky-sim serves one client at a time, so the next test's connection
+    would wait forever (seen on a loaded machine: a failure became a hang)."""
+    made: list[FaultyFrankyRobot] = []
+    original = FaultyFrankyRobot.__init__
+
+    def tracking_init(self: FaultyFrankyRobot, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(FaultyFrankyRobot, "__init__", tracking_init)
+    yield
+    for robot in made:
+        robot.release()
+
+
 @pytest.fixture(scope="module")
 def sim() -> Iterator[FrankySim]:
     require_franky()
