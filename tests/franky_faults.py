@@ -141,6 +141,12 @@ class FaultyFrankyRobot:
         self.wrench: np.ndarray | None = None
         self.recoveries = 0
 
+    def release(self) -> None:
+        """Drop the real robot (its connection closes once nothing else holds it). franky-sim serves one client at
+        a time, and a failed test's traceback keeps this wrapper alive: without this, the next connection waits
+        in franky-sim's backlog forever."""
+        object.__setattr__(self, "_real", None)
+
     def inject_reflex(self, name: str = "cartesian_reflex") -> None:
         self.errors = f"[{name}]"
         try:

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from robot_rl.episodes import load_episode
+
 pytestmark = pytest.mark.slow
 
 TINY = ["--hidden", "32,32", "--ensemble", "2", "--batch", "32", "--critic-updates", "1"]
@@ -104,25 +106,71 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
     return proc.wait(timeout=timeout)
 
 
+def _stopped(pid: int) -> bool:
+    """Whether every thread of process `pid` is stopped (SIGSTOP is delivered asynchronously)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue  # a thread that just ended
+    return bool(states) and all(st in ("T", "t") for st in states)
+
+
+def kill_with_chunks_after_its_checkpoint(learner: subprocess.Popen[bytes], out: Path, n_chunks: int,
+                                         timeout: float, procs: Procs) -> tuple[Path, int, list[int]]:
+    """SIGKILL the learner in a state a resume must replay from its inbox: it has a complete checkpoint and at least
+    `n_chunks` inbox chunks newer than that checkpoint. Every thread of the learner is stopped (SIGSTOP) before that
+    is read from disk, so no checkpoint can cover the chunks between the check and the kill (SIGCONT and look again
+    otherwise). A checkpoint it was writing when frozen is either complete (LATEST names it: the chunks it covers
+    are not counted, also those it had not deleted yet) or not (the resume loads the previous one, as read here).
+    Returns (the checkpoint a resume loads, its env_step, the inbox indices newer than it)."""
+    from learners.inbox import Inbox
+    from robot_rl.checkpoint import latest_checkpoint
+
+    deadline = time.monotonic() + timeout
+    frozen = 0
+    while time.monotonic() < deadline:
+        if (out / "checkpoints" / "LATEST").is_file() and len(list((out / "inbox").glob("chunk_*.npz"))) >= n_chunks:
+            learner.send_signal(signal.SIGSTOP)
+            frozen += 1
+            wait_for(lambda: _stopped(learner.pid), 10, "the learner to stop on SIGSTOP")
+            ckpt = latest_checkpoint(out / "checkpoints")
+            if ckpt is not None:
+                counters = json.loads((ckpt / "meta.json").read_text())["counters"]
+                newer = [i for i in Inbox(out / "inbox").indices() if i > counters["inbox_index"]]
+                if len(newer) >= n_chunks:
+                    learner.send_signal(signal.SIGKILL)
+                    learner.wait(timeout=10)
+                    print(f"learner killed (frozen {frozen}x to look) with {len(newer)} inbox chunks after {ckpt.name}")
+                    return ckpt, int(counters["env_step"]), newer
+            learner.send_signal(signal.SIGCONT)
+        time.sleep(0.2)
+    logs = "\n".join(f"--- {n}\n{procs.log(n)}" for n in ("learner", "a0", "a1"))
+    raise AssertionError(f"timed out after {timeout} s waiting for a checkpoint and {n_chunks} inbox chunks newer "
+                         f"than it\n{logs}")
+
+
 def test_learner_killed_and_resumed_loses_and_duplicates_nothing(tmp_path: Path, procs: Procs) -> None:
     out = tmp_path / "run"
     addr = f"tcp://127.0.0.1:{free_port()}"
     learner = procs.start("learner", *learner_argv(addr, out, "--checkpoint-every", "150"))
     actors = [procs.start(aid, *actor_argv(addr, aid, tmp_path, seed)) for aid, seed in (("a0", 0), ("a1", 1))]
-    ckpts = out / "checkpoints"
-    wait_for(lambda: (ckpts / "LATEST").is_file() and len(list((out / "inbox").glob("chunk_*.npz"))) >= 3, 120,
-             "a checkpoint and newer inbox chunks", procs)
+    ckpt, ckpt_env_step, pending = kill_with_chunks_after_its_checkpoint(learner, out, 3, 120, procs)
     before = status(out)
-    learner.send_signal(signal.SIGKILL)
-    learner.wait(timeout=10)
+    pending_steps = sum(len(load_episode(out / "inbox" / f"chunk_{i:012d}.npz").actions) for i in pending)
     time.sleep(1.5)  # the actors keep stepping (and buffering) while the learner is away
     assert all(a.poll() is None for a in actors)
     learner2 = procs.start("learner2", *learner_argv(addr, out, "--checkpoint-every", "150", "--resume"))
     wait_for(lambda: status(out).get("resumed_from") is not None and status(out).get("pid") == learner2.pid,
              90, "the resumed learner", procs)
     resumed = status(out)
-    # the checkpoint and the inbox chunks after it brought back what was acknowledged
-    assert resumed["env_step"] >= 150 and resumed["replayed_chunks"] >= 3
+    # the checkpoint and exactly the inbox chunks after it brought back what was acknowledged (the learner prints
+    # its state after the replay, before it receives anything new)
+    assert ckpt_env_step >= 150 and resumed["resumed_from"] == str(ckpt)
+    assert resumed["replayed_chunks"] == len(pending) >= 3
+    printed = (tmp_path / "learner2.log").read_text(errors="replace")
+    assert f"resumed from {ckpt} at env_step {ckpt_env_step + pending_steps} " in printed, printed[-3000:]
     target = resumed["env_step"] + 250
     wait_for(lambda: status(out).get("env_step", 0) >= target and
              all(a.get("alive") for a in status(out).get("actors", {}).values()), 120,
