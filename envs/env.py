@@ -581,9 +581,12 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         try:
             self.robot.clear_errors()
             return False
-        except RobotError:
-            self.robot.reset_joints(np.asarray(self.config.home_q_rad, np.float64))
-            self.robot.clear_errors()
+        except RobotError as refused:
+            try:
+                self.robot.reset_joints(np.asarray(self.config.home_q_rad, np.float64))
+                self.robot.clear_errors()
+            except RobotError as err:  # the robot cannot recover: its first answer says why
+                raise refused from err
             return True
 
     def _settled_move(self, pos: np.ndarray, quat: np.ndarray, gripper: float, what: str,
