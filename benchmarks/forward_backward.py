@@ -47,32 +47,12 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
+from sample_efficiency import first_step_at, record_demos, save_figure, split_passthrough  # noqa: E402
 
 from robot_rl.metrics import read_metrics  # noqa: E402
 
 BAR = 0.8
 TASK = "twin-cube-relocate"
-
-
-def record_demos(task: str, episodes: int, out: Path, obs_mode: str = "state") -> Path:
-    """Scripted demos via `robot-rl record-demos` (skipped when `out` already holds enough)."""
-    from demos import record_cli
-    from robot_rl.episodes import episode_paths
-
-    have = len(episode_paths(out)) if out.is_dir() else 0
-    if have < episodes:
-        argv = ["--task", task, "--episodes", str(episodes - have), "--out", str(out), "--obs-mode", obs_mode,
-                "--seed", str(have)]
-        if record_cli.main(argv) != 0:
-            raise SystemExit(f"recording demos into {out} failed")
-    return out
-
-
-def first_step_at(rows: list[dict[str, Any]], key: str, bar: float) -> int | None:
-    for r in rows:
-        if r.get(key) is not None and r[key] >= bar:
-            return int(r["env_step"])
-    return None
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -104,18 +84,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig.suptitle(f"{TASK} forward/backward, reward: {result['reward']}, {result['demos']} demos per direction",
                  fontsize=9)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    tmp.replace(path)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+    argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--steps", type=int, default=30_000, help="env steps per seed (both directions together)")
@@ -143,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="forward_backward_"))
     suffix = "" if args.obs_mode == "state" else f"_{args.obs_mode}"
-    demos_f = record_demos(TASK, args.demos, work / f"demos_forward{suffix}", args.obs_mode)
-    demos_b = record_demos(f"{TASK}-back", args.demos, work / f"demos_backward{suffix}", args.obs_mode)
+    demos_f = record_demos(TASK, args.obs_mode, None, args.demos, work / f"demos_forward{suffix}")
+    demos_b = record_demos(f"{TASK}-back", args.obs_mode, None, args.demos, work / f"demos_backward{suffix}")
     sources = {"forward": "env", "backward": "env"}
     if args.reward == "classifier":
         sources = {"forward": f"classifier:{args.forward_classifier}",
@@ -175,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         last = rows[-1]
         runs.append({
             "seed": seed, "curve": curve, "wall_s": wall, "run_dir": str(out),
-            "forward_first_step_at_80": first_step_at(rows, "forward_success_rate", BAR),
-            "backward_first_step_at_80": first_step_at(rows, "backward_success_rate", BAR),
+            "forward_first_step_at_80": first_step_at(rows, BAR, "forward_success_rate"),
+            "backward_first_step_at_80": first_step_at(rows, BAR, "backward_success_rate"),
             "forward_final": last["forward_success_rate"], "backward_final": last["backward_success_rate"],
             "forward_best": max(r["forward_success_rate"] for r in rows),
             "backward_best": max(r["backward_success_rate"] for r in rows),

@@ -186,11 +186,9 @@ def probe(run: Any, episodes: int, window: list[dict[str, Any]]) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+    from sample_efficiency import split_passthrough  # benchmarks/ is on sys.path (this script's directory)
+
+    argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="twin-peg-insert")
     p.add_argument("--noise-levels", default="0,0.1,0.15,0.2,0.3")

@@ -96,11 +96,9 @@ def print_table(row: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in args_in:
-        i = args_in.index("--")
-        args_in, extra = args_in[:i], args_in[i + 1:]
+    from sample_efficiency import split_passthrough  # benchmarks/ is on sys.path (this script's directory)
+
+    args_in, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--task", default="twin-pick-cube")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")

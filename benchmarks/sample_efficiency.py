@@ -78,11 +78,30 @@ def run_seed(train_argv: list[str], out: Path) -> dict[str, Any]:
     return {"rows": read_metrics(out / "metrics.jsonl"), "wall_s": time.perf_counter() - t0}
 
 
-def first_step_at(rows: list[dict[str, Any]], bar: float) -> int | None:
+def first_step_at(rows: list[dict[str, Any]], bar: float, key: str = "success_rate") -> int | None:
+    """The env step of the first metrics row whose `key` reaches `bar` (None if none does)."""
     for r in rows:
-        if r.get("success_rate") is not None and r["success_rate"] >= bar:
+        if r.get(key) is not None and r[key] >= bar:
             return int(r["env_step"])
     return None
+
+
+def split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(this script's arguments, the ones after `--` that go on to the command it runs)."""
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Write a matplotlib figure to `path` atomically (a temporary file, then a rename) and close it."""
+    import matplotlib.pyplot as plt
+
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(path)
 
 
 def _bin(env_step: int, every: int) -> int:
@@ -117,18 +136,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_title(f"{result['task']} ({result['obs_mode']}, {result.get('backend', 'torch')}), {result['demos']} "
                  "scripted demos")
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    tmp.replace(path)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+    argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="twin-pick-cube")
     p.add_argument("--obs-mode", default="state", choices=("state", "pixels"))
