@@ -22,27 +22,7 @@ from controllers.kinematics import PANDA_HOME_Q, panda_fk
 from controllers.transforms import orientation_error, quat_to_mat
 from robot_rl.errors import RobotError
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def _close_remote_robots(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Close every RemoteRobot a test made, also when it fails half-way: a client left open with its socket
-    referenced from the failure's traceback can later block its ZeroMQ context's term() (a garbage cycle)."""
-    from envs.remote import RemoteRobot
-
-    made: list[RemoteRobot] = []
-    original = RemoteRobot.__init__
-
-    def tracking_init(self: RemoteRobot, *args: Any, **kwargs: Any) -> None:
-        made.append(self)
-        original(self, *args, **kwargs)
-
-    monkeypatch.setattr(RemoteRobot, "__init__", tracking_init)
-    yield
-    for robot in made:
-        if hasattr(robot, "_sock"):
-            robot.close()
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("close_remote_robots")]
 
 
 @pytest.fixture(autouse=True)

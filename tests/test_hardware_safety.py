@@ -5,7 +5,6 @@ SIGINT / SIGTERM on the server) and the actor's hold before the first weights.""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,25 +13,7 @@ import pytest
 from envs.env import RobotEnv, RobotEnvConfig
 from envs.tasks import Task
 
-
-@pytest.fixture(autouse=True)
-def _close_remote_robots(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Close every RemoteRobot a test made, also when it fails half-way: a client left open with its socket
-    referenced from the failure's traceback can later block its ZeroMQ context's term() (a garbage cycle)."""
-    from envs.remote import RemoteRobot
-
-    made: list[RemoteRobot] = []
-    original = RemoteRobot.__init__
-
-    def tracking_init(self: RemoteRobot, *args: Any, **kwargs: Any) -> None:
-        made.append(self)
-        original(self, *args, **kwargs)
-
-    monkeypatch.setattr(RemoteRobot, "__init__", tracking_init)
-    yield
-    for robot in made:
-        if hasattr(robot, "_sock"):
-            robot.close()
+pytestmark = pytest.mark.usefixtures("close_remote_robots")
 
 
 def _press_env(**config: object) -> RobotEnv:
