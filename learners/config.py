@@ -110,6 +110,17 @@ class AgentConfig(Config):
     the stored action above the policy's own (ensemble-mean Q(s, a_human) > Q(s, tanh(mean))), so the cloning
     fades state by state as the policy overtakes the demos instead of capping it. Needs bc_weight > 0."""
 
+    mc_lower_bound: bool = False
+    """Lower-bound every critic target by the row's Monte-Carlo return where it is known: target = max(r + gamma^k
+    Q', G), G = the discounted reward sum from the row to the end of its stored episode once that episode has
+    terminated (learners.replay.ReplayBuffer.track_returns; the samplers keep G when this is on). A return actually
+    collected is a floor under the value of its first action (rewards >= 0 after it: the terminal ends them), so
+    the demos' successes, and the policy's own, count at once instead of waiting for the bootstrap to carry them
+    back, and a critic that rates the policy's actions above the demo's on demo states (the over-estimation
+    measured in benchmarks/insertion_diagnosis.py on pick-cube) is corrected where the demos show better. In the
+    spirit of Cal-QL's calibration (Nakamoto et al. 2023), without its conservative term. Rows of truncated or
+    unfinished episodes keep the plain target."""
+
     # --- residual RL (Ankile et al., "Residual Off-Policy RL for Finetuning Behavior Cloning Policies")
     residual_base: str | None = None
     """A frozen base policy (learners.base_policy: a `robot-rl train-bc` or `robot-rl train` run directory or

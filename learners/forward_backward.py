@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from learners.loop import Agent, action_bounds, to_env_action
-from learners.replay import MixedSampler, ReplayBuffer, route_transition
+from learners.replay import ReplayBuffer, route_transition, sampler_for
 from learners.reward_model import GoalReward, HumanReward, RewardModel, make_reward_model, parse_reward_source
 from robot_rl.config import Config, require
 
@@ -170,8 +170,7 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
     rng = rng if rng is not None else np.random.default_rng(cfg.seed)
     bounds = action_bounds(env)
     dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
-    samplers = [MixedSampler(d.online, d.demo, cfg.demo_ratio, int(getattr(d.agent.cfg, "n_step", 1)))
-                for d in directions]
+    samplers = [sampler_for(d.online, d.demo, cfg.demo_ratio, d.agent.cfg) for d in directions]
     act_dim = int(np.prod(directions[0].online.actions.shape[1:]))
     obs, info = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
     directions[c.active].reward.reset()

@@ -60,6 +60,7 @@ from torch import nn
 from learners.config import AgentConfig
 from learners.nets import EnsembleLayerNorm, EnsembleLinear
 from learners.policy import Policy
+from learners.replay import mc_floor
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.extras import optional_import
 from robot_rl.specs import EnvSpec
@@ -71,7 +72,7 @@ SUPPORTED_OPTIONS = frozenset({
     "learn_temperature", "backup_entropy", "grad_clip_norm", "bc_weight", "encoder", "encoder_weights",
     "freeze_encoder", "conv_channels", "num_spatial_features", "encoder_dropout", "image_latent_dim",
     "proprio_latent_dim", "augment_pad", "gripper_head", "gripper_hidden_dims", "gripper_flip_penalty",
-    "gripper_epsilon", "backend", "device", "seed", "bc_q_filter",
+    "gripper_epsilon", "backend", "device", "seed", "bc_q_filter", "mc_lower_bound",
 })
 """AgentConfig options the JAX agent implements; any other option set away from its default is refused."""
 _ADAM_B1, _ADAM_B2, _ADAM_EPS = 0.9, 0.999, 1e-8  # torch.optim.Adam's defaults
@@ -243,6 +244,7 @@ class _Static:
     temperature_lr: float
     bc_weight: float
     bc_q_filter: bool
+    mc_lower_bound: bool
     backup_entropy: bool
     learn_temperature: bool
     target_entropy: float
@@ -525,7 +527,8 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
     def strided(x: Any) -> Any:  # (n, ...) -> (k, mb, ...): minibatch i = rows i::k
         return jnp.swapaxes(x.reshape(mb, k, *x.shape[1:]), 0, 1)
 
-    xs: dict[str, Any] = {key: strided(batch[key]) for key in ("actions", "returns", "bootstrap", "gp_returns")}
+    xs: dict[str, Any] = {key: strided(batch[key])
+                          for key in ("actions", "returns", "bootstrap", "gp_returns", "target_floor")}
     xs["state"] = None if batch["state"] is None else strided(batch["state"])
     xs["next_state"] = None if batch["next_state"] is None else strided(batch["next_state"])
     xs["images"] = {n: strided(v) for n, v in (bf if bf is not None else images).items()}
@@ -547,7 +550,8 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
         tq = _ensemble(c["target_critic"], jnp.concatenate([target_feats, next_a], -1), st, x["members"]).min(0)
         if st.backup_entropy:
             tq = tq - alpha * next_logp
-        target = jax.lax.stop_gradient(x["returns"] + x["bootstrap"] * tq)
+        td = x["returns"] + x["bootstrap"] * tq
+        target = jax.lax.stop_gradient(jnp.maximum(td, x["target_floor"]))
 
         def loss_fn(critic: Any, encoder: Any) -> tuple[Any, tuple[Any, Any]]:
             feats = enc_call(encoder, "encoder/", x["images"], x["state"], k_feat)
@@ -562,6 +566,8 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
         info = {"critic_loss": loss, "q_mean": q.mean(),
                 "q_ensemble_std": jnp.std(q, axis=0, ddof=1).mean() if st.ensemble > 1 else jnp.zeros(()),
                 "target_q_mean": target.mean()}
+        if st.mc_lower_bound:
+            info["mc_bound_share"] = jnp.mean((x["target_floor"] > td).astype(jnp.float32))
         if st.grad_clip_norm is not None:
             info["critic_grad_norm"] = norm
         feats = jax.lax.stop_gradient(feats)
@@ -709,7 +715,8 @@ class JaxSACAgent:
             state_dim=self.layout.state_dim, proprio=self.policy.encoder.proprio is not None,
             dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
             critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
-            bc_q_filter=cfg.bc_q_filter, backup_entropy=cfg.backup_entropy, learn_temperature=cfg.learn_temperature,
+            bc_q_filter=cfg.bc_q_filter, mc_lower_bound=cfg.mc_lower_bound, backup_entropy=cfg.backup_entropy,
+            learn_temperature=cfg.learn_temperature,
             target_entropy=float(template.target_entropy), grad_clip_norm=cfg.grad_clip_norm, k=k,
             minibatch=cfg.batch_size, feat_dim=self.policy.encoder.out_dim)
 
@@ -885,7 +892,8 @@ class JaxSACAgent:
                 raise ShapeError(f"batch state has {sv.shape[0]} rows, actions have {n}")
         return {"images": images, "next_images": next_images, "state": state, "next_state": next_state,
                 "actions": actions, "returns": returns.astype(np.float32), "bootstrap": bootstrap.astype(np.float32),
-                "gp_returns": gp_returns.astype(np.float32), "intervention": cols["intervention"]}
+                "gp_returns": gp_returns.astype(np.float32), "intervention": cols["intervention"],
+                "target_floor": mc_floor(batch, n, self.cfg.mc_lower_bound)}
 
     # ------------------------------------------------------------------ update
     def update(self, batch: Mapping[str, Any]) -> dict[str, float]:

@@ -58,7 +58,7 @@ from learners.agents import make_agent
 from learners.config import AgentConfig
 from learners.inbox import Inbox, SeqLedger
 from learners.learner_status import ActorRecord, LearnerOutputs, UpdateMeans, actor_status, mean_or_none
-from learners.replay import MixedSampler, ReplayBuffer, takeover_terminated
+from learners.replay import ReplayBuffer, sampler_for, takeover_terminated
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
 from robot_rl.config import Config, require
@@ -216,7 +216,7 @@ class Learner:
         self.agent = make_agent(spec, agent_cfg)
         self.online = ReplayBuffer(spec, cfg.capacity, seed=cfg.seed)
         self.demo = ReplayBuffer(spec, cfg.demo_capacity, seed=cfg.seed + 1)
-        self.sampler = MixedSampler(self.online, self.demo, cfg.demo_ratio, self.agent.cfg.n_step)
+        self.sampler = sampler_for(self.online, self.demo, cfg.demo_ratio, self.agent.cfg)
         self.inbox = Inbox(self.out / "inbox", fsync=cfg.inbox_fsync)
         self.outputs = LearnerOutputs(self.out, title=f"{spec.task} (learner)", tensorboard=cfg.tensorboard)
         self.ledger = SeqLedger()

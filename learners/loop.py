@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from learners.replay import MixedSampler, ReplayBuffer, route_transition
+from learners.replay import ReplayBuffer, route_transition, sampler_for
 from robot_rl.config import Config, require
 
 
@@ -143,7 +143,7 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
     bounds = action_bounds(env)
     act_dim = int(np.prod(online.actions.shape[1:]))
     dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
-    sampler = MixedSampler(online, demo, cfg.demo_ratio, int(getattr(agent.cfg, "n_step", 1)))
+    sampler = sampler_for(online, demo, cfg.demo_ratio, agent.cfg)
     rows = int(getattr(agent.cfg, "samples_per_update", 256))
     obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
     ep_return, ep_len = 0.0, 0

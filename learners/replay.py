@@ -20,6 +20,7 @@ Usage::
     demo = ReplayBuffer(spec, capacity=50_000, seed=1)
     route_transition(online, demo, obs, action, reward, next_obs, terminated, truncated, intervention=True)
     sampler = MixedSampler(online, demo, demo_ratio=0.5)      # RLPD symmetric sampling
+    sampler = sampler_for(online, demo, 0.5, agent.cfg)       # the same, with the agent's n_step and MC returns
     batch = sampler.sample(256)     # {"obs": {path: (256, ...)}, "next_obs": ..., "actions", "rewards", ...}
     online.save("replay_online.npz"); online.load("replay_online.npz")    # np.savez, allow_pickle=False
 """
@@ -97,6 +98,9 @@ class ReplayBuffer:
         self._count = 0          # valid transitions
         self._added = 0          # transitions ever added
         self._last_added = -1    # slot of the most recently added transition
+        self.mc_discount: float | None = None  # set by track_returns(): Monte-Carlo returns are kept per slot
+        self.mc_returns = np.zeros(self.capacity, dtype=np.float32)
+        self.mc_valid = np.zeros(self.capacity, dtype=np.bool_)
 
     # ------------------------------------------------------------------ writing
     def __len__(self) -> int:
@@ -153,6 +157,7 @@ class ReplayBuffer:
         f["truncated"][slot] = truncated
         f["intervention"][slot] = intervention
         f["grasp_penalty"][slot] = grasp_penalty
+        self.mc_valid[slot] = False
         if not self.valid[slot]:
             self.valid[slot] = True
             self._count += 1
@@ -160,6 +165,8 @@ class ReplayBuffer:
         self._open = not (terminated or truncated)
         self._added += 1
         self._last_added = slot
+        if terminated and self.mc_discount is not None:
+            self._fill_returns(slot)
         return slot
 
     def terminate_last(self) -> bool:
@@ -171,7 +178,37 @@ class ReplayBuffer:
             return False
         self.fields["terminated"][s] = True
         self._open = False
+        if self.mc_discount is not None:
+            self._fill_returns(s)
         return True
+
+    # ------------------------------------------------------------------ Monte-Carlo returns
+    def track_returns(self, discount: float) -> None:
+        """Keep each transition's Monte-Carlo return: the discounted sum of the rewards from it to the end of its
+        stored episode, known (and `gather` reports it: `mc_returns`, `mc_valid`) once that episode has
+        *terminated*; a truncated or still running episode, or a broken stream, leaves its rows without one (the
+        tail after a time limit is unknown). Computes it for what the buffer already holds, then keeps it up to
+        date as episodes end (one backward pass per terminated episode). AgentConfig.mc_lower_bound uses it."""
+        if not (0.0 < discount <= 1.0):
+            raise ShapeError(f"track_returns: discount must be in (0, 1], got {discount}")
+        self.mc_discount = float(discount)
+        self.mc_valid[:] = False
+        for s in np.flatnonzero(self.valid & self.fields["terminated"]):
+            self._fill_returns(int(s))
+
+    def _fill_returns(self, end: int) -> None:
+        """Walk back from the terminated transition at slot `end` through the transitions that lead into it (a
+        valid slot right before one that did not end its episode: gather's continuation rule, backwards)."""
+        gamma = float(self.mc_discount or 1.0)
+        rewards, ended = self.fields["rewards"], self.fields["terminated"] | self.fields["truncated"]
+        g, s = 0.0, end
+        for _ in range(self.capacity):
+            g = float(rewards[s]) + gamma * g
+            self.mc_returns[s], self.mc_valid[s] = g, True
+            prev = (s - 1) % self.capacity
+            if prev == end or not self.valid[prev] or ended[prev]:
+                break
+            s = prev
 
     def end_segment(self) -> None:
         """Force the next `add` to start a new segment (e.g. after an actor reconnects)."""
@@ -220,7 +257,9 @@ class ReplayBuffer:
         the episode ends or the stored stream breaks), `next_obs` is the frame after the last of them, `terminated`
         says whether the last one terminated, and the extra keys hold the pieces of the return: `n_rewards` and
         `n_grasp_penalty` (B, n_step) float32 (0 past the chain's end) and `n_steps` (B,) int64 (1..n_step). The
-        first-step `rewards`, `grasp_penalty`, `truncated` and `intervention` are kept as they are."""
+        first-step `rewards`, `grasp_penalty`, `truncated` and `intervention` are kept as they are.
+        After `track_returns(discount)`: `mc_returns` (B,) float32, each row's Monte-Carlo return, and `mc_valid`
+        (B,) bool, whether its episode has terminated (else mc_returns is meaningless)."""
         if n_step < 1:
             raise ShapeError(f"n_step must be >= 1, got {n_step}")
         idx = np.asarray(idx)
@@ -248,6 +287,8 @@ class ReplayBuffer:
                 going &= ~ended[cand]
             batch["terminated"] = f["terminated"][last]
             batch.update(n_rewards=n_rewards, n_grasp_penalty=n_penalty, n_steps=steps)
+        if self.mc_discount is not None:  # track_returns(): each row's Monte-Carlo return, where known
+            batch["mc_returns"], batch["mc_valid"] = self.mc_returns[idx], self.mc_valid[idx]
         nxt = (last + 1) % self.capacity
         batch["next_obs"] = {name: arr[nxt] for name, arr in self.frames.items()}
         return batch
@@ -310,6 +351,8 @@ class ReplayBuffer:
         self._count, self._added = int(self.valid.sum()), int(meta["added"])
         self._last_added = int(meta.get("last_added", -1))
         self.rng.bit_generator.state = meta["rng"]
+        if self.mc_discount is not None:  # derived data: recomputed, not stored
+            self.track_returns(self.mc_discount)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write `state_arrays()` with np.savez atomically (temporary file + rename)."""
@@ -344,10 +387,11 @@ def concat_batches(parts: list[Batch]) -> Batch:
 class MixedSampler:
     """RLPD symmetric sampling: round(demo_ratio x n) rows from the demo buffer, the rest from the online buffer
     (all from whichever buffer has data while the other is empty); `n_step` > 1 gathers multi-step returns
-    (ReplayBuffer.gather)."""
+    (ReplayBuffer.gather); `mc_discount` makes both buffers track Monte-Carlo returns (ReplayBuffer.track_returns)
+    so that every row carries `mc_returns` / `mc_valid`."""
 
     def __init__(self, online: ReplayBuffer, demo: ReplayBuffer | None = None, demo_ratio: float = 0.5,
-                 n_step: int = 1) -> None:
+                 n_step: int = 1, mc_discount: float | None = None) -> None:
         if not 0.0 <= demo_ratio <= 1.0:
             raise ShapeError(f"demo_ratio must be in [0, 1], got {demo_ratio}")
         if n_step < 1:
@@ -355,6 +399,10 @@ class MixedSampler:
         if demo is not None and online.spec.diff(demo.spec):
             raise ShapeError(f"demo and online buffers have different specs: {online.spec.diff(demo.spec)}")
         self.online, self.demo, self.demo_ratio, self.n_step = online, demo, demo_ratio, n_step
+        if mc_discount is not None:  # rows carry their Monte-Carlo returns (ReplayBuffer.track_returns)
+            for buf in (online, demo):
+                if buf is not None:
+                    buf.track_returns(mc_discount)
 
     def counts(self, n: int) -> tuple[int, int]:
         """(online rows, demo rows) for a batch of n."""
@@ -375,6 +423,31 @@ class MixedSampler:
         if not parts:
             raise ReplayEmptyError("cannot sample: both the online and the demo buffer are empty")
         return concat_batches(parts)
+
+
+def mc_floor(batch: Mapping[str, Any], n: int, enabled: bool) -> np.ndarray:
+    """(n,) float32 lower bounds of a batch's critic targets (AgentConfig.mc_lower_bound): the rows' Monte-Carlo
+    returns where `mc_valid`, -inf elsewhere and everywhere when not `enabled`. ShapeError when enabled and the
+    batch carries no returns (its sampler must track them: `sampler_for` / `MixedSampler(mc_discount=...)`) or
+    their shapes are not (n,)."""
+    floor = np.full(n, -np.inf, np.float32)
+    if not enabled:
+        return floor
+    if "mc_returns" not in batch or "mc_valid" not in batch:
+        raise ShapeError("mc_lower_bound is on but the batch has no 'mc_returns' / 'mc_valid': sample it with "
+                         "learners.replay.sampler_for(...) or MixedSampler(..., mc_discount=gamma)")
+    g = np.asarray(batch["mc_returns"], np.float32).reshape(-1)
+    ok = np.asarray(batch["mc_valid"], bool).reshape(-1)
+    if g.shape != (n,) or ok.shape != (n,):
+        raise ShapeError(f"batch 'mc_returns' / 'mc_valid': expected ({n},), got {g.shape} / {ok.shape}")
+    return np.where(ok & np.isfinite(g), g, floor).astype(np.float32)
+
+
+def sampler_for(online: ReplayBuffer, demo: ReplayBuffer | None, demo_ratio: float, agent_cfg: Any) -> MixedSampler:
+    """The MixedSampler an agent config asks for: its `n_step` rows and, with `mc_lower_bound`, Monte-Carlo returns
+    at its `discount` (any object with those attributes; missing ones mean 1-step rows without returns)."""
+    mc = float(agent_cfg.discount) if getattr(agent_cfg, "mc_lower_bound", False) else None
+    return MixedSampler(online, demo, demo_ratio, int(getattr(agent_cfg, "n_step", 1)), mc_discount=mc)
 
 
 def takeover_terminated(terminated: Any, truncated: Any, intervention: Any) -> np.ndarray:

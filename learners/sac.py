@@ -48,6 +48,7 @@ from learners.config import AgentConfig
 from learners.encoders import random_shift
 from learners.nets import EnsembleMLP, soft_update
 from learners.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
+from learners.replay import mc_floor
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
 
@@ -176,6 +177,7 @@ class SACAgent:
         else:
             out["returns"], out["grasp_penalty_returns"] = out["rewards"], out["grasp_penalty"]
             out["bootstrap"] = gamma * (1.0 - out["terminated"])
+        out["target_floor"] = self._target_floor(batch, n)
         for name, t in list(images.items()) + list(next_images.items()):
             if t.shape[0] != n:
                 raise ShapeError(f"batch camera '{name}' has {t.shape[0]} rows, actions have {n}")
@@ -184,23 +186,34 @@ class SACAgent:
                 raise ShapeError(f"batch state has {st.shape[0]} rows, actions have {n}")
         return out
 
+    def _target_floor(self, batch: Mapping[str, Any], n: int) -> torch.Tensor:
+        """(B,) lower bound of each row's critic target: its Monte-Carlo return where known and cfg.mc_lower_bound,
+        else -inf (no bound)."""
+        floor = mc_floor(batch, n, self.cfg.mc_lower_bound)
+        return torch.as_tensor(floor).to(self.device)
+
     # ------------------------------------------------------------------ losses (pure functions of tensors)
     def _critic_loss_eager(self, feats: torch.Tensor, arm: torch.Tensor, target_in: torch.Tensor,
                            next_logp: torch.Tensor, returns: torch.Tensor, bootstrap: torch.Tensor,
-                           members: torch.Tensor, alpha: torch.Tensor,
+                           members: torch.Tensor, alpha: torch.Tensor, floor: torch.Tensor,
                            ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """target_in: [target features of s', a' ~ pi(s')] (B, F + A); next_logp: log pi(a'|s') (B,); returns:
-        discounted reward sum up to the bootstrap; bootstrap: gamma^k (1 - terminated), both (B,)."""
+        discounted reward sum up to the bootstrap; bootstrap: gamma^k (1 - terminated); floor: lower bound of the
+        target (-inf = none), all (B,)."""
         with torch.no_grad():
             tq = self.target_critic(target_in, members).squeeze(-1).min(0).values
             if self.cfg.backup_entropy:
                 tq = tq - alpha * next_logp
-            target = returns + bootstrap * tq
+            td = returns + bootstrap * tq
+            target = torch.maximum(td, floor)
         q = self.critic(torch.cat([feats, arm], -1)).squeeze(-1)  # (N, B)
         loss = (q - target.unsqueeze(0)).pow(2).mean()
-        return loss, {"critic_loss": loss.detach(), "q_mean": q.detach().mean(),
-                      "q_ensemble_std": q.detach().std(0).mean() if q.shape[0] > 1 else q.new_zeros(()),
-                      "target_q_mean": target.mean()}
+        info = {"critic_loss": loss.detach(), "q_mean": q.detach().mean(),
+                "q_ensemble_std": q.detach().std(0).mean() if q.shape[0] > 1 else q.new_zeros(()),
+                "target_q_mean": target.mean()}
+        if self.cfg.mc_lower_bound:  # share of the rows whose Monte-Carlo return lifted the target
+            info["mc_bound_share"] = (floor > td).float().mean()
+        return loss, info
 
     def _actor_loss_eager(self, feats: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor,
                           bc_actions: torch.Tensor, bc_mask: torch.Tensor, base_actions: torch.Tensor | None = None,
@@ -313,7 +326,7 @@ class SACAgent:
                         next_feats, base_next[sl] if base_next is not None else None, noise)
                     target_in = torch.cat([target_feats, next_a], -1)
             loss, info = self._critic_loss(feats, arm_all[sl], target_in, next_logp, b["returns"][sl],
-                                           b["bootstrap"][sl], members_all[i], alpha)
+                                           b["bootstrap"][sl], members_all[i], alpha, b["target_floor"][sl])
             norm = self._step(self.critic_opt, self._critic_params, loss)
             if norm is not None:
                 info["critic_grad_norm"] = norm.detach()

@@ -66,6 +66,8 @@ def _batch(spec: EnvSpec, n: int, seed: int = 0, n_step: int = 0) -> dict[str, A
                            "intervention": rng.random(n) < 0.5,
                            "grasp_penalty": np.where(rng.random(n) < 0.3, -0.02, 0.0).astype(np.float32)}
     out["actions"][:, -1] = rng.choice([-1.0, 0.0, 1.0], n)
+    # Monte-Carlo returns (used only with mc_lower_bound): about half the known ones above the TD target
+    out["mc_returns"], out["mc_valid"] = (rng.standard_normal(n) + 0.5).astype(np.float32), rng.random(n) < 0.6
     if n_step:
         out["n_rewards"] = rng.standard_normal((n, n_step)).astype(np.float32)
         out["n_grasp_penalty"] = np.zeros((n, n_step), np.float32)
@@ -106,6 +108,7 @@ def _nets(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 CASES = {
     "rlpd-state": (dict(bc_weight=2.0), dict(), 5),
     "bc-q-filter": (dict(bc_weight=2.0, bc_q_filter=True, batch_size=32), dict(), 5),
+    "mc-lower-bound": (dict(mc_lower_bound=True), dict(), 3),
     "sac-options": (dict(backup_entropy=True, grad_clip_norm=0.5, layer_norm=False, activation="relu",
                          ensemble_subsample=None, ensemble_size=2, critic_updates_per_actor_update=1,
                          learn_temperature=True, target_entropy=-1.0), dict(), 0),
@@ -153,6 +156,8 @@ def test_one_update_matches_torch(case: str, tmp_path: Path) -> None:
     assert changed >= len(t0) // 2  # the comparison is not vacuous: most tensors moved
     if cfg.bc_q_filter:  # the filter kept some human rows and dropped others (so the mask itself is compared)
         assert 0.0 < mt["bc_kept"] < 1.0, mt
+    if cfg.mc_lower_bound:  # the bound lifted some targets and not others
+        assert 0.1 < mt["mc_bound_share"] < 0.6, mt
 
 
 def test_a_wrong_update_is_caught() -> None:

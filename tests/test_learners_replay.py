@@ -298,3 +298,129 @@ def test_takeover_terminated_marks_the_step_before_each_takeover_start() -> None
     assert not takeover_terminated(term, trunc, np.r_[True, np.zeros(9, bool)]).any()  # starts at step 0: no-op
     with pytest.raises(ShapeError):
         takeover_terminated(term, trunc, human[:5])
+
+
+def _mc_reference(episodes: list[tuple[list[float], str]], gamma: float) -> dict[tuple[int, int], float | None]:
+    """(episode, t) -> the discounted reward sum from t to the episode's end when it terminated, else None."""
+    out: dict[tuple[int, int], float | None] = {}
+    for ep, (rewards, end) in enumerate(episodes):
+        g = 0.0
+        for t in reversed(range(len(rewards))):
+            g = rewards[t] + gamma * g
+            out[(ep, t)] = g if end == "terminated" else None
+    return out
+
+
+@pytest.mark.parametrize("track_first", [True, False])
+def test_monte_carlo_returns_match_walking_each_terminated_episode(track_first: bool, tmp_path: Path) -> None:
+    """track_returns: rows of terminated episodes carry sum_j gamma^j r_{t+j} to the episode's end; truncated,
+    cut and unfinished episodes carry none; the same when tracking starts after the data is in (and after a
+    save / load round trip), and across the ring's wraparound."""
+    gamma = 0.9
+    rng = np.random.default_rng(3)
+    buf = ReplayBuffer(_spec(), capacity=41)
+    if track_first:
+        buf.track_returns(gamma)
+    episodes: list[tuple[list[float], str]] = []
+    for ep in range(14):
+        length = int(rng.integers(1, 9))
+        end = str(rng.choice(["terminated", "truncated", "cut", "open"] if ep == 13 else
+                             ["terminated", "truncated", "cut"]))
+        rewards = []
+        for t in range(length):
+            last = t == length - 1
+            r = float(rng.integers(0, 3))
+            buf.add(_obs(ep, t), np.array([ep, t], np.float32), r, _obs(ep, t + 1),
+                    terminated=last and end == "terminated", truncated=last and end == "truncated")
+            rewards.append(r)
+        if end == "cut":
+            buf.end_segment()
+        episodes.append((rewards, end))
+    if not track_first:
+        buf.save(tmp_path / "r.npz")
+        buf = ReplayBuffer(_spec(), capacity=41)
+        buf.track_returns(gamma)
+        buf.load(tmp_path / "r.npz")
+    ref = _mc_reference(episodes, gamma)
+    batch = buf.gather(np.flatnonzero(buf.valid), n_step=3)
+    seen_valid = 0
+    for i in range(len(batch["actions"])):
+        ep, t = (int(v) for v in batch["obs"]["state"][i])
+        want = ref[(ep, t)]
+        assert bool(batch["mc_valid"][i]) == (want is not None), (ep, t)
+        if want is not None:
+            assert batch["mc_returns"][i] == pytest.approx(want, rel=1e-6)
+            seen_valid += 1
+    assert 5 < seen_valid < len(batch["actions"])  # both kinds of rows are there
+
+
+def test_monte_carlo_returns_after_a_takeover_relabel_and_in_the_sampler() -> None:
+    """terminate_last() ends the episode at the policy step before a takeover: its rows get returns; a sampler
+    built for an agent with mc_lower_bound tracks both buffers; without it batches carry no returns."""
+    from learners.config import AgentConfig
+    from learners.replay import sampler_for
+
+    online, demo = ReplayBuffer(_spec(), 50), ReplayBuffer(_spec(), 50)
+    sampler = sampler_for(online, demo, 0.5, AgentConfig(discount=0.5, mc_lower_bound=True))
+    for t in range(3):
+        online.add(_obs(0, t), np.zeros(2, np.float32), 1.0, _obs(0, t + 1), False, False)
+    assert not online.mc_valid[:3].any()
+    assert online.terminate_last()
+    np.testing.assert_allclose(online.mc_returns[:3], [1.75, 1.5, 1.0])
+    _run_episode(demo, 1, 4)
+    b = sampler.sample(16)
+    assert b["mc_valid"].all() and b["mc_returns"].shape == (16,)
+    plain = sampler_for(ReplayBuffer(_spec(), 50), None, 0.5, AgentConfig())
+    plain.online.add(_obs(0, 0), np.zeros(2, np.float32), 1.0, _obs(0, 1), True, False)
+    assert "mc_returns" not in plain.sample(4)
+    with pytest.raises(ShapeError, match="discount"):
+        online.track_returns(0.0)
+
+
+def test_monte_carlo_lower_bound_in_the_critic_target() -> None:
+    """mc_lower_bound: target = max(r + gamma^k Q', G) on rows with a known return G; rows without one, and
+    agents without the option, keep the TD target; a batch without returns is refused in one line."""
+    import torch
+
+    from learners.config import AgentConfig
+    from learners.sac import SACAgent
+
+    spec = EnvSpec("r", (ArraySpec("state", (2,), "float32"),), ArraySpec("action", (2,), "float32", -1, 1), 10.0)
+    rng = np.random.default_rng(0)
+    batch = {"obs": {"state": rng.standard_normal((8, 2)).astype(np.float32)},
+             "next_obs": {"state": rng.standard_normal((8, 2)).astype(np.float32)},
+             "actions": rng.uniform(-1, 1, (8, 2)).astype(np.float32),
+             "rewards": np.zeros(8, np.float32), "terminated": np.zeros(8, bool),
+             "mc_returns": np.full(8, 50.0, np.float32), "mc_valid": np.arange(8) < 4}
+    floors: dict[bool, torch.Tensor] = {}
+    metrics = {}
+    for on in (False, True):
+        cfg = AgentConfig(batch_size=8, critic_updates_per_actor_update=1, hidden_dims=(16,), ensemble_size=2,
+                          discount=0.9, device="cpu", mc_lower_bound=on)
+        agent = SACAgent(spec, cfg)
+        real = agent._critic_loss
+
+        def spy(*args: torch.Tensor, _real=real, _on=on) -> object:  # type: ignore[no-untyped-def]
+            floors[_on] = args[8]  # the lower bound the loss applies to its TD target
+            return _real(*args)
+
+        agent._critic_loss = spy
+        metrics[on] = agent.update(batch)
+    np.testing.assert_array_equal(floors[True].numpy(), [50.0] * 4 + [-np.inf] * 4)
+    np.testing.assert_array_equal(floors[False].numpy(), [-np.inf] * 8)
+    assert metrics[True]["mc_bound_share"] == pytest.approx(0.5)
+    assert "mc_bound_share" not in metrics[False]
+    # the target the critic regresses to is lifted: its Q on the bounded rows moves up, far more than on the others
+    agent = SACAgent(spec, AgentConfig(batch_size=8, critic_updates_per_actor_update=1, hidden_dims=(16,),
+                                       ensemble_size=2, discount=0.9, device="cpu", mc_lower_bound=True,
+                                       critic_lr=1e-2))
+    for _ in range(200):
+        agent.update(batch)
+    with torch.no_grad():
+        x = torch.cat([torch.as_tensor(batch["obs"]["state"]), torch.as_tensor(batch["actions"])], -1)
+        q = agent.critic(x).squeeze(-1).mean(0).numpy()
+    assert q[:4].min() > 25.0 and q[4:].max() < q[:4].min() - 10.0, q
+    cfg = AgentConfig(batch_size=8, critic_updates_per_actor_update=1, hidden_dims=(16,), device="cpu",
+                      mc_lower_bound=True)
+    with pytest.raises(ShapeError, match="mc_returns"):
+        SACAgent(spec, cfg).update({k: v for k, v in batch.items() if k != "mc_returns"})
