@@ -85,12 +85,13 @@ DEFAULT_RECIPE = Recipe()
 # memorise episodes by the rest: the reset orientation noise, the twist and wrench that follow the previous
 # action), a short horizon (sparse terminal reward). State indices: state[0:3] TCP position, state[5] hand yaw,
 # state[12] gripper width.
-# Pick-cube (state) is plain RLPD with 5-step returns: its critic then ranks actions (one-step targets left Q
-# nearly equal for demo, policy and random actions, and RLPD without a BC term never learned) and the policy
-# keeps improving from its own data (>= 90 % by 14-18k env steps on seeds 0-2). Reach and the pixel recipes add a
-# behaviour-cloning term on demo/intervention rows (bc_weight 30): fast (90 % on reach in 2-3k steps, the CI
-# learning test), but carried by the demos; on pick-cube the BC recipe peaked at 80-90 % by 2k steps and then
-# drifted down to 55-75 % by 20k.
+# Pick-cube (state) is RLPD with 5-step returns (its critic then ranks actions: one-step targets left Q nearly
+# equal for demo, policy and random actions) and a Q-filtered behaviour-cloning term (bc_q_filter): the BC term
+# counts a demo row only while the critic rates the demo's action above the policy's own, so it gives BC's fast
+# start and fades state by state as the policy overtakes the demos (plain RLPD without a BC term: >= 90 % only at
+# 12-15k env steps; unfiltered BC: 80-90 % by 2k, then down to 55-75 % by 20k). Reach and the pixel recipes keep
+# the unfiltered BC term (bc_weight 30): fast (90 % on reach in 2-3k steps, the CI learning test), carried by the
+# demos.
 _TWIN_COMMON: dict[str, Any] = {
     "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 128,
     "critic_updates_per_actor_update": 1, "ensemble_size": 4, "ensemble_subsample": 2}
@@ -105,7 +106,7 @@ RECIPES: dict[str, Recipe] = {
         pixels=_TWIN_PIXELS, updates_per_step=2),
     "twin-pick-cube": Recipe(
         state={"state_select": ("object", "state[0:3]", "state[5]", "state[12]"), "discount": 0.95, **_TWIN_COMMON,
-               "bc_weight": 0.0, "n_step": 5},
+               "bc_q_filter": True, "n_step": 5},
         pixels=_TWIN_PIXELS, updates_per_step=2),
     # cube-relocate (both directions of the reset-free forward/backward run): pick-cube's state recipe with the BC
     # term of the other twin recipes kept (bc_weight 30): in an unfinished probe run without it (seed 0) the forward

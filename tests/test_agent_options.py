@@ -48,8 +48,8 @@ def test_every_task_preset_has_a_recipe_and_others_get_the_default() -> None:
     assert recipe_for(None) is DEFAULT_RECIPE and recipe_for("some-third-party-task") is DEFAULT_RECIPE
     assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step == 1
     pick = RECIPES["twin-pick-cube"].overrides("state")
-    assert pick["n_step"] == 5 and pick["bc_weight"] == 0.0 and pick["discount"] == 0.95
-    assert RECIPES["twin-reach"].overrides("state")["bc_weight"] == 30.0  # pick-cube's 0.0 did not leak into it
+    assert pick["n_step"] == 5 and pick["bc_weight"] == 30.0 and pick["bc_q_filter"] and pick["discount"] == 0.95
+    assert "bc_q_filter" not in RECIPES["twin-reach"].overrides("state")  # pick-cube's filter did not leak into it
     with pytest.raises(TypeError):
         RECIPES["twin-reach"].state["discount"] = 0.5  # type: ignore[index]  # read-only
 
