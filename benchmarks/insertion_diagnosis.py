@@ -144,7 +144,7 @@ def probe(run: Any, episodes: int, window: list[dict[str, Any]]) -> dict[str, An
         images, state = layout.to_torch(obs, agent.device, batched=False)
         feats = agent.encoder(images, state)
         arm = torch.as_tensor(action[: agent.arm_dim], dtype=torch.float32, device=agent.device)[None]
-        return float(agent.critic(torch.cat([feats, arm], -1)).mean())
+        return float(agent.q_values(torch.cat([feats, arm], -1)).mean())
 
     stds: list[np.ndarray] = []
 
@@ -174,8 +174,8 @@ def probe(run: Any, episodes: int, window: list[dict[str, Any]]) -> dict[str, An
             feats = agent.encoder(images, state)
             demo_a = torch.as_tensor(batch["actions"][:, : agent.arm_dim], dtype=torch.float32)
             pi_a = torch.tanh(agent.actor(feats)[0])
-            out["demo_q_demo_action"] = float(agent.critic(torch.cat([feats, demo_a], -1)).mean())
-            out["demo_q_policy_action"] = float(agent.critic(torch.cat([feats, pi_a], -1)).mean())
+            out["demo_q_demo_action"] = float(agent.q_values(torch.cat([feats, demo_a], -1)).mean())
+            out["demo_q_policy_action"] = float(agent.q_values(torch.cat([feats, pi_a], -1)).mean())
             out["demo_policy_action_error"] = float((pi_a - demo_a).abs().mean())
     d, s = out["deterministic"], out["stochastic"]
     print(f"[diagnosis] {out['env_step']}: success det {d['success_rate']:.0%} / stoch {s['success_rate']:.0%} "

@@ -35,6 +35,7 @@ from robot_rl.errors import ConfigError
 ENCODERS = ("resnet10", "conv")
 ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
 BACKENDS = ("torch", "jax")
+CRITIC_LOSSES = ("mse", "hl_gauss")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +121,27 @@ class AgentConfig(Config):
     measured in benchmarks/insertion_diagnosis.py on pick-cube) is corrected where the demos show better. In the
     spirit of Cal-QL's calibration (Nakamoto et al. 2023), without its conservative term. Rows of truncated or
     unfinished episodes keep the plain target."""
+
+    # --- critic loss (Farebrother et al. 2024, "Stop Regressing: Training Value Functions via Classification")
+    critic_loss: str = "mse"
+    """'mse': each critic regresses its scalar Q on the target (SERL/RLPD). 'hl_gauss': each critic outputs
+    hl_gauss_bins logits over a fixed value support, Q = sum(softmax(logits) x bin centres), trained by
+    cross-entropy toward the target's Gaussian (N(target, sigma) integrated over each bin, the target clipped into
+    the support). Everything that reads Q (the target min, the actor loss, the BC Q filter, mc_lower_bound) uses
+    that expected value. The gripper DQN head stays MSE either way. A fresh hl_gauss critic starts near Q = 0 (its
+    output bias is the log of the projection of 0, clipped into the support), like a fresh MSE critic."""
+    hl_gauss_bins: int = 101
+    """hl_gauss: number of value bins (equal width) over the support (the paper: 51-101)."""
+    hl_gauss_range: tuple[float, float] | None = None
+    """hl_gauss: the value support (v_min, v_max) the bins cover; targets outside it are clipped (the metric
+    hl_gauss_clipped_share counts them). None = derived for rewards in [0, 1] (the twin's success reward, reward
+    classifiers): the values [0, 1/(1 - discount)] widened on each side by 3 sigma, i.e. bin width
+    w = (1/(1 - discount)) / (bins - 6 x sigma_ratio) and support [-3 sigma, 1/(1 - discount) + 3 sigma] with
+    sigma = sigma_ratio x w (so 0 and the maximum keep 99.9 % of their Gaussian; a target within ~1.5 sigma of an
+    edge is pulled inward by the cut). Needs discount < 1. Set it for other reward scales; for sparse tasks that
+    terminate on success (values in [0, 1]) a tight range such as -0.5,1.5 gives finer bins."""
+    hl_gauss_sigma_ratio: float = 0.75
+    """hl_gauss: std of the target Gaussian in bin widths (the paper's recommended 0.75)."""
 
     # --- residual RL (Ankile et al., "Residual Off-Policy RL for Finetuning Behavior Cloning Policies")
     residual_base: str | None = None
@@ -228,9 +250,32 @@ class AgentConfig(Config):
         require(math.isfinite(self.gripper_flip_penalty), "gripper_flip_penalty", self.gripper_flip_penalty,
                 "must be finite")
         require(0.0 <= self.gripper_epsilon <= 1.0, "gripper_epsilon", self.gripper_epsilon, "must be in [0, 1]")
+        require(self.critic_loss in CRITIC_LOSSES, "critic_loss", self.critic_loss, f"must be one of {CRITIC_LOSSES}")
+        require(self.hl_gauss_bins >= 2, "hl_gauss_bins", self.hl_gauss_bins, "must be >= 2")
+        require(math.isfinite(self.hl_gauss_sigma_ratio) and self.hl_gauss_sigma_ratio > 0, "hl_gauss_sigma_ratio",
+                self.hl_gauss_sigma_ratio, "must be a finite number > 0")
+        if self.hl_gauss_range is not None:
+            r = self.hl_gauss_range
+            require(len(r) == 2 and all(math.isfinite(v) for v in r) and r[0] < r[1], "hl_gauss_range", r,
+                    "must be two finite numbers v_min < v_max (or none: derived from the discount)")
+        elif self.critic_loss == "hl_gauss":
+            require(self.discount < 1.0, "hl_gauss_range", None,
+                    f"cannot be derived with discount={self.discount} (needs discount < 1); set v_min,v_max")
+            require(self.hl_gauss_bins > 6 * self.hl_gauss_sigma_ratio, "hl_gauss_range", None,
+                    f"cannot be derived with hl_gauss_bins={self.hl_gauss_bins} <= 6 x hl_gauss_sigma_ratio="
+                    f"{self.hl_gauss_sigma_ratio} (the 3-sigma margins take every bin); set v_min,v_max or more bins")
         require(self.backend in BACKENDS, "backend", self.backend, f"must be one of {BACKENDS}")
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")
                 or self.device == "mps", "device", self.device, "must be 'auto', 'cpu', 'cuda[:N]' or 'mps'")
+
+    @property
+    def hl_gauss_support(self) -> tuple[float, float]:
+        """(v_min, v_max) of the hl_gauss value bins: hl_gauss_range, or the rule in its docstring when None."""
+        if self.hl_gauss_range is not None:
+            return float(self.hl_gauss_range[0]), float(self.hl_gauss_range[1])
+        v_top = 1.0 / (1.0 - self.discount)
+        sigma = self.hl_gauss_sigma_ratio * v_top / (self.hl_gauss_bins - 6 * self.hl_gauss_sigma_ratio)
+        return -3.0 * sigma, v_top + 3.0 * sigma
 
     @property
     def samples_per_update(self) -> int:

@@ -11,6 +11,9 @@ Usage::
     all_q = q(x)                                  # (10, B, 1); x is (B, in) or (10, B, in)
     some_q = q(x, members=torch.tensor([3, 7]))   # (2, B, 1) from members 3 and 7 only
     soft_update(target, online, tau=0.005)
+
+`HLGauss` is the categorical value support of the classification critic (AgentConfig.critic_loss='hl_gauss'): the
+ensemble's output layer then has `bins` logits per member instead of one Q.
 """
 
 from __future__ import annotations
@@ -124,6 +127,58 @@ class EnsembleMLP(nn.Module):
             h = norm(h, members) if isinstance(norm, EnsembleLayerNorm) else h
             x = self.act(h)
         return self.out(x, members)
+
+
+class HLGauss:
+    """A categorical value support for classification critics (HL-Gauss: Farebrother et al. 2024, "Stop Regressing:
+    Training Value Functions via Classification for Scalable Deep RL").
+
+    `bins` equal bins over [v_min, v_max]; a scalar target t becomes the distribution of N(clip(t), sigma) over the
+    bins (the Gaussian's mass in each bin, CDF differences via erf, renormalised to the mass inside the support);
+    a critic's logits give Q = sum(softmax(logits) x bin centres). sigma = sigma_ratio x bin width. The projection
+    keeps the target's mean to within a small fraction of a bin unless the target is within ~1.5 sigma of an edge,
+    where the cut pulls the mean inward (tests/test_hl_gauss.py measures both).
+
+    Usage::
+
+        hl = HLGauss(-1.0, 10.0, bins=101, sigma_ratio=0.75, device="cpu")
+        q = hl.expected(logits)                  # (..., bins) -> (...)
+        loss = hl.cross_entropy(logits, target)  # logits (N, B, bins), target (B,) -> (N, B)
+    """
+
+    def __init__(self, v_min: float, v_max: float, bins: int, sigma_ratio: float,
+                 device: torch.device | str = "cpu") -> None:
+        if not (math.isfinite(v_min) and math.isfinite(v_max) and v_min < v_max and bins >= 2 and sigma_ratio > 0):
+            raise ValueError(f"HLGauss: need finite v_min < v_max, bins >= 2, sigma_ratio > 0; got "
+                             f"({v_min}, {v_max}), {bins}, {sigma_ratio}")
+        self.v_min, self.v_max, self.bins = float(v_min), float(v_max), int(bins)
+        self.bin_width = (self.v_max - self.v_min) / self.bins
+        self.sigma = float(sigma_ratio) * self.bin_width
+        self.edges = torch.linspace(self.v_min, self.v_max, self.bins + 1, device=device)  # (bins + 1,)
+        self.centres = (self.edges[:-1] + self.edges[1:]) / 2  # (bins,)
+
+    def project(self, target: torch.Tensor) -> torch.Tensor:
+        """target (...) -> probabilities (..., bins), each row summing to 1; targets clipped into the support."""
+        t = target.clamp(self.v_min, self.v_max).unsqueeze(-1)
+        cdf = torch.erf((self.edges - t) / (math.sqrt(2.0) * self.sigma))  # (..., bins + 1), 2 x CDF - 1
+        mass = cdf[..., 1:] - cdf[..., :-1]
+        return mass / (cdf[..., -1:] - cdf[..., :1])
+
+    def expected(self, logits: torch.Tensor) -> torch.Tensor:
+        """Q = sum(softmax(logits) x bin centres): logits (..., bins) -> (...)."""
+        return torch.softmax(logits, -1) @ self.centres
+
+    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """-sum(project(target) x log_softmax(logits)) over the bins: logits (..., B, bins), target (B,) ->
+        (..., B)."""
+        return -(self.project(target) * torch.log_softmax(logits, -1)).sum(-1)
+
+    def initial_bias(self, value: float = 0.0, floor: float = 1e-5) -> torch.Tensor:
+        """Output-layer bias (bins,) whose softmax is the projection of `value` (clipped into the support; bins
+        below `floor` probability raised to it): a fresh critic then starts near Q = value, not at the support's
+        midpoint."""
+        p = self.project(torch.tensor(float(value), device=self.edges.device)).clamp_min(floor)
+        return p.log()
 
 
 @torch.no_grad()

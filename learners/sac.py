@@ -13,6 +13,10 @@ One class covers the family; the config picks the recipe (learners.config preset
 - DrQ (cameras in the observation): random-shift augmentation of obs and next_obs independently, one encoder per
   camera shared by actor and critic (trained by the critic loss; the actor sees detached features), a frozen
   backbone runs once per update for the whole batch (obs and next_obs), shared by the online and target encoders.
+- Classification critic (cfg.critic_loss='hl_gauss', Farebrother et al. 2024): each member outputs logits over
+  fixed value bins (learners.nets.HLGauss) and is trained by cross-entropy toward the target's Gaussian over the
+  bins; every reader of Q (target min, actor loss, BC Q filter, Monte-Carlo floor) takes the expected value
+  (`q_values`). The gripper head stays MSE.
 - Gripper head (cfg.gripper_head): double DQN over {-1, 0, +1} on detached encoder features, reward + the batch's
   `grasp_penalty` (the flip penalty, set by envs.wrappers.GripperPenaltyWrapper); the continuous critic sees
   only the arm dims.
@@ -46,7 +50,7 @@ from torch import nn
 
 from learners.config import AgentConfig
 from learners.encoders import random_shift
-from learners.nets import EnsembleMLP, soft_update
+from learners.nets import EnsembleMLP, HLGauss, soft_update
 from learners.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
 from learners.replay import mc_floor
 from robot_rl.errors import ConfigError, ShapeError
@@ -67,10 +71,18 @@ class SACAgent:
         self.actor = self.policy.actor
         self.gripper = self.policy.gripper
         self.arm_dim = self.policy.arm_dim
+        # classification critic (cfg.critic_loss='hl_gauss'): `bins` logits per member over a fixed value support
+        self.hl_gauss: HLGauss | None = None
+        if cfg.critic_loss == "hl_gauss":
+            self.hl_gauss = HLGauss(*cfg.hl_gauss_support, cfg.hl_gauss_bins, cfg.hl_gauss_sigma_ratio, self.device)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed + 7919)
-            self.critic = EnsembleMLP(cfg.ensemble_size, self.encoder.out_dim + self.arm_dim, cfg.hidden_dims, 1,
+            self.critic = EnsembleMLP(cfg.ensemble_size, self.encoder.out_dim + self.arm_dim, cfg.hidden_dims,
+                                      self.hl_gauss.bins if self.hl_gauss is not None else 1,
                                       cfg.layer_norm, cfg.activation).to(self.device)
+        if self.hl_gauss is not None:  # start near Q = 0 like an MSE critic, not at the support's midpoint
+            with torch.no_grad():
+                self.critic.out.bias.copy_(self.hl_gauss.initial_bias(0.0).expand_as(self.critic.out.bias))
         self.target_encoder = self.encoder.clone_for_target()
         self.target_encoder.eval()  # deterministic targets (no dropout)
         self.target_critic = _frozen_copy(self.critic)
@@ -133,6 +145,14 @@ class SACAgent:
             assert norm is not None
             norm.set(mean, std)
         return mean.cpu().numpy(), std.cpu().numpy()
+
+    def q_values(self, x: torch.Tensor, members: torch.Tensor | None = None, target: bool = False) -> torch.Tensor:
+        """Q of every (or the `members`) critic, (K, B), for x = [features, arm action] (B, F + A): the scalar
+        output of an MSE critic, the expected value over the bins of an hl_gauss one. target=True: the target
+        critics."""
+        net = self.target_critic if target else self.critic
+        out = net(x, members)
+        return self.hl_gauss.expected(out) if self.hl_gauss is not None else out.squeeze(-1)
 
     # ------------------------------------------------------------------ batches
     def _split_batch(self, batch: Mapping[str, Any]) -> dict[str, Any]:
@@ -201,16 +221,24 @@ class SACAgent:
         discounted reward sum up to the bootstrap; bootstrap: gamma^k (1 - terminated); floor: lower bound of the
         target (-inf = none), all (B,)."""
         with torch.no_grad():
-            tq = self.target_critic(target_in, members).squeeze(-1).min(0).values
+            tq = self.q_values(target_in, members, target=True).min(0).values
             if self.cfg.backup_entropy:
                 tq = tq - alpha * next_logp
             td = returns + bootstrap * tq
             target = torch.maximum(td, floor)
-        q = self.critic(torch.cat([feats, arm], -1)).squeeze(-1)  # (N, B)
-        loss = (q - target.unsqueeze(0)).pow(2).mean()
+        out = self.critic(torch.cat([feats, arm], -1))  # (N, B, 1) or (N, B, bins)
+        hl = self.hl_gauss
+        if hl is not None:  # cross-entropy toward the target's Gaussian over the bins, mean over members and rows
+            q = hl.expected(out)
+            loss = hl.cross_entropy(out, target).mean()
+        else:
+            q = out.squeeze(-1)  # (N, B)
+            loss = (q - target.unsqueeze(0)).pow(2).mean()
         info = {"critic_loss": loss.detach(), "q_mean": q.detach().mean(),
                 "q_ensemble_std": q.detach().std(0).mean() if q.shape[0] > 1 else q.new_zeros(()),
                 "target_q_mean": target.mean()}
+        if hl is not None:  # share of the targets outside the value support (clipped into it)
+            info["hl_gauss_clipped_share"] = ((target < hl.v_min) | (target > hl.v_max)).float().mean()
         if self.cfg.mc_lower_bound:  # share of the rows whose Monte-Carlo return lifted the target
             info["mc_bound_share"] = (floor > td).float().mean()
         return loss, info
@@ -223,15 +251,15 @@ class SACAgent:
         mean, log_std = self.actor(self.policy.actor_input(feats, base_actions))
         out, logp = tanh_gaussian(mean, log_std, noise)
         a = self.policy.combine(base_actions, out)
-        q = self.critic(torch.cat([feats, a], -1)).squeeze(-1).mean(0)  # mean over the ensemble (SERL, REDQ)
+        q = self.q_values(torch.cat([feats, a], -1)).mean(0)  # mean over the ensemble (SERL, REDQ)
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
         mode = self.policy.combine(base_actions, torch.tanh(mean))
         sq = (mode - bc_actions).pow(2).sum(-1)
         mask = bc_mask
         if self.cfg.bc_q_filter:  # only where the critic still prefers the human's action (Nair et al. 2018)
             with torch.no_grad():
-                q_human = self.critic(torch.cat([feats, bc_actions], -1)).squeeze(-1).mean(0)
-                q_mode = self.critic(torch.cat([feats, mode.detach()], -1)).squeeze(-1).mean(0)
+                q_human = self.q_values(torch.cat([feats, bc_actions], -1)).mean(0)
+                q_mode = self.q_values(torch.cat([feats, mode.detach()], -1)).mean(0)
             mask = mask * (q_human > q_mode).to(mask.dtype)
         n_human = bc_mask.sum().clamp_min(1.0)
         bc = (sq * mask).sum() / n_human  # over all human rows: the term fades as the filter drops rows
