@@ -104,16 +104,19 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     classifier or human `reward`, wrapped in learners.reward_model.RewardModelWrapper (outermost); `task_config`
     (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server.
     `faithful`: the hardware-faithful mode (envs.env.FAITHFUL; for an `evaluation` env only its observation: no
-    object state). A faithful acting env needs a reward model (`reward` classifier:DIR or human): ConfigError
-    for 'env', whose reward would be 0 on every step."""
+    object state). A classifier `reward` in state mode: the env renders the card's cameras (at the card's size, or
+    `image_size`; over a robot server at the size it serves) into info["reward_images"], never into the
+    observation (learners.reward_model.reward_camera_overrides). A faithful acting env needs a reward model
+    (`reward` classifier:DIR or human): ConfigError for 'env', whose reward would be 0 on every step."""
     from envs.env import FAITHFUL
     from envs.presets import make_env, twin_task
     from learners.reward_model import (
         RewardModelWrapper,
+        camera_shapes_of_env,
         env_overrides,
-        image_shapes_of_space,
         make_reward_model,
         parse_reward_source,
+        reward_camera_overrides,
     )
 
     kind, _ = parse_reward_source(reward)
@@ -125,17 +128,28 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     overrides = env_overrides(reward)
     if faithful:
         overrides.update({"object_obs": False} if evaluation else FAITHFUL)
-    if robot is None:
-        env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
-    else:
-        from envs.remote import make_remote_env
+    cams = {} if evaluation else reward_camera_overrides((reward,), obs_mode)
+    if cams:  # state mode: the env renders the card's cameras into info for the classifier, never the observation
+        overrides["reward_cameras"] = cams["reward_cameras"]
+        if image_size is None and robot is None:  # a robot server: the size it serves (checked against the card)
+            image_size = cams["image_size"]
+    try:
+        if robot is None:
+            env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
+        else:
+            from envs.remote import make_remote_env
 
-        the_task: Any = twin_task(task)
-        if task_config is not None:
-            from envs.hardware.safety_box import load_task_config
+            the_task: Any = twin_task(task)
+            if task_config is not None:
+                from envs.hardware.safety_box import load_task_config
 
-            the_task = load_task_config(task_config)
-        env = make_remote_env(robot, task=the_task, obs_mode=obs_mode, image_size=image_size, **overrides)
+                the_task = load_task_config(task_config)
+            env = make_remote_env(robot, task=the_task, obs_mode=obs_mode, image_size=image_size, **overrides)
+    except ConfigError as err:
+        if not cams:
+            raise
+        raise ConfigError(f"--reward {reward} with --obs-mode state (the env renders the card's cameras): {err}",
+                          ) from None
     if intervene == "scripted":
         from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
         from envs.wrappers import InterventionWrapper
@@ -143,8 +157,9 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         human = ScriptedHumanConfig(task=twin_task(task), seed=seed, press_success=kind == "human")
         env = InterventionWrapper(env, ScriptedHuman(human))
     try:
-        model = make_reward_model(reward, image_shapes_of_space(env.observation_space), reward_audit,
-                                  where=f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
+        where = (f"the actor's {task} reward cameras (--obs-mode state renders the classifier's cameras; "
+                 f"--image-size)" if cams else f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
+        model = make_reward_model(reward, camera_shapes_of_env(env), reward_audit, where=where)
     except Exception:
         env.close()
         raise

@@ -12,8 +12,8 @@ Reward models (learners.reward_model, one per direction): `--reward env` (defaul
 twin's TRUE success of its goal (cube resting and released in zone B / zone A), a privileged stand-in for the
 learned classifiers hardware needs; `--reward classifier` takes `--forward-classifier DIR --backward-classifier
 DIR` (trained with `robot-rl train-classifier` on labels recorded with `robot-rl record-labels --task
-twin-cube-relocate` / `twin-cube-relocate-back`). A classifier reads the cameras, so it needs `--obs-mode pixels`
-(a state policy with a classifier reward is not wired: state mode renders no camera).
+twin-cube-relocate` / `twin-cube-relocate-back`). With `--obs-mode state` the training env renders the classifiers'
+cameras (at their cards' size) for them only (`RobotEnvConfig.reward_cameras`, never in the observation).
 
 What it reports per seed: the first env step (both directions together) at which the forward policy's evaluation
 success reaches 80 %, the backward one's, the final and best rates, the hand-overs, the false-positive hand-overs
@@ -106,8 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.reward == "classifier" and (args.forward_classifier is None or args.backward_classifier is None):
         raise SystemExit("--reward classifier needs --forward-classifier DIR and --backward-classifier DIR")
-    if args.reward == "classifier" and args.obs_mode != "pixels":
-        raise SystemExit("--reward classifier reads the cameras: add --obs-mode pixels")
 
     import torch
 

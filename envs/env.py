@@ -6,7 +6,13 @@ Observation (a Dict):
   "Reset pose" is the task's nominal reset pose (without the per-episode noise), so the noise is visible.
 - pixels mode: "images": Dict{camera: uint8 (H, W, 3)} for every name in `camera_names`.
 - state mode: "object": float32 (k,) privileged task state (`Task.object_obs`, positions relative to the
-  reset pose), unless `object_obs` is False. Nothing is rendered in state mode; the env never touches a camera.
+  reset pose), unless `object_obs` is False. Nothing is rendered in state mode, except the `reward_cameras`.
+
+Reward cameras (state mode, `reward_cameras`): a reward classifier reads camera frames while the policy observes
+state only (a real arm's learned reward). Each reset and step reads those cameras (the same `Cameras` seam and, on
+the twin, the same renderer as pixels mode, at `image_size`) and puts the frames into
+`info["reward_images"]` = {camera: uint8 (image_size, image_size, 3)}; they are never in the observation, so they
+never reach a replay buffer or the wire. `reward_image_shapes` says what is rendered.
 
 Action: Box [-1, 1]^7 = delta xyz * `action_scale_m`, rotation vector * `action_scale_rad` (base frame,
 applied on the left: q_new = exp(a) q), gripper (>= +threshold: close, <= -threshold: open, in between: keep;
@@ -93,7 +99,16 @@ from envs.resets import ResetStep, check_routine, routine_for
 from envs.robot import Cameras, Robot, RobotState
 from envs.tasks import Task, get_task
 from robot_rl.config import Config, require
-from robot_rl.errors import MissingExtraError, ResetError, RobotError, RobotRLError, SafetyError, ShapeError
+from robot_rl.errors import (
+    ConfigError,
+    MissingExtraError,
+    ResetError,
+    RobotError,
+    RobotRLError,
+    SafetyError,
+    ShapeError,
+)
+from robot_rl.reward_source import REWARD_IMAGES_INFO_KEY
 
 try:
     import gymnasium
@@ -136,9 +151,14 @@ class RobotEnvConfig(Config):
     obs_mode: str = "pixels"
     """'pixels': proprio + camera images; 'state': proprio + privileged object state, no rendering."""
     image_size: int = 128
-    """Height and width of every camera image (pixels mode)."""
+    """Height and width of every camera image (pixels mode; state mode: of the `reward_cameras` frames)."""
     camera_names: tuple[str, ...] = ("front", "wrist")
     """Cameras in the observation (pixels mode)."""
+    reward_cameras: tuple[str, ...] = ()
+    """State mode only: cameras read every reset and step for a reward model, their frames put into
+    `info["reward_images"]` {camera: uint8 (image_size, image_size, 3)}, never into the observation (see the module
+    docstring). Empty: state mode renders nothing. `--reward classifier:DIR --obs-mode state` sets it (and
+    image_size) from the classifier's card."""
     reset_noise_m: float = 0.02
     """Uniform noise (+-, per axis) added to the reset position."""
     reset_noise_rad: float = 0.05
@@ -211,6 +231,10 @@ class RobotEnvConfig(Config):
                 "must name at least one camera in pixels mode")
         require(len(set(self.camera_names)) == len(self.camera_names), "camera_names", self.camera_names,
                 "must be unique")
+        require(len(set(self.reward_cameras)) == len(self.reward_cameras), "reward_cameras", self.reward_cameras,
+                "must be unique")
+        require(not self.reward_cameras or self.obs_mode == "state", "reward_cameras", self.reward_cameras,
+                "is a state-mode option (in pixels mode a reward model reads the observation's cameras)")
         for name in ("reset_noise_m", "reset_noise_rad", "max_lead_m", "max_lead_rad", "lead_stall_m_per_s",
                      "lead_stall_rad_per_s"):
             v = getattr(self, name)
@@ -266,12 +290,16 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             raise RobotRLError("render_mode='rgb_array' needs obs_mode='pixels' (state mode never renders)")
         self.render_mode = render_mode
         self.cameras: Cameras | None = None
-        if cfg.obs_mode == "pixels":
+        self._read_names: tuple[str, ...] = cfg.camera_names if cfg.obs_mode == "pixels" else cfg.reward_cameras
+        """The cameras read each step: the observation's (pixels mode) or the reward cameras (state mode)."""
+        if self._read_names:
+            what = "obs_mode='pixels'" if cfg.obs_mode == "pixels" else "reward_cameras"
             if cameras is None:
-                raise RobotRLError("obs_mode='pixels' needs a Cameras object")
-            missing = [n for n in cfg.camera_names if n not in cameras.names]
+                raise RobotRLError(f"{what} needs a Cameras object")
+            missing = [n for n in self._read_names if n not in cameras.names]
             if missing:
-                raise RobotRLError(f"cameras {missing} not available; the robot has {list(cameras.names)}")
+                raise RobotRLError(f"{'reward ' * (cfg.obs_mode == 'state')}cameras {missing} not available; the "
+                                   f"robot has {list(cameras.names)}")
             self.cameras = cameras
 
         obs_spaces: dict[str, spaces.Space[Any]] = {
@@ -293,6 +321,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self.safety_box: SafetyBox | None = None
         self.last_state: RobotState | None = None
         self._last_images: dict[str, np.ndarray] = {}
+        self._reward_images: dict[str, np.ndarray] = {}
         self._cmd_pos = np.zeros(3)
         self._cmd_quat = np.array([1.0, 0.0, 0.0, 0.0])
         self._gripper_cmd = float(self.task.reset_gripper_closed)
@@ -382,6 +411,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             "scene_reset": teleport,
         }
         self._add_privileged_info(info, state)
+        if self.config.reward_cameras:
+            info[REWARD_IMAGES_INFO_KEY] = self._reward_images
         return obs, info
 
     def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
@@ -459,6 +490,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         if state.error:
             info["robot_error"] = state.error
         self._add_privileged_info(info, state)
+        if cfg.reward_cameras:
+            info[REWARD_IMAGES_INFO_KEY] = self._reward_images
         ages = getattr(self.cameras, "frame_ages_s", None)  # real cameras report how old each frame was
         if callable(ages):
             info["frame_age_ms"] = {k: 1e3 * v for k, v in ages().items()}
@@ -499,6 +532,12 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
     @property
     def episode_steps(self) -> int:
         return self._episode_steps
+
+    @property
+    def reward_image_shapes(self) -> dict[str, tuple[int, int, int]]:
+        """{camera: (H, W, 3)} of the frames in `info["reward_images"]` (state mode's `reward_cameras`; else {})."""
+        hw3 = (self.config.image_size, self.config.image_size, 3)
+        return {name: hw3 for name in self.config.reward_cameras}
 
     @property
     def faithful(self) -> bool:
@@ -706,23 +745,31 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             np.asarray(state.force_ee_n, np.float64), np.asarray(state.torque_ee_nm, np.float64),
         ]).astype(np.float32)
         obs: dict[str, Any] = {"state": proprio}
-        if self.cameras is None:
+        if self.config.obs_mode == "state":
+            if self._read_names:  # reward cameras: into info (step / reset), never into the observation
+                self._reward_images = self._read_frames()
             if not self.config.object_obs:
                 return obs
             obs["object"] = (self.task.object_obs(state, self.reset_pose[0]) if self._has_objects(state)
                              else np.zeros(self.task.object_dim, np.float32))
             return obs
+        images = self._read_frames()
+        self._last_images = images
+        obs["images"] = images
+        return obs
+
+    def _read_frames(self) -> dict[str, np.ndarray]:
+        """One uint8 (image_size, image_size, 3) frame per camera of `_read_names` (ShapeError otherwise)."""
+        assert self.cameras is not None
         frames = self.cameras.read()
         hw3 = (self.config.image_size, self.config.image_size, 3)
         images = {}
-        for name in self.config.camera_names:
+        for name in self._read_names:
             img = np.asarray(frames[name])
             if img.shape != hw3 or img.dtype != np.uint8:
                 raise ShapeError(f"camera '{name}': expected uint8 {hw3}, got {img.dtype} {img.shape}")
             images[name] = img
-        self._last_images = images
-        obs["images"] = images
-        return obs
+        return images
 
 
 def bound_lead(pos: np.ndarray, quat: np.ndarray, measured_pos: np.ndarray, measured_quat: np.ndarray,
@@ -768,7 +815,8 @@ def make_twin_env(
     `config` takes any other `RobotEnvConfig` field (e.g. max_episode_steps=50, reset_noise_m=0.0).
     `faithful`: the hardware-faithful mode (`FAITHFUL` under any field given explicitly in `config`).
     `physics_hz` overrides the twin's physics/controller rate (None: TwinRobotConfig's default, 1 kHz).
-    In state mode the twin is built without a renderer.
+    In state mode the twin is built without a renderer, unless `reward_cameras` (a config field) names cameras: then
+    it renders just those, at `image_size` (ConfigError for a camera the twin does not have).
     """
     from robot_rl.extras import optional_import
 
@@ -780,13 +828,20 @@ def make_twin_env(
         config = {**FAITHFUL, **config}
     cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size), camera_names=tuple(camera_names), **config)
     pixels = cfg.obs_mode == "pixels"
+    render = pixels or bool(cfg.reward_cameras)  # state mode: a renderer only for the reward cameras
+    if cfg.reward_cameras:
+        from envs.twin.model import CAMERA_NAMES
+
+        missing = [n for n in cfg.reward_cameras if n not in CAMERA_NAMES]
+        if missing:
+            raise ConfigError(f"reward_cameras: the twin has no camera {missing[0]!r}; it has {list(CAMERA_NAMES)}")
     twin_options: dict[str, Any] = {} if physics_hz is None else {"physics_hz": float(physics_hz)}
     robot = TwinRobot(TwinRobotConfig(
         task=the_task.twin_task,
         image_height=cfg.image_size,
         image_width=cfg.image_size,
-        camera_names=cfg.camera_names,
-        render=pixels,  # state mode: the twin never creates a renderer
+        camera_names=cfg.camera_names if pixels or not render else cfg.reward_cameras,
+        render=render,
         **twin_options,
     ))
-    return RobotEnv(robot, the_task, robot.cameras() if pixels else None, cfg, render_mode=render_mode)
+    return RobotEnv(robot, the_task, robot.cameras() if render else None, cfg, render_mode=render_mode)

@@ -361,8 +361,10 @@ def make_remote_env(
     """A `RobotEnv` over a robot server: the RemoteRobot (connected here unless one is passed), its cameras in
     pixels mode, and any other `RobotEnvConfig` field as a kwarg (`realtime` defaults to True over a hardware
     backend, HARDWARE_BACKENDS, and False over the twin). `task` defaults to the server's task;
-    `image_size` and `camera_names` default to what the server serves. SpecMismatchError when the server runs
-    another task or serves other image sizes or cameras than asked for; the env's close() stops the client.
+    `image_size` and `camera_names` default to what the server serves. In state mode a `reward_cameras` config
+    (envs.env.RobotEnvConfig) reads those of the server's cameras for a reward model (info["reward_images"]).
+    SpecMismatchError when the server runs another task or serves other image sizes or cameras than asked for; the
+    env's close() stops the client.
     """
     from envs.env import RobotEnv, RobotEnvConfig
     from envs.tasks import get_task
@@ -379,7 +381,7 @@ def make_remote_env(
             raise SpecMismatchError(f"the robot server runs task '{served}', the env asks for '{the_task.name}'",
                                     ["task"])
         cameras: RemoteCameras | None = None
-        if obs_mode == "pixels":
+        if obs_mode == "pixels" or config.get("reward_cameras"):  # state mode: the reward cameras only
             cameras = robot.cameras()
             shape = cameras.image_shape
             if image_size is None:
@@ -390,7 +392,8 @@ def make_remote_env(
                 raise SpecMismatchError(f"the robot server renders {shape[0]}x{shape[1]} images, the env asks for "
                                         f"{image_size}x{image_size} (start the server with --image-size "
                                         f"{image_size})", ["image_size"])
-            camera_names = tuple(camera_names) if camera_names is not None else cameras.names
+            if obs_mode == "pixels":
+                camera_names = tuple(camera_names) if camera_names is not None else cameras.names
         if "realtime" not in config:  # hardware: the env keeps the 10 Hz deadlines (the twin simulates its wait)
             config["realtime"] = str(robot.info.get("backend", "")) in HARDWARE_BACKENDS
         cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size or 128),

@@ -5,7 +5,8 @@ the first reset only, afterwards the robot's reset routine runs) and without the
 `--faithful` also drops the object observation). Two agents, each with its own online buffer, demo buffer
 (`--demos` forward, `--backward-demos` backward, e.g. recorded on twin-cube-relocate-back) and reward model
 (`--reward` forward, `--backward-reward` backward, learners.reward_model: "env" = the twin's true success of the
-direction's goal, a privileged stand-in for a classifier, or classifier:DIR; `--faithful` needs classifiers), take
+direction's goal, a privileged stand-in for a classifier, or classifier:DIR; `--faithful` needs classifiers; with
+`--obs-mode state` the env renders the classifiers' cameras into info for them, learners.reward_model), take
 turns as learners.forward_backward describes (hand-over guard included). Each agent updates from its own buffers
 at the task recipe's updates per env step while it acts.
 
@@ -51,14 +52,13 @@ from learners.forward_backward import (
 )
 from learners.loop import evaluate_episodes
 from learners.replay import ReplayBuffer
-from learners.reward_model import parse_reward_source
+from learners.reward_model import camera_shapes_of_env, parse_reward_source
 from learners.sac import SACAgent
 from learners.state import TrainingRun
 from learners.train_cli import ScalarWriter, TrainConfig, env_spec, load_demo_buffer, make_env
 from robot_rl.errors import ConfigError
 from robot_rl.metrics import MetricsLog, plot_learning_curve, read_metrics
 from robot_rl.presets import PRESETS, get_preset
-from robot_rl.specs import flatten_space
 
 REWARD_NOTE = ("the twin's TRUE success of the direction's goal (privileged state; a stand-in for a reward classifier "
                "that hardware would need)")
@@ -93,14 +93,15 @@ def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, lo
     _prepare(out, resume)
     torch.set_num_threads(cfg.threads)
     train_kw: dict[str, Any] = {"faithful": True} if cfg.faithful else {"scene_resets": "first", "task_reward": False}
-    env = make_env(cfg, **train_kw)
+    # a classifier with --obs-mode state: the training env renders the cards' cameras into info, not the observation
+    env = make_env(cfg, reward_sources=(cfg.reward, cfg.backward_reward), **train_kw)
     eval_envs = (make_env(cfg), make_env(cfg, task=fb.backward_task))
     bcfg = _direction_config(cfg, fb.backward_task)
     try:
         spec_f = env_spec(env, cfg)
         spec_b = dataclasses.replace(spec_f, task=fb.backward_task)
         has_cams = bool(spec_f.cameras)
-        shapes = {s.name: tuple(s.shape) for s in flatten_space(env.observation_space) if s.is_image}
+        shapes = camera_shapes_of_env(env)
         directions = []
         for name, dcfg, spec, goal, source_spec, demos in (
                 ("forward", cfg, spec_f, fb.forward_goal, cfg.reward, cfg.demos),

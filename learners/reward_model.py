@@ -23,6 +23,12 @@ Every frame the classifier calls positive is logged for audit (`RewardAudit`): o
 probability, run length, predicate, whether it was rewarded, the env's true success when it reports one) and a
 PNG of the cameras, so a user can look at what was rewarded.
 
+A state policy with a classifier reward: the env renders the card's cameras without observing them
+(envs.env `RobotEnvConfig.reward_cameras`; `reward_camera_overrides(sources, obs_mode)` gives the env kwargs from
+the cards, `camera_shapes_of_env(env)` what the env offers for the card check) and puts the frames into
+`info["reward_images"]` (robot_rl.reward_source.REWARD_IMAGES_INFO_KEY); `ClassifierReward` reads a camera of its
+card there whenever the observation lacks it, and the audit log writes those frames too.
+
 `RewardModelWrapper` applies a model to any gymnasium-style env (duck-typed: learners imports gymnasium only
 lazily): reward and `terminated` come from the model (the env's own `terminated` still ends the episode, so
 make the twin with `terminate_on_success=False`: `env_overrides(source)`); `info["success"]` stays the env's
@@ -52,7 +58,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from robot_rl.errors import ConfigError, ShapeError
-from robot_rl.reward_source import parse_reward_source
+from robot_rl.reward_source import IMAGES_LEAF, REWARD_IMAGES_INFO_KEY, parse_reward_source, reward_image_path
 from robot_rl.specs import flatten_value
 
 DEFAULT_GATE_K = 3
@@ -151,6 +157,18 @@ class RewardDecision:
     predicate_ok: bool = True
 
 
+def camera_frames(obs: Any, info: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """{observation path: uint8 (H, W, 3)} of every camera frame a reward model can read: the observation's images
+    and, for paths the observation lacks, the env's reward cameras in `info["reward_images"]` (state mode)."""
+    frames = {k: v for k, v in flatten_value(obs).items()
+              if isinstance(v, np.ndarray) and v.dtype == np.uint8 and v.ndim == 3}
+    extra = info.get(REWARD_IMAGES_INFO_KEY) if isinstance(info, Mapping) else None
+    if isinstance(extra, Mapping):
+        for name, img in extra.items():
+            frames.setdefault(reward_image_path(str(name)), np.asarray(img))
+    return frames
+
+
 class RewardModel(Protocol):
     """Maps the newest observation (and the env's info) to a RewardDecision; reset at every episode start."""
 
@@ -186,8 +204,7 @@ class RewardAudit:
                                "predicate_ok": decision.predicate_ok, "rewarded": decision.success}
         if "success" in info:
             row["true_success"] = bool(info["success"])
-        frames = [np.asarray(v) for k, v in sorted(flatten_value(obs).items())
-                  if isinstance(v, np.ndarray) and v.dtype == np.uint8 and v.ndim == 3]
+        frames = [v for _, v in sorted(camera_frames(obs, info).items())]
         if frames and self.images < self.max_images:
             name = f"frames/ep{episode:06d}_t{t:04d}.png"
             write_png(self.directory / name, grid_frames([frames]))
@@ -237,21 +254,23 @@ class ClassifierReward:
     def reset(self) -> None:
         self.run = 0
 
-    def prob(self, obs: Any) -> float:
-        """The classifier's success probability for one observation's frames."""
-        flat = flatten_value(obs)
+    def prob(self, obs: Any, info: Mapping[str, Any] | None = None) -> float:
+        """The classifier's success probability for one step's frames: the observation's cameras, or (state mode)
+        the env's reward cameras in `info["reward_images"]` (`camera_frames`)."""
+        flat = camera_frames(obs, info)
         batch = {}
         for cam in self.cameras:
             img = flat.get(cam)
             if img is None or np.shape(img) != self._shape:
-                self.check_observation_shapes({k: np.shape(v) for k, v in flat.items() if np.ndim(v) == 3})
+                self.check_observation_shapes({k: np.shape(v) for k, v in flat.items()},
+                                              where="the env's observation and info['reward_images']")
             batch[cam] = self._torch.from_numpy(np.ascontiguousarray(img, dtype=np.uint8)[None])
         with self._torch.no_grad():
             logit = float(self.classifier.model(batch)[0])
         return 1.0 / (1.0 + math.exp(-logit)) if logit > -700 else 0.0
 
     def step(self, obs: Any, info: Mapping[str, Any], episode: int, t: int) -> RewardDecision:
-        p = self.prob(obs)
+        p = self.prob(obs, info)
         positive = p >= self.threshold
         self.run = self.run + 1 if positive else 0
         pred_ok = self.predicate(obs) if positive else True
@@ -342,6 +361,60 @@ def image_shapes_of_space(space: Any) -> dict[str, tuple[int, ...]]:
     from robot_rl.specs import flatten_space
 
     return {s.name: tuple(s.shape) for s in flatten_space(space) if s.is_image}
+
+
+def camera_shapes_of_env(env: Any) -> dict[str, tuple[int, ...]]:
+    """{observation path: shape} of every camera a reward model can read from `env`: its observation's images plus
+    the reward cameras it puts into info (`env.unwrapped.reward_image_shapes`, envs.env.RobotEnv, as
+    "images/NAME"); what `make_reward_model` checks a classifier's card against."""
+    shapes = image_shapes_of_space(env.observation_space)
+    extra = getattr(getattr(env, "unwrapped", env), "reward_image_shapes", None)
+    if isinstance(extra, Mapping):
+        for name, shape in extra.items():
+            shapes.setdefault(reward_image_path(str(name)), tuple(int(v) for v in shape))
+    return shapes
+
+
+def reward_camera_overrides(sources: Sequence[str], obs_mode: str | None) -> dict[str, Any]:
+    """Env kwargs (envs.env.RobotEnvConfig fields) a state-mode env needs to feed the classifiers among `sources`
+    (`--reward` values): `reward_cameras`, the cameras their cards name (an "images/NAME" observation path ->
+    camera NAME; first card first, no repeats), and `image_size`, the cards' (square) size. {} for another
+    obs_mode or without a classifier. ConfigError, naming the card, for a camera that is not an "images/NAME" path,
+    a non-square size or cards of different sizes (the env renders every reward camera at one size); a camera the
+    env lacks is refused by the env, a size unlike the env's `image_size` by the card check (`make_reward_model`)."""
+    if obs_mode != "state":
+        return {}
+    cameras: list[str] = []
+    size: int | None = None
+    first = ""
+    for source in sources:
+        kind, directory = parse_reward_source(source)
+        if kind != "classifier":
+            continue
+        from learners.classifier import CARD_FILE, read_card
+
+        assert directory is not None
+        card = read_card(directory)
+        h, w = (int(v) for v in card.image_size)
+        where = Path(directory) / CARD_FILE
+        if h != w:
+            raise ConfigError(f"{where}: image_size {h}x{w} is not square; a state-mode env renders square frames "
+                              f"for a classifier (--obs-mode pixels reads the observation's cameras instead)")
+        if size is not None and h != size:
+            raise ConfigError(f"{where}: image_size {h}x{w}, but {first} is {size}x{size}; a state-mode env renders "
+                              f"every reward camera at one size")
+        if size is None:
+            size, first = h, str(where)
+        for cam in card.cameras:
+            leaf, _, name = cam.partition("/")
+            if leaf != IMAGES_LEAF or not name or "/" in name:
+                raise ConfigError(f"{where}: camera {cam!r} is not an '{IMAGES_LEAF}/NAME' "
+                                  f"observation path; a state-mode env renders only its own cameras for a classifier")
+            if name not in cameras:
+                cameras.append(name)
+    if not cameras:
+        return {}
+    return {"reward_cameras": tuple(cameras), "image_size": size}
 
 
 def make_reward_model(source: str, obs_shapes: Mapping[str, Sequence[int]] | None = None,

@@ -40,6 +40,13 @@ also `--backward-reward`), e.g.
 
     robot-rl train --task twin-pick-cube --obs-mode pixels --faithful --reward classifier:runs/cls \\
         --demos demos/pick_px --max-env-steps 20000 --out runs/pick_faithful
+
+A classifier with `--obs-mode state` (a state policy, a camera reward): the training env renders the card's
+cameras at the card's size into info["reward_images"] for the classifier only (envs.env RobotEnvConfig.reward_cameras;
+never in the observation, the replay buffer or a checkpoint), e.g.
+
+    robot-rl train --task twin-pick-cube --obs-mode state --faithful --reward classifier:runs/cls \\
+        --demos demos/pick --max-env-steps 20000 --out runs/pick_state_cls
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ import importlib
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +82,11 @@ from learners.recipes import recipe_for
 from learners.replay import ReplayBuffer, ReplayConfig, concat_batches
 from learners.reward_model import (
     RewardModelWrapper,
+    camera_shapes_of_env,
     env_overrides,
-    image_shapes_of_space,
     make_reward_model,
     parse_reward_source,
+    reward_camera_overrides,
 )
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
@@ -111,7 +119,8 @@ class TrainConfig(Config):
     the forward direction's."""
     reward: str = "env"
     """Where training rewards come from: env (the env's own), classifier:DIR (a trained reward classifier, gated;
-    positives logged in OUT/reward_audit) or human (the teleop success key); learners.reward_model. Evaluation
+    positives logged in OUT/reward_audit; with obs_mode 'state' the env renders the card's cameras for it, into
+    info only) or human (the teleop success key); learners.reward_model. Evaluation
     always reports the env's true success. With --forward-backward: the forward direction's reward (env: the twin's
     true success of the direction's goal, privileged)."""
     faithful: bool = False
@@ -275,17 +284,22 @@ class TrainConfig(Config):
                                     parse_set(self.agent_set))
 
 
-def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None = None, **env_kwargs: Any) -> Any:
+def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None = None,
+             reward_sources: Sequence[str] = (), **env_kwargs: Any) -> Any:
     """gymnasium.make the run's env (preset or env id); ConfigError for a module or env id that does not exist.
     `for_reward_model`: the training env of a run whose reward is not the env's (a twin preset then does not end
-    episodes on its own success). `task`: another preset than cfg.task (the backward direction's); `env_kwargs`:
-    extra env options (presets). In a faithful run every env drops the object observation; only the training env
-    (`for_reward_model`) is made fully hardware-faithful (evaluation envs still teleport and report the true
-    success)."""
+    episodes on its own success; `reward_sources` defaults to (cfg.reward,)). `task`: another preset than cfg.task
+    (the backward direction's); `env_kwargs`: extra env options (presets). In a faithful run every env drops the
+    object observation; only the training env (`for_reward_model`) is made fully hardware-faithful (evaluation envs
+    still teleport and report the true success). A state-mode twin preset whose `reward_sources` include a
+    classifier renders the cards' cameras at the card's size (unless --image-size says otherwise) into
+    info["reward_images"], never into the observation (learners.reward_model.reward_camera_overrides)."""
     import gymnasium
 
     module: str | None = cfg.env_module
     env_id, kwargs = str(cfg.env_id), {}
+    if for_reward_model and not reward_sources:
+        reward_sources = (cfg.reward,)
     if cfg.task is not None:
         preset = get_preset(task or cfg.task)
         module, env_id = preset.env_module, preset.env_id
@@ -296,6 +310,10 @@ def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None 
                 kwargs["faithful"] = True
         if cfg.faithful:  # every env of a faithful run observes the same (evaluation envs may still teleport)
             kwargs.setdefault("object_obs", False)
+        cams = reward_camera_overrides(reward_sources, cfg.obs_mode)
+        if cams:
+            kwargs["reward_cameras"] = cams["reward_cameras"]
+            kwargs.setdefault("image_size", cams["image_size"])
     if module:
         try:
             importlib.import_module(module)
@@ -307,12 +325,24 @@ def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None 
         base = gymnasium.make(env_id, **kwargs)
     except gymnasium.error.Error as err:
         raise ConfigError(f"--env-id {env_id}: {err}") from None
+    except ConfigError as err:
+        if "reward_cameras" not in kwargs:
+            raise
+        raise ConfigError(f"{' and '.join(s for s in reward_sources if s.startswith('classifier:'))} with "
+                          f"--obs-mode state (the env renders the card's cameras): {err}") from None
     from learners.gym_compat import ActionBoxWrapper, SuccessKeyWrapper
 
     env: Any = SuccessKeyWrapper(base, cfg.success_key)
     if cfg.action_low:
         env = ActionBoxWrapper(env, cfg.action_low, cfg.action_high)
     return env
+
+
+def camera_source(obs_mode: str | None) -> str:
+    """Where a run's reward classifier gets its frames, for its card-check errors."""
+    if obs_mode == "state":
+        return "reward cameras (--obs-mode state renders the classifier's cameras; --image-size)"
+    return "observation (--obs-mode / --image-size)"
 
 
 def resolve_action_box(cfg: TrainConfig, log: Any = print) -> TrainConfig:
@@ -421,8 +451,8 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     the reward model is then its only reward)."""
     torch.set_num_threads(cfg.threads)
     env, eval_env = make_env(cfg, for_reward_model=True), make_env(cfg)
-    model = make_reward_model(cfg.reward, image_shapes_of_space(env.observation_space), reward_audit,
-                              where=f"the {cfg.task or cfg.env_id} observation (--obs-mode / --image-size)")
+    model = make_reward_model(cfg.reward, camera_shapes_of_env(env), reward_audit,
+                              where=f"the {cfg.task or cfg.env_id} {camera_source(cfg.obs_mode)}")
     if model is not None:
         env = RewardModelWrapper(env, model)
     spec = env_spec(env, cfg)

@@ -6,6 +6,11 @@ processes that do not import learners (`robot-rl sim`'s supervisor) check it the
 - "classifier:DIR": a reward classifier written by `robot-rl train-classifier`;
 - "human": the teleop device's success key.
 
+A state-mode env can still feed a classifier: it renders the classifier's cameras (`RobotEnvConfig.reward_cameras`)
+into `info[REWARD_IMAGES_INFO_KEY]` = {camera: uint8 (H, W, 3)}, never into the observation; the classifier looks
+a camera of its card ("images/NAME", an observation path) up there when the observation has none
+(`reward_image_path`).
+
 Usage::
 
     parse_reward_source("classifier:runs/cls")     # ("classifier", "runs/cls")
@@ -17,6 +22,17 @@ from __future__ import annotations
 from robot_rl.errors import ConfigError
 
 REWARD_SOURCES = ("env", "human", "classifier:DIR")
+
+REWARD_IMAGES_INFO_KEY = "reward_images"
+"""The `info` key under which a state-mode env puts the frames of its reward cameras: {camera: uint8 (H, W, 3)}."""
+
+IMAGES_LEAF = "images"
+"""The observation leaf of camera images (pixels mode): a camera NAME is the observation path "images/NAME"."""
+
+
+def reward_image_path(camera: str) -> str:
+    """The observation path ("images/NAME") a camera of `info[REWARD_IMAGES_INFO_KEY]` stands for."""
+    return f"{IMAGES_LEAF}/{camera}"
 
 
 def parse_reward_source(text: str, flag: str = "--reward") -> tuple[str, str | None]:

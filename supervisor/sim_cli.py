@@ -188,7 +188,9 @@ class Sim:
                 raise ConfigError(f"--reward {a.reward}: no such classifier directory (robot-rl train-classifier "
                                   f"writes one)")
             if a.obs_mode != "pixels":
-                raise ConfigError(f"--reward {a.reward}: a classifier reads the cameras; add --obs-mode pixels")
+                raise ConfigError(f"--reward {a.reward}: a classifier reads the cameras and sim's robot servers serve "
+                                  f"none in state mode; add --obs-mode pixels (robot-rl train and robot-rl actor "
+                                  f"render the card's cameras for a state policy)")
         if kind == "human" and a.intervene is None:
             raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene scripted")
         if a.faithful and kind == "env":
