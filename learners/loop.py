@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from learners.replay import ReplayBuffer, route_transition, sampler_for
+from learners.replay import ReplayBuffer, ReplayEmptyError, route_transition, sampler_for
 from robot_rl.config import Config, require
 
 
@@ -119,6 +119,8 @@ class LoopCounters:
     env_step: int = 0
     episode: int = 0
     updates: int = 0
+    offline_updates: int = 0
+    """Agent updates of the offline phase (`train_offline`); they are counted in `updates` too."""
 
 
 def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
@@ -192,6 +194,44 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
             ep_return, ep_len, sums, n_metrics, prev_intervention = 0.0, 0, {}, 0, False
             if step < cfg.total_steps:
                 obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
+
+
+def train_offline(agent: Agent, demo: ReplayBuffer, updates: int, counters: LoopCounters | None = None,
+                  report_every: int = 1000, on_learning_start: Callable[[], None] | None = None,
+                  ) -> Iterator[dict[str, Any]]:
+    """Offline phase: `updates` agent updates on batches drawn from `demo` alone (no env, no online data); yield
+    the mean of the agent's update metrics (plus `updates`, `offline_updates`) every `report_every` updates and
+    after the last one.
+
+    `counters.updates` and `counters.offline_updates` advance in place; a counters object that already holds
+    offline updates (a resumed run) continues up to `updates` in all. The batches come from the demo buffer the
+    online phase would use (`sampler_for` with no online data: n-step rows and Monte-Carlo returns as the agent's
+    config asks); every row keeps its episode's `intervention` flag, so a behaviour-cloning term (bc_weight) sees
+    only the human rows. `on_learning_start` is called once before the run's first update (as in `train_online`)."""
+    if report_every < 1:
+        raise ValueError(f"report_every must be >= 1, got {report_every}")
+    c = counters if counters is not None else LoopCounters()
+    if c.offline_updates >= updates:
+        return
+    if len(demo) == 0:
+        raise ReplayEmptyError("the offline phase needs transitions in the demo buffer; it holds none")
+    empty = ReplayBuffer(demo.spec, 2, seed=0)  # no online data: every row comes from the demo buffer
+    sampler = sampler_for(empty, demo, 1.0, agent.cfg)
+    rows = int(getattr(agent.cfg, "samples_per_update", 256))
+    if c.updates == 0 and on_learning_start is not None:
+        on_learning_start()
+    sums: dict[str, float] = {}
+    n = 0
+    while c.offline_updates < updates:
+        metrics = agent.update(sampler.sample(rows))
+        c.updates += 1
+        c.offline_updates += 1
+        n += 1
+        for k, v in metrics.items():
+            sums[k] = sums.get(k, 0.0) + v
+        if c.offline_updates % report_every == 0 or c.offline_updates == updates:
+            yield {"updates": c.updates, "offline_updates": c.offline_updates, **{k: v / n for k, v in sums.items()}}
+            sums, n = {}, 0
 
 
 def evaluate_episodes(env: Any, agent: Actor, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,

@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,15 +143,21 @@ def _what_it_is(p: Path) -> str:
     return f"not a run directory: no checkpoints/, no meta.json{hint}"
 
 
-def load_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
-    """Read a checkpoint directory: ({group: {name: array}}, meta). Raises CheckpointError naming the file."""
+def load_checkpoint(path: str | os.PathLike[str], only: Collection[str] | None = None,
+                    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
+    """Read a checkpoint directory: ({group: {name: array}}, meta). Raises CheckpointError naming the file.
+    `only`: read just these groups (those the checkpoint has), e.g. the agent without its replay buffers."""
     p = Path(path)
     try:
         meta = json.loads((p / "meta.json").read_text())
     except (OSError, ValueError) as err:
         raise CheckpointError(f"{p}: unreadable checkpoint meta.json ({err})") from err
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{p}: unreadable checkpoint meta.json (not a JSON object)")
     groups: dict[str, dict[str, np.ndarray]] = {}
     for name in meta.get("groups", []):
+        if only is not None and name not in only:
+            continue
         f = p / f"{name}.npz"
         try:
             with np.load(f, allow_pickle=False) as z:
