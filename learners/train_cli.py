@@ -76,6 +76,7 @@ from learners.loop import (
     evaluate_episodes,
     from_env_action,
     set_env_rng_state,
+    train_offline,
     train_online,
 )
 from learners.recipes import recipe_for
@@ -98,6 +99,9 @@ from robot_rl.presets import PRESETS, get_preset
 from robot_rl.specs import EnvSpec
 
 ALGOS = ("rlpd", "sac", "hil-serl")
+DEFAULT_WARMUP_STEPS = 200
+"""--warmup-steps default: WSRL's 5000 warm-up steps are ~0.5-1 % of its fine-tuning runs; 200 is 1 % of a
+20k-step pick-cube run, 2-4 of its episodes (<= 100 steps) and twice the default --learning-starts."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +121,25 @@ class TrainConfig(Config):
     demos: str | None = None
     """Directory of demo episodes (robot_rl.episodes format) for the demo buffer (RLPD); with --forward-backward
     the forward direction's."""
+    extra_demos: tuple[str, ...] = ()
+    """More episode directories for the same demo buffer (`--demos DIR DIR2 ...`), e.g. recorded rollouts of a
+    policy, failures included. Each row keeps its episode's `intervention` flag: rows of episodes not driven by a
+    human stay unmarked, so the behaviour-cloning term (bc_weight) never imitates them."""
+    demo_ratio: float = 0.5
+    """Fraction of each batch drawn from the demo buffer while it holds data (RLPD: 0.5); the rest from online data."""
+    offline_updates: int = 0
+    """Offline phase: this many agent updates on the demo buffer alone (--demos: demos and/or recorded rollouts)
+    before the first env step; then one evaluation (env_step 0) and a checkpoint. With --max-env-steps 0 the run
+    ends there (an offline-trained checkpoint for `robot-rl eval` and `--init-from`)."""
+    init_from: str | None = None
+    """Warm start (WSRL): load the agent (actor, critics, targets, temperature, Adam moments; not the update
+    counter, the RNG states or any replay data) of this run directory or checkpoint (learners.warm_start), collect
+    --warmup-steps env steps with it, then fine-tune on online data only (no demo buffer unless --demos is given).
+    The loaded policy is evaluated at env step 0."""
+    warmup_steps: int | None = None
+    """With --init-from: env steps collected with the loaded policy (its stochastic actions; no updates, no random
+    actions) before fine-tuning starts; replaces --learning-starts. None: 200 (WSRL's 5000 scaled to our tasks:
+    about 1 % of a 20k-step pick-cube run, 2-4 pick-cube episodes)."""
     reward: str = "env"
     """Where training rewards come from: env (the env's own), classifier:DIR (a trained reward classifier, gated;
     positives logged in OUT/reward_audit; with obs_mode 'state' the env renders the card's cameras for it, into
@@ -208,7 +231,25 @@ class TrainConfig(Config):
         require((self.task is None) != (self.env_id is None), "task/env_id", (self.task, self.env_id),
                 "give exactly one of --task and --env-id")
         require(self.algo in ALGOS, "algo", self.algo, f"must be one of {ALGOS}")
-        require(self.max_env_steps >= 1, "max_env_steps", self.max_env_steps, "must be >= 1")
+        require(self.max_env_steps >= (0 if self.offline_updates > 0 else 1), "max_env_steps", self.max_env_steps,
+                "must be >= 1 (0 only with --offline-updates: an offline-only run)")
+        require(self.offline_updates >= 0, "offline_updates", self.offline_updates, "must be >= 0")
+        require(self.offline_updates == 0 or self.demos is not None, "offline_updates", self.offline_updates,
+                "needs --demos DIR [DIR ...]: the offline phase trains on the demo buffer alone")
+        require(not self.extra_demos or self.demos is not None, "extra_demos", self.extra_demos, "needs --demos")
+        require(0.0 <= self.demo_ratio <= 1.0, "demo_ratio", self.demo_ratio, "must be in [0, 1]")
+        require(self.warmup_steps is None or self.init_from is not None, "warmup_steps", self.warmup_steps,
+                "only with --init-from (a fresh run waits --learning-starts steps before its first update)")
+        require(self.warmup_steps is None or self.warmup_steps >= 0, "warmup_steps", self.warmup_steps,
+                "must be >= 0")
+        require(self.init_from is None or self.start_steps == 0, "start_steps", self.start_steps,
+                "must be 0 with --init-from: uniform random actions would throw the loaded policy away (the warm-up "
+                "collects with it: --warmup-steps)")
+        if self.forward_backward:
+            for name, value, default in (("--init-from", self.init_from, None), ("--offline-updates",
+                                         self.offline_updates, 0), ("--demos DIR DIR2", self.extra_demos, ())):
+                require(value == default, name.lstrip("-").replace("-", "_"), value,
+                        f"is not supported with --forward-backward ({name})")
         require(self.eval_every >= 1, "eval_every", self.eval_every, "must be >= 1")
         require(self.eval_episodes >= 1, "eval_episodes", self.eval_episodes, "must be >= 1")
         require(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "must be >= 1")
@@ -241,6 +282,16 @@ class TrainConfig(Config):
         if self.task is None or self.no_recipe:
             return {}
         return recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
+
+    def demo_dirs(self) -> tuple[str, ...]:
+        """Every episode directory of the demo buffer (--demos DIR [DIR ...]); () without demos."""
+        return (self.demos, *self.extra_demos) if self.demos else ()
+
+    def warmup(self) -> int:
+        """Env steps of the warm start's warm-up (--warmup-steps, default 200); 0 without --init-from."""
+        if self.init_from is None:
+            return 0
+        return DEFAULT_WARMUP_STEPS if self.warmup_steps is None else self.warmup_steps
 
     def steps_per_update(self) -> int:
         """Agent updates per env step: the flag, else the task's recipe, else 1."""
@@ -363,7 +414,7 @@ def resolve_action_box(cfg: TrainConfig, log: Any = print) -> TrainConfig:
     if half is None:
         if not cfg.demos:
             raise ConfigError("--action-scale auto needs --demos DIR (it uses the demos' action range)")
-        episodes, _ = load_dir(cfg.demos)
+        episodes, _ = load_dir(cfg.demos)  # the first --demos directory: the demonstrations, not extra rollouts
         acts = [ep.actions for ep in episodes]
         box = auto_action_box(np.concatenate(acts) if acts else np.zeros((0, low.shape[0])), low, high)
     else:
@@ -409,35 +460,44 @@ def without_extra_leaves(episode: Any, spec: EnvSpec) -> Any:
                                spec=ep_spec)
 
 
-def load_demo_buffer(directory: str, spec: EnvSpec, seed: int, flag: str = "--demos", bounds: Any = None,
-                     narrowed_actions: bool = False, warn_action_space: Any = None) -> ReplayBuffer:
-    """A demo buffer holding every readable episode of `directory` (each checked against `spec`); ConfigError
-    naming `flag` when there is none.
+def load_demo_buffer(directory: str | Sequence[str], spec: EnvSpec, seed: int, flag: str = "--demos",
+                     bounds: Any = None, narrowed_actions: bool = False, warn_action_space: Any = None,
+                     ) -> ReplayBuffer:
+    """A demo buffer holding every readable episode of `directory` (one directory or several: demos, recorded
+    rollouts; each episode checked against `spec`); ConfigError naming `flag` and the directory when one holds
+    none. Every row keeps its episode's `intervention` flags (a rollout's rows are not human rows).
 
     `bounds` (learners.gym_compat action bounds of the env, or None for a [-1, 1] env): episode files hold
     env-unit actions, the agent and its buffers act in [-1, 1], so actions are rescaled. `narrowed_actions`: the
     run narrowed the env's bounds (--action-scale), so the episodes' recorded action spec is replaced by the run's.
-    `warn_action_space` (a gymnasium Box, --env-id runs): warn when the demos use only a sliver of its range."""
-    episodes, errors = load_dir(directory)
-    for err in errors:
-        print(f"[train] warning: skipped {err}", file=sys.stderr)
-    if not episodes:
-        raise ConfigError(f"{flag} {directory}: no readable episodes")
-    demo = ReplayBuffer(spec, max(2, sum(ep.length + 1 for ep in episodes) + ReplayConfig().demo_capacity), seed=seed)
-    for ep in episodes:
-        ep = without_extra_leaves(ep, spec)
-        if ep.spec is not None:
-            ep_spec = EnvSpec.from_dict(ep.spec)
-            if narrowed_actions:  # recorded with the env's own bounds; the run narrowed them (--action-scale)
-                ep_spec = dataclasses.replace(ep_spec, action=spec.action)
-            spec.require_equal(ep_spec, what=f"demo episodes in {directory}")
-        if bounds is not None:
-            ep = dataclasses.replace(ep, actions=from_env_action(ep.actions, bounds))
-        demo.add_episode(ep)
+    `warn_action_space` (a gymnasium Box, --env-id runs): warn when the demos (the first directory) use only a
+    sliver of its range."""
+    directories = [directory] if isinstance(directory, str) else list(directory)
+    loaded: list[tuple[str, list[Any]]] = []
+    for d in directories:
+        episodes, errors = load_dir(d)
+        for err in errors:
+            print(f"[train] warning: skipped {err}", file=sys.stderr)
+        if not episodes:
+            raise ConfigError(f"{flag} {d}: no readable episodes")
+        loaded.append((d, episodes))
+    total = sum(ep.length + 1 for _, episodes in loaded for ep in episodes)
+    demo = ReplayBuffer(spec, max(2, total + ReplayConfig().demo_capacity), seed=seed)
+    for d, episodes in loaded:
+        for ep in episodes:
+            ep = without_extra_leaves(ep, spec)
+            if ep.spec is not None:
+                ep_spec = EnvSpec.from_dict(ep.spec)
+                if narrowed_actions:  # recorded with the env's own bounds; the run narrowed them (--action-scale)
+                    ep_spec = dataclasses.replace(ep_spec, action=spec.action)
+                spec.require_equal(ep_spec, what=f"demo episodes in {d}")
+            if bounds is not None:
+                ep = dataclasses.replace(ep, actions=from_env_action(ep.actions, bounds))
+            demo.add_episode(ep)
     if warn_action_space is not None:
         from learners.gym_compat import demo_action_warning
 
-        warning = demo_action_warning(np.concatenate([ep.actions for ep in episodes]), warn_action_space.low,
+        warning = demo_action_warning(np.concatenate([ep.actions for ep in loaded[0][1]]), warn_action_space.low,
                                       warn_action_space.high)
         if warning:
             print(f"[train] warning: {warning}", file=sys.stderr)
@@ -458,7 +518,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     spec = env_spec(env, cfg)
     agent = make_agent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
-    demo = (load_demo_buffer(cfg.demos, spec, seed=cfg.seed + 1, bounds=action_bounds(env),
+    demo = (load_demo_buffer(cfg.demo_dirs(), spec, seed=cfg.seed + 1, bounds=action_bounds(env),
                              narrowed_actions=bool(cfg.action_low),
                              warn_action_space=env.action_space if not cfg.action_low and cfg.task is None else None)
             if cfg.demos else None)
@@ -523,18 +583,42 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
         cfg = saved.replace(max_env_steps=cfg.max_env_steps)  # a resumed run may be extended
     cfg = resolve_action_box(cfg, log=log)
     run = build_run(cfg, reward_audit=out / "reward_audit")
+    init_ckpt: Path | None = None
+    init_notes: list[str] = []
+    if cfg.init_from is not None and ckpt is None:  # a resumed warm start restores its own checkpoint instead
+        from learners.warm_start import init_agent_from
+
+        try:
+            init_ckpt, init_notes = init_agent_from(run.agent, run.spec, cfg.init_from)
+        except BaseException:
+            run.env.close()
+            run.eval_env.close()
+            raise
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
     announce_agent_config(run.agent.cfg, out, prefix="[train]", log=log)
     cpu_notice = notice(run.agent.cfg, cfg.machine_defaults(has_cameras=bool(run.spec.cameras)))
     if cpu_notice and ckpt is None:
         log(f"[train] {cpu_notice}")
+    if run.demo is not None and ckpt is None:
+        human = int(np.count_nonzero(run.demo.fields["intervention"] & run.demo.valid))
+        log(f"[train] demo buffer: {len(run.demo)} transitions from {', '.join(cfg.demo_dirs())} ({human} human "
+            f"rows, {len(run.demo) - human} not human); demo ratio {cfg.demo_ratio}")
+    if init_ckpt is not None:
+        log(f"[train] warm start from {init_ckpt}: actor, critics, targets, temperature and Adam moments loaded (not "
+            f"its replay data, update counter or RNG states); warm-up: {cfg.warmup()} env steps with the loaded "
+            "policy, no updates, then fine-tuning on "
+            + ("online data only" if run.demo is None else f"online + demo data (demo ratio {cfg.demo_ratio})"))
+        if init_notes:
+            log(f"[train] --init-from: training settings differ from the source's (source -> this run): "
+                f"{'; '.join(init_notes)}")
     if ckpt is not None:
         tr = run.training_run()
         meta = tr.restore(ckpt)
         if "env_rng" in meta:
             set_env_rng_state(run.env, meta["env_rng"])
-        run.counters = LoopCounters(**{k: tr.counters[k] for k in ("env_step", "episode", "updates")})
+        run.counters = LoopCounters(**{k: int(tr.counters.get(k, 0)) for k in ("env_step", "episode", "updates",
+                                                                               "offline_updates")})
         log(f"[train] resumed from {ckpt.name}: env_step {run.counters.env_step}, episode {run.counters.episode}, "
             f"updates {run.counters.updates}, online buffer {len(run.online)}")
     metrics = MetricsLog(out / "metrics.jsonl")
@@ -545,9 +629,11 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
         if ckpt is None:
             log(f"[train] residual RL on the base policy {run.agent.cfg.residual_base}: no uniform random warm-up "
                 "(--start-steps ignored); the base plus the exploring residual acts from the first step")
-    loop_cfg = LoopConfig(total_steps=cfg.max_env_steps, start_steps=start_steps,
-                          learning_starts=cfg.learning_starts, updates_per_step=cfg.steps_per_update(),
-                          seed=cfg.seed)
+    # a warm start's warm-up: the loaded policy collects cfg.warmup() steps before the first update
+    learning_starts = max(1, cfg.warmup()) if cfg.init_from is not None else cfg.learning_starts
+    loop_cfg = LoopConfig(total_steps=max(1, cfg.max_env_steps), start_steps=start_steps,
+                          learning_starts=learning_starts, updates_per_step=cfg.steps_per_update(),
+                          demo_ratio=cfg.demo_ratio, seed=cfg.seed)
     last_eval = run.counters.env_step // cfg.eval_every
     last_ckpt = run.counters.env_step // cfg.checkpoint_every
     window: list[dict[str, Any]] = []
@@ -564,7 +650,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
             log(f"[train] first update {first_update_s:.1f} s (JAX: tracing + XLA compilation + the update; "
                 "cached on disk for the next run)")
 
-    def evaluate_now() -> dict[str, Any]:
+    def evaluate_now(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         nonlocal window, t0, updates0
         note_first_update()
         res = evaluate_episodes(run.eval_env, run.agent, episodes=cfg.eval_episodes, seed=1_000_000 + cfg.seed)
@@ -584,6 +670,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
                 vals = [m[k] for m in window if k in m]
                 if vals:
                     r[k] = float(np.mean(vals))
+        r.update(extra or {})
         if first_update_s is not None:
             r["first_update_s"] = first_update_s
         if isinstance(run.env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly
@@ -610,10 +697,14 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
             log(f"[train] warning: {msg}")
 
     def checkpoint_meta() -> dict[str, Any]:
-        return {"config": cfg.to_dict(), "agent_config": run.agent.cfg.to_dict(), "env_rng": env_rng_state(run.env)}
+        meta: dict[str, Any] = {"config": cfg.to_dict(), "agent_config": run.agent.cfg.to_dict(),
+                                "spec": run.spec.to_dict(), "env_rng": env_rng_state(run.env)}
+        if init_ckpt is not None:
+            meta["init_checkpoint"] = str(init_ckpt.resolve())
+        return meta
 
     def fit_obs_norm() -> None:  # --obs-norm: statistics of the demos and the online data so far
-        if not run.agent.cfg.obs_norm:
+        if not run.agent.cfg.obs_norm or cfg.init_from is not None:  # a warm start keeps the loaded statistics
             return
         from learners.sac import SACAgent
 
@@ -627,9 +718,41 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
             f"{np.round(mean, 3).tolist()[:8]}{'...' if mean.size > 8 else ''}, std "
             f"{np.round(std, 3).tolist()[:8]}{'...' if std.size > 8 else ''}")
 
+    def offline_phase() -> dict[str, Any]:
+        """--offline-updates: updates on the demo buffer alone, then an evaluation (env step 0) and a checkpoint."""
+        assert run.demo is not None  # TrainConfig.validate: --offline-updates needs --demos
+        nonlocal last_ckpt
+        log(f"[train] offline phase: {cfg.offline_updates} updates on the demo buffer alone ({len(run.demo)} "
+            f"transitions), no env steps" + (f"; {run.counters.offline_updates} done before" if
+                                             run.counters.offline_updates else ""))
+        every = max(1, min(1000, cfg.offline_updates // 10))
+        t_start, u_start = time.perf_counter(), run.counters.offline_updates
+        last: dict[str, Any] = {}
+        for m in train_offline(run.agent, run.demo, cfg.offline_updates, run.counters, report_every=every,
+                               on_learning_start=fit_obs_norm):
+            note_first_update()
+            last = m
+            rate = (m["offline_updates"] - u_start) / max(time.perf_counter() - t_start, 1e-9)
+            log(f"[train] offline update {m['offline_updates']}/{cfg.offline_updates}  critic_loss "
+                f"{m.get('critic_loss', float('nan')):.4f}  actor_loss {m.get('actor_loss', float('nan')):.4f}  "
+                f"q_mean {m.get('q_mean', float('nan')):.3f}  ({rate:.1f} updates/s)")
+        extra: dict[str, Any] = {"offline_updates": run.counters.offline_updates,
+                                 **{k: float(last[k]) for k in ("critic_loss", "actor_loss", "temperature",
+                                                                "q_mean", "entropy") if k in last}}
+        r = evaluate_now(extra)
+        path = run.training_run().save(out / "checkpoints", extra_meta=checkpoint_meta())
+        last_ckpt = run.counters.env_step // cfg.checkpoint_every
+        log(f"[train] offline phase done: checkpoint {path.name}")
+        return r
+
     try:
-        for m in train_online(run.env, run.agent, run.online, loop_cfg, demo=run.demo, counters=run.counters,
-                              rng=run.rng, on_learning_start=fit_obs_norm):
+        if cfg.offline_updates > run.counters.offline_updates:
+            row = offline_phase()
+        if init_ckpt is not None:  # the loaded policy before any online step: the level at the switch
+            row = evaluate_now({"warmup_steps": cfg.warmup()})
+        online_steps = cfg.max_env_steps > run.counters.env_step
+        for m in (train_online(run.env, run.agent, run.online, loop_cfg, demo=run.demo, counters=run.counters,
+                               rng=run.rng, on_learning_start=fit_obs_norm) if online_steps else ()):
             window.append(m)
             step = run.counters.env_step
             note_first_update()
@@ -656,6 +779,32 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     return row
 
 
+FLAG_HELP = {
+    "demos": "episode directories of the demo buffer: demonstrations first (--action-scale auto reads the first), "
+             "then e.g. recorded rollouts, failures included (rows keep their episodes' intervention flags)",
+    "demo_ratio": "fraction of each batch from the demo buffer while it holds data (default: 0.5, RLPD)",
+    "offline_updates": "offline phase: N agent updates on the demo buffer alone before any env step, then an "
+                       "evaluation at env step 0 and a checkpoint; with --max-env-steps 0 the run ends there "
+                       "(default: 0)",
+    "init_from": "warm start (WSRL): load the agent of this run directory or checkpoint (actor, critics, targets, "
+                 "temperature, Adam moments; not its replay, update counter or RNG states), evaluate it at env "
+                 "step 0, collect --warmup-steps steps with it, then fine-tune on online data only (plus --demos "
+                 "when given)",
+    "warmup_steps": f"with --init-from: env steps collected with the loaded policy before the first update (no "
+                    f"random actions; replaces --learning-starts; default: {DEFAULT_WARMUP_STEPS})",
+}
+
+
+class _DemoDirs(argparse.Action):
+    """`--demos DIR [DIR ...]`: the first directory into `demos`, the others into `extra_demos` (TrainConfig)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        dirs = [str(v) for v in values]
+        namespace.demos = dirs[0]
+        namespace.extra_demos = tuple(dirs[1:])
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="robot-rl train", description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
@@ -664,9 +813,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-module", help="module to import first (registers --env-id)")
     p.add_argument("--out", required=True, type=Path, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--demos", nargs="+", metavar="DIR", default=None, action=_DemoDirs, help=FLAG_HELP["demos"])
+    p.set_defaults(extra_demos=())
     add_set_option(p, dest="agent_set")
     for f in dataclasses.fields(TrainConfig):
-        if f.name in ("task", "env_id", "env_module", "agent_set", "action_low", "action_high"):
+        if f.name in ("task", "env_id", "env_module", "agent_set", "action_low", "action_high", "demos",
+                      "extra_demos"):
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default
@@ -674,13 +826,16 @@ def build_parser() -> argparse.ArgumentParser:
                 "hidden": int, "eval_every": int, "eval_episodes": int, "checkpoint_every": int,
                 "replay_capacity": int, "threads": int, "seed": int, "image_size": int, "ensemble": int,
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
-                "max_minutes": float}.get(f.name, str)
+                "max_minutes": float, "demo_ratio": float, "offline_updates": int, "warmup_steps": int,
+                }.get(f.name, str)
         choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10"),
                    "backend": BACKENDS}.get(f.name)
         if default is False:
             p.add_argument(flag, action="store_true", help="(flag)")
             continue
-        p.add_argument(flag, type=kind, default=default, choices=choices, help=f"(default: {default})")
+        metavar = {"offline_updates": "N", "init_from": "RUN_DIR_OR_CHECKPOINT", "warmup_steps": "W"}.get(f.name)
+        p.add_argument(flag, type=kind, default=default, choices=choices, metavar=metavar,
+                       help=FLAG_HELP.get(f.name, f"(default: {default})"))
     return p
 
 
