@@ -10,6 +10,9 @@ CLI, tests) log, checkpoint, evaluate or stop between yields:
     for m in train_online(env, agent, online, LoopConfig(total_steps=15_000), demo=demo_buffer):
         print(m["env_step"], m["episode_return"], m.get("critic_loss"))
     returns = evaluate(env, agent, episodes=10, seed=1000)
+
+`train_offline` is the offline phase: agent updates on the demo buffer alone, no env (`robot-rl train
+--offline-updates N`); it yields the mean update metrics every `report_every` updates.
 """
 
 from __future__ import annotations

@@ -32,6 +32,17 @@ Usage::
     robot-rl train --task twin-cube-relocate --obs-mode state --forward-backward --demos demos/fwd \\
         --backward-demos demos/bwd --max-env-steps 20000 --out runs/fb     # reset-free (learners.forward_backward_run)
 
+Offline, then a warm start that keeps no offline data (WSRL, Zhou et al. 2024; learners.warm_start):
+`--offline-updates N` trains on the demo buffer alone (`--demos DIR [DIR ...]`: demonstrations, and e.g. recorded
+rollouts whose rows stay unmarked as human rows) before any env step, evaluates (env step 0) and checkpoints;
+`--init-from RUN` loads another run's agent (not its replay, update counter or RNG states), evaluates it at env step
+0, collects `--warmup-steps` (200) steps with it before the first update, then fine-tunes on online data only::
+
+    robot-rl train --task twin-pick-cube --obs-mode state --demos demos/pick rollouts/pick --offline-updates 20000 \\
+        --max-env-steps 0 --out runs/pick_offline                           # offline phase only
+    robot-rl train --task twin-pick-cube --obs-mode state --init-from runs/pick_offline --warmup-steps 200 \\
+        --max-env-steps 20000 --out runs/pick_wsrl                          # warm start, online data only
+
 `--reward env|classifier:DIR|human` (learners.reward_model) says where training rewards come from; evaluation
 always reports the env's true success. `--faithful` makes the twin's training env hardware-faithful
 (envs.env.FAITHFUL: no object observation, no reward from the task's success, no teleport after the first reset);
@@ -585,11 +596,13 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     run = build_run(cfg, reward_audit=out / "reward_audit")
     init_ckpt: Path | None = None
     init_notes: list[str] = []
+    init_source: str | None = None  # the checkpoint a warm start loaded (kept in this run's checkpoints)
     if cfg.init_from is not None and ckpt is None:  # a resumed warm start restores its own checkpoint instead
         from learners.warm_start import init_agent_from
 
         try:
             init_ckpt, init_notes = init_agent_from(run.agent, run.spec, cfg.init_from)
+            init_source = str(init_ckpt.resolve())
         except BaseException:
             run.env.close()
             run.eval_env.close()
@@ -617,6 +630,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
         meta = tr.restore(ckpt)
         if "env_rng" in meta:
             set_env_rng_state(run.env, meta["env_rng"])
+        if isinstance(meta.get("init_checkpoint"), str):
+            init_source = meta["init_checkpoint"]
         run.counters = LoopCounters(**{k: int(tr.counters.get(k, 0)) for k in ("env_step", "episode", "updates",
                                                                                "offline_updates")})
         log(f"[train] resumed from {ckpt.name}: env_step {run.counters.env_step}, episode {run.counters.episode}, "
@@ -699,8 +714,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     def checkpoint_meta() -> dict[str, Any]:
         meta: dict[str, Any] = {"config": cfg.to_dict(), "agent_config": run.agent.cfg.to_dict(),
                                 "spec": run.spec.to_dict(), "env_rng": env_rng_state(run.env)}
-        if init_ckpt is not None:
-            meta["init_checkpoint"] = str(init_ckpt.resolve())
+        if init_source is not None:
+            meta["init_checkpoint"] = init_source
         return meta
 
     def fit_obs_norm() -> None:  # --obs-norm: statistics of the demos and the online data so far

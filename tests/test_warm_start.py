@@ -258,7 +258,7 @@ def test_warm_start_collects_w_steps_with_the_loaded_policy_then_fine_tunes_on_o
     assert meta["init_checkpoint"].endswith("ckpt_00000000")
 
 
-def test_warm_start_with_max_env_steps_w_changes_nothing_in_the_policy(
+def test_a_warm_start_stopped_within_its_warm_up_changed_nothing_and_resumes(
         offline_run: dict[str, Any], spies: dict[str, list[Any]], tmp_path: Path) -> None:
     out = tmp_path / "warmup_only"
     assert train_cli.main(["--env-id", ENV_ID, *FAST, "--init-from", str(offline_run["out"]), "--warmup-steps", "80",
@@ -270,6 +270,11 @@ def test_warm_start_with_max_env_steps_w_changes_nothing_in_the_policy(
     warmed, source = _source_agent(out), _source_agent(offline_run["out"])
     for o in _probe_obs():
         np.testing.assert_array_equal(warmed.act(o, deterministic=True), source.act(o, deterministic=True))
+    # resumed, the run goes on as the same warm start: no second load or step-0 evaluation, updates from step W
+    assert train_cli.main(["--env-id", ENV_ID, *FAST, "--max-env-steps", "90", "--out", str(out), "--resume"]) == 0
+    assert min(spies["update_steps"]) == 80 and len(spies["update_steps"]) == 11
+    assert [r["env_step"] for r in read_metrics(out / "metrics.jsonl")][:2] == [0, 79]
+    assert load_checkpoint(latest_checkpoint(out / "checkpoints"))[1]["init_checkpoint"] == meta["init_checkpoint"]  # type: ignore[arg-type]
 
 
 def test_demos_given_with_a_warm_start_are_sampled_at_the_demo_ratio(

@@ -1,0 +1,268 @@
+"""Warm start without keeping offline data (WSRL, Zhou et al. 2024): does success dip at the offline-to-online
+switch, by how much, and how long until it is back?
+
+Per seed, with the real entry point (`learners.train_cli.main`, i.e. `robot-rl train`):
+
+1. data, recorded once for all seeds: `--demos` scripted demonstrations (`robot-rl record-demos`, human rows) and
+   `--rollouts` recorded rollouts of a noisy scripted policy (Gaussian noise `--rollout-noise` on the arm actions,
+   failures kept, saved with intervention = False: not human rows), a stand-in for an earlier policy's rollouts;
+2. the offline phase: `robot-rl train --demos DEMOS ROLLOUTS --offline-updates N --max-env-steps 0` (N agent
+   updates on that data alone, then an evaluation and a checkpoint);
+3. the warm start: `robot-rl train --init-from OFFLINE_RUN --warmup-steps W --max-env-steps STEPS`: the loaded agent
+   is evaluated at env step 0 (the level at the switch), collects W steps with no updates, then fine-tunes on online
+   data only (with `--retain`: on online + the offline data at the demo ratio, the comparison WSRL argues against).
+
+Reads both runs' metrics.jsonl (deterministic evaluations of `--eval-episodes` seeded episodes) and reports per
+seed: success at the switch (env step 0 of the warm start), the minimum in the first `--dip-window` env steps after
+it (and where), the dip (switch - minimum), the first evaluation after the minimum back at the switch level, the
+final and best success. Prints a table and writes benchmarks/results/warm_start_<task>[_<label>].json and .png.
+Anything after `--` goes to both `robot-rl train` runs.
+
+    python benchmarks/warm_start.py                                       # pick-cube (state), 3 seeds
+    python benchmarks/warm_start.py --jobs 2 --work runs/ws_pick          # two seeds at a time (1 core each)
+    python benchmarks/warm_start.py --retain --label retain --work runs/ws_pick   # keep the offline data
+    python benchmarks/warm_start.py --seeds 0 --steps 300 --offline-updates 50 --demos 2 --rollouts 2 \\
+        --eval-every 100 --eval-episodes 2 --warmup-steps 50 --dip-window 200 --out /tmp/ws   # smoke (~1-2 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+from sample_efficiency import _bin, record_demos, save_figure, split_passthrough  # noqa: E402
+
+from robot_rl.metrics import read_metrics  # noqa: E402
+
+
+def record_rollouts(task: str, episodes: int, noise: float, out: Path, seed: int = 100_000) -> Path:
+    """`episodes` rollouts of the scripted expert with Gaussian noise `noise` on its arm actions (failures kept),
+    saved with intervention = False (not human rows); skipped when `out` already holds enough episodes."""
+    from demos.record_cli import make_recording_env, record_episode
+    from demos.teleop import make_device
+    from robot_rl.episodes import episode_paths, save_episode
+    from robot_rl.presets import get_preset
+
+    have = len(episode_paths(out)) if out.is_dir() else 0
+    if have >= episodes:
+        return out
+    env_kwargs = get_preset(task).make_kwargs(obs_mode="state", image_size=None)
+    env = make_recording_env(task, None, None, **env_kwargs)
+    device = make_device("scripted", task=task, seed=seed + have, noise_std=noise)
+    try:
+        for i in range(have, episodes):
+            ep = record_episode(env, device, seed=seed + i, task=task, env_kwargs=env_kwargs)
+            ep = dataclasses.replace(ep, intervention=np.zeros_like(ep.intervention),
+                                     info={**ep.info, "teleop": f"scripted rollout, noise {noise}"})
+            save_episode(ep, out)
+    finally:
+        env.close()
+    return out
+
+
+def rollout_success(directory: Path) -> tuple[int, int]:
+    """(successful episodes, episodes) in an episode directory."""
+    from robot_rl.episodes import load_dir
+
+    eps = load_dir(directory)[0]
+    return sum(bool(ep.is_success) for ep in eps), len(eps)
+
+
+def switch_stats(rows: list[dict[str, Any]], window: int) -> dict[str, Any]:
+    """The dip of a warm start's evaluation rows (the first at env step 0): success at the switch, the minimum over
+    the evaluations in (0, window] env steps and its step, the dip (switch - minimum, >= 0), the first evaluation
+    after the minimum (after the switch when there is no dip) at or above the switch level, the final and best."""
+    if not rows or rows[0]["env_step"] != 0:
+        raise SystemExit("the warm start's metrics have no evaluation at env step 0")
+    switch = float(rows[0]["success_rate"])
+    after = [r for r in rows[1:] if r["env_step"] <= window]
+    low = min(after, key=lambda r: (r["success_rate"], r["env_step"])) if after else None
+    min_after = float(low["success_rate"]) if low is not None else None
+    start = int(low["env_step"]) if low is not None and min_after is not None and min_after < switch else 0
+    back = next((int(r["env_step"]) for r in rows[1:] if r["env_step"] >= max(start, 1)
+                 and r["success_rate"] >= switch), None)
+    return {"switch_success": switch, "min_after_switch": min_after,
+            "min_step": int(low["env_step"]) if low is not None else None,
+            "dip": max(0.0, switch - min_after) if min_after is not None else None,
+            "back_at_switch_level_step": back, "final_success": float(rows[-1]["success_rate"]),
+            "best_success": max(float(r["success_rate"]) for r in rows), "env_steps_done": int(rows[-1]["env_step"])}
+
+
+def run_seed(offline_argv: list[str], warm_argv: list[str], offline_out: Path, warm_out: Path) -> dict[str, Any]:
+    """The offline phase, then the warm start from it, in this process; both runs' metrics rows and wall times."""
+    from learners import train_cli
+
+    t0 = time.perf_counter()
+    if not (offline_out / "checkpoints").is_dir():  # a finished offline phase in --work is reused
+        if train_cli.main([*offline_argv, "--out", str(offline_out)]) != 0:
+            raise SystemExit(f"robot-rl train (offline phase) failed for {offline_out}")
+    t1 = time.perf_counter()
+    if train_cli.main([*warm_argv, "--init-from", str(offline_out), "--out", str(warm_out)]) != 0:
+        raise SystemExit(f"robot-rl train (warm start) failed for {warm_out}")
+    return {"offline_rows": read_metrics(offline_out / "metrics.jsonl"), "offline_wall_s": t1 - t0,
+            "warm_rows": read_metrics(warm_out / "metrics.jsonl"), "warm_wall_s": time.perf_counter() - t1}
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    from robot_rl.extras import optional_import
+
+    matplotlib = optional_import("matplotlib", extra="sim", purpose="benchmark plots")
+    matplotlib.use("Agg")
+    plt = optional_import("matplotlib.pyplot", extra="sim")
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    grid: dict[int, list[float]] = {}
+    for run in result["runs"]:
+        xs = [r["env_step"] for r in run["curve"]]
+        ys = [r["success_rate"] for r in run["curve"]]
+        line = ax.plot(xs, ys, marker="o", markersize=3, alpha=0.7, label=f"seed {run['seed']}")[0]
+        ax.axhline(run["switch_success"], color=line.get_color(), linestyle=":", linewidth=1)
+        for x, y in zip(xs, ys, strict=True):
+            grid.setdefault(_bin(x, result["eval_every"]), []).append(y)
+    n = len(result["runs"])
+    mean = sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == n)
+    if n > 1 and mean:
+        ax.plot([m[0] for m in mean], [m[1] for m in mean], color="black", linewidth=2, label="mean")
+    ax.axvline(result["warmup_steps"], color="grey", linestyle="--", linewidth=1, label="end of warm-up")
+    ax.set_xlabel("online env steps after the switch")
+    ax.set_ylabel(f"success ({result['eval_episodes']} eval episodes)")
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    data = "online + offline data" if result["retain"] else "online data only"
+    ax.set_title(f"{result['task']} warm start after {result['offline_updates']} offline updates ({data}); "
+                 "dotted: level at the switch", fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", default="twin-pick-cube")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--demos", type=int, default=20, help="scripted demo episodes (human rows)")
+    p.add_argument("--rollouts", type=int, default=40, help="recorded noisy rollouts (not human; failures kept)")
+    p.add_argument("--rollout-noise", type=float, default=1.0,
+                   help="std of the Gaussian noise on the rollouts' arm actions ([-1, 1] units; on pick-cube 1.0 "
+                        "left 6 of 8 rollouts successful in a check, 2.0 1 of 8)")
+    p.add_argument("--offline-updates", type=int, default=20_000, help="agent updates of the offline phase")
+    p.add_argument("--warmup-steps", type=int, default=200, help="WSRL warm-up: env steps before the first update")
+    p.add_argument("--steps", type=int, default=20_000, help="online env steps of the warm start")
+    p.add_argument("--eval-every", type=int, default=500)
+    p.add_argument("--eval-episodes", type=int, default=20)
+    p.add_argument("--dip-window", type=int, default=5000, help="env steps after the switch searched for the minimum")
+    p.add_argument("--retain", action="store_true", help="the warm start also samples the offline data (--demos)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes")
+    p.add_argument("--work", type=Path, default=None, help="data + run directories (default: a temporary one)")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
+    args = p.parse_args(argv)
+
+    import torch
+
+    from learners.recipes import recipe_for
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="warm_start_"))
+    demos = record_demos(args.task, "state", None, args.demos, work / f"demos_{args.task}_state")
+    rollouts = record_rollouts(args.task, args.rollouts, args.rollout_noise,
+                               work / f"rollouts_{args.task}_noise{args.rollout_noise}")
+    rollout_ok, rollout_n = rollout_success(rollouts)
+    print(f"[warm-start] data: {args.demos} demos in {demos}; {rollout_n} rollouts in {rollouts} "
+          f"({rollout_ok} successful, {rollout_n - rollout_ok} failed)", flush=True)
+    tag = f"{args.task}{'_' + args.label if args.label else ''}"
+    common = ["--task", args.task, "--obs-mode", "state", "--eval-episodes", str(args.eval_episodes),
+              "--device", args.device, "--threads", str(args.threads)]
+    jobs: list[tuple[int, list[str], list[str], Path, Path]] = []
+    for seed in args.seeds:
+        offline_out = work / f"offline_{args.task}_{args.offline_updates}_seed{seed}"
+        warm_out = work / f"warm_{tag}_seed{seed}_{time.strftime('%H%M%S')}"
+        offline_argv = [*common, "--demos", str(demos), str(rollouts), "--offline-updates", str(args.offline_updates),
+                        "--max-env-steps", "0", "--seed", str(seed), *extra]
+        warm_argv = [*common, "--warmup-steps", str(args.warmup_steps), "--max-env-steps", str(args.steps),
+                     "--eval-every", str(args.eval_every), "--checkpoint-every", str(args.steps), "--seed", str(seed),
+                     *(["--demos", str(demos), str(rollouts)] if args.retain else []), *extra]
+        print(f"[warm-start] seed {seed}: robot-rl train {' '.join(offline_argv)} --out {offline_out}\n"
+              f"[warm-start] seed {seed}: robot-rl train {' '.join(warm_argv)} --init-from {offline_out} "
+              f"--out {warm_out}", flush=True)
+        jobs.append((seed, offline_argv, warm_argv, offline_out, warm_out))
+    if args.jobs <= 1:
+        results = [run_seed(o, w, oo, wo) for _, o, w, oo, wo in jobs]
+    else:  # seeds in parallel processes (spawned: no forked torch/MuJoCo state); 1 core each at --threads 1
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(run_seed, *zip(*[j[1:] for j in jobs], strict=True)))
+    runs = []
+    for (seed, _, _, offline_out, warm_out), res in zip(jobs, results, strict=True):
+        rows, off = res["warm_rows"], res["offline_rows"]
+        curve = [{"env_step": r["env_step"], "success_rate": r["success_rate"], "return": r.get("return"),
+                  "updates": r.get("updates"), "train_success_rate": r.get("train_success_rate"),
+                  "q_mean": r.get("q_mean")} for r in rows]
+        runs.append({"seed": seed, **switch_stats(rows, args.dip_window), "curve": curve,
+                     "offline_success": off[-1]["success_rate"] if off else None,
+                     "offline_q_mean": off[-1].get("q_mean") if off else None,
+                     "offline_wall_s": res["offline_wall_s"], "warm_wall_s": res["warm_wall_s"],
+                     "offline_run_dir": str(offline_out), "warm_run_dir": str(warm_out)})
+    recipe = recipe_for(args.task)
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    result = {"benchmark": "warm_start", "task": args.task, "obs_mode": "state", "demos": args.demos,
+              "rollouts": rollout_n, "rollout_successes": rollout_ok, "rollout_noise": args.rollout_noise,
+              "offline_updates": args.offline_updates, "warmup_steps": args.warmup_steps, "steps": args.steps,
+              "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "dip_window": args.dip_window,
+              "retain": args.retain, "seeds": args.seeds, "label": args.label, "extra_flags": extra,
+              "recipe": {"agent": recipe.overrides("state"), "updates_per_step": recipe.updates_per_step},
+              "device": dev, "threads": args.threads, "jobs": args.jobs, "machine": platform.machine(),
+              "cpu_count": os.cpu_count(), "torch": torch.__version__, "runs": runs,
+              "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.0%}"
+
+    data = "online + offline data" if args.retain else "online data only"
+    print(f"\n{args.task} (state): offline phase of {args.offline_updates} updates on {args.demos} demos + {rollout_n} "
+          f"rollouts, then a warm start ({args.warmup_steps} warm-up steps, {data}); success over "
+          f"{args.eval_episodes} deterministic eval episodes:")
+    header = (f"{'seed':>4} {'switch':>7} {f'min <= {args.dip_window}':>12} {'at step':>8} {'dip':>6} "
+              f"{'back at':>8} {'final':>6} {'best':>6}")
+    print(header)
+    print("-" * len(header))
+    for r in runs:
+        print(f"{r['seed']:>4} {pct(r['switch_success']):>7} {pct(r['min_after_switch']):>12} "
+              f"{r['min_step'] if r['min_step'] is not None else '-':>8} {pct(r['dip']):>6} "
+              f"{r['back_at_switch_level_step'] or 'never':>8} {pct(r['final_success']):>6} "
+              f"{pct(r['best_success']):>6}")
+    for r in runs:
+        print(f"seed {r['seed']}: offline {r['offline_wall_s'] / 60:.1f} min, warm start {r['env_steps_done']} env "
+              f"steps in {r['warm_wall_s'] / 60:.1f} min")
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"warm_start_{tag}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(path)
+    plot(result, path.with_suffix(".png"))
+    print(f"wrote {path} and {path.with_suffix('.png').name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
