@@ -42,16 +42,17 @@ ARCHITECTURE_FIELDS = (
     "backend", "state_select", "state_scale", "obs_norm", "hidden_dims", "layer_norm", "activation", "ensemble_size",
     "std_min", "std_max", "residual_base", "residual_scale", "encoder", "encoder_weights", "freeze_encoder",
     "conv_channels", "num_spatial_features", "image_latent_dim", "proprio_latent_dim", "gripper_head",
-    "gripper_hidden_dims",
+    "gripper_hidden_dims", "critic_loss", "hl_gauss_bins",
 )
 """AgentConfig fields that must be equal in the source and this run: they decide the networks' shapes, their
 inputs (state selection, scaling, normalisation) or the meaning of their outputs (residual base and scale, std
-bounds), or the layout of the saved state (backend)."""
+bounds, the HL-Gauss critic's value support: `compare_agent_configs` also compares `hl_gauss_support`), or the
+layout of the saved state (backend)."""
 
 SETTINGS_NOTED = ("discount", "n_step", "bc_weight", "bc_q_filter", "mc_lower_bound", "critic_updates_per_actor_update",
                   "batch_size", "actor_lr", "critic_lr", "temperature_lr", "tau", "target_entropy",
                   "target_entropy_per_dim", "learn_temperature", "backup_entropy", "ensemble_subsample",
-                  "grad_clip_norm")
+                  "grad_clip_norm", "hl_gauss_sigma_ratio")
 """Training settings that may differ (listed in the log when they do)."""
 
 OWN_STATE_KEYS = ("num_updates",)
@@ -88,7 +89,11 @@ def compare_agent_configs(source: AgentConfig, mine: AgentConfig) -> tuple[list[
                 out.append(f"{f} {_show(a)} -> {_show(b)}")
         return out
 
-    return differ(ARCHITECTURE_FIELDS), differ(SETTINGS_NOTED)
+    arch = differ(ARCHITECTURE_FIELDS)
+    if source.critic_loss == mine.critic_loss == "hl_gauss" and source.hl_gauss_support != mine.hl_gauss_support:
+        arch.append(f"hl_gauss_support {_show(source.hl_gauss_support)} -> {_show(mine.hl_gauss_support)} "
+                    "(hl_gauss_range, or the discount it is derived from)")
+    return arch, differ(SETTINGS_NOTED)
 
 
 def read_source(source: str | Path) -> tuple[Path, dict[str, np.ndarray], dict[str, Any]]:

@@ -18,7 +18,7 @@ from learners import eval_cli, train_cli
 from learners.agents import make_agent
 from learners.config import AgentConfig
 from learners.replay import MixedSampler
-from learners.warm_start import init_agent_from
+from learners.warm_start import compare_agent_configs, init_agent_from
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.cli import main as cli_main
 from robot_rl.episodes import Episode, save_episode
@@ -324,3 +324,17 @@ def test_bad_init_from_is_one_line_without_traceback(offline_run: dict[str, Any]
                      "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "start_steps=10 must be 0 with --init-from" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_which_agent_differences_refuse_a_warm_start_and_which_are_noted() -> None:
+    base = AgentConfig(hidden_dims=(32, 32), discount=0.95)
+    arch, notes = compare_agent_configs(base, base.replace(discount=0.9, n_step=3, bc_weight=1.0))
+    assert arch == [] and notes == ["discount 0.95 -> 0.9", "n_step 1 -> 3", "bc_weight 0.0 -> 1.0"]
+    arch, _ = compare_agent_configs(base, base.replace(state_scale=10.0, ensemble_size=4, critic_loss="hl_gauss"))
+    assert arch == ["state_scale 1.0 -> 10.0", "ensemble_size 10 -> 4", "critic_loss 'mse' -> 'hl_gauss'"]
+    # an HL-Gauss critic's support derives from the discount: the same bins then mean other values
+    hl = base.replace(critic_loss="hl_gauss")
+    arch, notes = compare_agent_configs(hl, hl.replace(discount=0.9))
+    assert len(arch) == 1 and arch[0].startswith("hl_gauss_support") and notes == ["discount 0.95 -> 0.9"]
+    assert compare_agent_configs(hl.replace(hl_gauss_range=(-0.5, 1.5)),
+                                 hl.replace(hl_gauss_range=(-0.5, 1.5), discount=0.9))[0] == []
