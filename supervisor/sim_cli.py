@@ -147,6 +147,23 @@ def milestones(rows: Sequence[dict[str, Any]], levels: Sequence[float] = (0.25, 
 
 # --------------------------------------------------------------------------------------------------- the run
 
+def _card_image_size(directory: Path, source: str) -> int:
+    """The square image size a reward classifier's card (DIR/card.json, written by `robot-rl train-classifier`)
+    reads, for the robot servers' cameras. Read as plain JSON: the supervisor imports only the kernel; the actors
+    check the whole card (cameras, size, weights) when they load the classifier. ConfigError naming the file."""
+    path = directory / "card.json"
+    try:
+        size = json.loads(path.read_text())["image_size"]
+        h, w = (int(v) for v in size)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"--reward {source}: {path} gives no image_size [H, W] ({type(err).__name__}: {err}); "
+                          f"a classifier directory holds the card robot-rl train-classifier writes") from err
+    if h != w or h < 1:
+        raise ConfigError(f"--reward {source}: {path}: image_size {h}x{w} is not square; a state policy's reward "
+                          f"cameras are rendered square (or train with --obs-mode pixels)")
+    return h
+
+
 class Sim:
     """The wiring of one `robot-rl sim` run over a Supervisor; `run()` returns the exit code."""
 
@@ -179,18 +196,23 @@ class Sim:
         self.t0 = time.monotonic()
 
     def check_reward(self) -> None:
-        """--reward and --faithful, checked before any child starts (each actor would refuse them the same way)."""
+        """--reward and --faithful, checked before any child starts (each actor would refuse them the same way).
+        A classifier with a state policy sets `reward_image_size` (the card's): the robot servers then serve
+        cameras at that size, which only the actors' reward model reads (never the observation)."""
         a = self.args
+        self.reward_image_size: int | None = None
         kind, directory = parse_reward_source(a.reward)
         if kind == "classifier":
             assert directory is not None
             if not Path(directory).is_dir():
                 raise ConfigError(f"--reward {a.reward}: no such classifier directory (robot-rl train-classifier "
                                   f"writes one)")
-            if a.obs_mode != "pixels":
-                raise ConfigError(f"--reward {a.reward}: a classifier reads the cameras and sim's robot servers serve "
-                                  f"none in state mode; add --obs-mode pixels (robot-rl train and robot-rl actor "
-                                  f"render the card's cameras for a state policy)")
+            if a.obs_mode != "pixels":  # a state policy: the servers serve the cameras at the card's size
+                self.reward_image_size = _card_image_size(Path(directory), a.reward)
+                if a.image_size and a.image_size != self.reward_image_size:
+                    raise ConfigError(f"--image-size {a.image_size}: the classifier of --reward {a.reward} reads "
+                                      f"{self.reward_image_size}x{self.reward_image_size} frames; drop --image-size "
+                                      f"or pass {self.reward_image_size}")
         if kind == "human" and a.intervene is None:
             raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene scripted")
         if a.faithful and kind == "env":
@@ -217,8 +239,10 @@ class Sim:
         a = self.args
         argv = self.cli("robot-server", "--backend", "twin", "--task", a.task, "--bind", "tcp://127.0.0.1:0",
                         "--stats-every", "0")
-        if a.obs_mode == "state":
+        if a.obs_mode == "state" and self.reward_image_size is None:
             argv.append("--no-cameras")
+        elif a.obs_mode == "state":  # cameras for the actors' classifier only (envs.env reward_cameras)
+            argv += ["--image-size", str(self.reward_image_size)]
         elif a.image_size:
             argv += ["--image-size", str(a.image_size)]
         return argv

@@ -147,3 +147,34 @@ def test_sim_stops_when_every_actor_is_gone_for_good(tmp_path: Path) -> None:
         assert s.sup.child("learner").alive()  # the run was ended by the actors, not by the learner
     finally:
         s.sup.stop()
+
+
+def test_sim_state_policy_with_a_classifier_serves_cameras_at_the_cards_size(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--obs-mode state --reward classifier:DIR: the robot servers serve cameras (for the actors' reward model only)
+    at the card's image size instead of --no-cameras; a plain state run still serves none; a card without a size,
+    a non-square one or a conflicting --image-size are one-line errors before any child starts."""
+    import json
+
+    from envs.robot_server_cli import build_parser as server_parser
+
+    cls = tmp_path / "cls"
+    cls.mkdir()
+    (cls / "card.json").write_text(json.dumps({"image_size": [48, 48], "cameras": ["images/front"]}))
+    s = sim(tmp_path, "--obs-mode", "state", "--reward", f"classifier:{cls}")
+    argv = s.server_argv()
+    assert "--no-cameras" not in argv and argv[argv.index("--image-size") + 1] == "48"
+    server_args = server_parser().parse_args(argv[4:])
+    assert server_args.image_size == 48 and not server_args.no_cameras
+    actor = s.actor_argv(0, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2")
+    assert actor[actor.index("--reward") + 1] == f"classifier:{cls}" and "--obs-mode" in actor
+    assert "--no-cameras" in sim(tmp_path, "--obs-mode", "state").server_argv()
+    out = str(tmp_path / "z")
+    for card, extra, want in [({"image_size": [48, 48]}, ["--image-size", "64"], "reads 48x48 frames"),
+                              ({"image_size": [48, 32]}, [], "not square"),
+                              ({"cameras": []}, [], "gives no image_size")]:
+        (cls / "card.json").write_text(json.dumps(card))
+        assert main(["sim", "--task", "twin-reach", "--out", out, "--obs-mode", "state", "--reward",
+                     f"classifier:{cls}", *extra]) == 1
+        err = capsys.readouterr().err
+        assert want in err and err.count("\n") == 1 and "Traceback" not in err, err
