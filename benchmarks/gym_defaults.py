@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.sample_efficiency import first_step_at, save_figure  # noqa: E402
+from sample_efficiency import first_step_at, save_figure  # noqa: E402
+
 from robot_rl.metrics import read_metrics  # noqa: E402
 
 BARS = {"InvertedPendulum-v5": 950.0, "Pendulum-v1": -400.0}
