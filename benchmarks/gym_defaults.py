@@ -62,13 +62,14 @@ def run_one(env_id: str, seed: int, args: argparse.Namespace, work: Path, bar: f
         rc = subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     wall = time.perf_counter() - t0
     rows = read_metrics(out / "metrics.jsonl") if (out / "metrics.jsonl").is_file() else []
-    curve = [{"env_step": int(r["env_step"]), "return": float(r["return"]), "updates": int(r.get("updates", 0))}
-             for r in rows if r.get("return") is not None]
+    curve = [{"env_step": int(r["env_step"]), "return": float(r["return"]), "updates": int(r.get("updates", 0)),
+              "updates_per_s": r.get("updates_per_s")} for r in rows if r.get("return") is not None]
     first = first_step_at(rows, bar, key="return")
     return {"env_id": env_id, "seed": seed, "rc": rc, "bar": bar, "curve": curve, "wall_s": wall,
             "first_step_at_bar": first, "final_return": curve[-1]["return"] if curve else None,
             "best_return": max((c["return"] for c in curve), default=None),
             "env_steps_done": curve[-1]["env_step"] if curve else 0,
+            "updates_per_s": curve[-1]["updates_per_s"] if curve else None,  # the run's learner rate (10 Hz bar)
             "learned": first is not None,  # the run itself stops at its first evaluation after --minutes
             "load_avg_before": load0, "load_avg_after": os.getloadavg(), "log": str(log), "argv": argv[2:]}
 
