@@ -51,9 +51,10 @@ from supervisor.display import DISPLAY_MODES, Display, fmt_count, fmt_duration, 
 from supervisor.process import Child, ChildError, ChildSpec, tail
 from supervisor.supervisor import Supervisor
 
-# Run lengths per task (the task recipes update twice per transition; on a 2-core CPU the learner holds ~65-75
-# updates/s beside 2 actors and 2 robot servers). twin-pick-cube trains plain RLPD with 5-step returns, which
-# passes 90 % at 12-15k env steps in benchmarks/sample_efficiency.py: 20k steps take ~10 minutes.
+# Run lengths per task (the task recipes update twice per transition, and the learner, the run's bottleneck on a
+# 2-core CPU, paces the actors to that). twin-pick-cube trains 5-step RLPD with a Q-filtered BC term, which passes
+# 90 % at 2-4k env steps in benchmarks/sample_efficiency.py (its learner does ~35-40 updates/s beside 2 actors and
+# 2 robot servers): 10k steps (benchmarks/results/main_command_twin-pick-cube.json has the measured run).
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "twin-reach": {"max_env_steps": 3000},
     "twin-pick-cube": {"max_env_steps": 10000},  # its recipe passes 90 % at 2-4k (README sample efficiency)
