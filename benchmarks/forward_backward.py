@@ -29,7 +29,6 @@ success, updates/s and wall time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -47,7 +46,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
-from sample_efficiency import first_step_at, record_demos, save_figure, split_passthrough  # noqa: E402
+from sample_efficiency import first_step_at, record_demos, save_figure, split_passthrough, write_result  # noqa: E402
 
 from robot_rl.metrics import read_metrics  # noqa: E402
 
@@ -189,14 +188,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{run['false_positive_handovers']} false-positive, {run['timeout_handovers']} after timeouts, "
               f"{run['teleports_after_first_reset']} teleports "
               f"after the first reset; {run['env_steps_done']} env steps in {run['wall_s'] / 60:.1f} min")
-    args.out.mkdir(parents=True, exist_ok=True)
     name = "forward_backward" + ("" if args.reward == "env" else f"_{args.reward}") + suffix
-    path = args.out / f"{name}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(path)
-    plot(result, path.with_suffix(".png"))
-    print(f"wrote {path} and {path.with_suffix('.png').name}")
+    write_result(result, args.out / f"{name}.json", plot)
     return 0
 
 

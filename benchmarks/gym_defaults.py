@@ -21,7 +21,6 @@ Writes benchmarks/results/gym_defaults.json and .png; prints a table.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sample_efficiency import first_step_at, save_figure  # noqa: E402
+from sample_efficiency import first_step_at, save_figure, write_result  # noqa: E402
 
 from robot_rl.metrics import read_metrics  # noqa: E402
 
@@ -62,7 +61,8 @@ def run_one(env_id: str, seed: int, args: argparse.Namespace, work: Path, bar: f
         rc = subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     wall = time.perf_counter() - t0
     rows = read_metrics(out / "metrics.jsonl") if (out / "metrics.jsonl").is_file() else []
-    curve = [{"env_step": int(r["env_step"]), "return": float(r["return"]), "updates": int(r.get("updates", 0)),
+    curve: list[dict[str, Any]] = [{"env_step": int(r["env_step"]), "return": float(r["return"]),
+              "updates": int(r.get("updates", 0)),
               "updates_per_s": r.get("updates_per_s")} for r in rows if r.get("return") is not None]
     first = first_step_at(rows, bar, key="return")
     return {"env_id": env_id, "seed": seed, "rc": rc, "bar": bar, "curve": curve, "wall_s": wall,
@@ -137,13 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         fmt = (lambda v: f"{v:9.1f}" if v is not None else "        -")  # noqa: E731
         print(f"{r['env_id']:22s} {r['seed']:4d} {r['rc']:3d} {r['env_steps_done']:6d} {first:>12s} "
               f"{fmt(r['final_return'])} {fmt(r['best_return'])} {r['wall_s'] / 60:8.1f} {r['learned']!s:>7s}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "gym_defaults.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(path)
-    plot(result, args.out / "gym_defaults.png")
-    print(f"wrote {path} and {args.out / 'gym_defaults.png'}")
+    write_result(result, args.out / "gym_defaults.json", plot)
     return 0 if all(r["rc"] == 0 for r in runs) else 1
 
 

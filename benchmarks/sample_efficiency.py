@@ -104,6 +104,17 @@ def save_figure(fig: Any, path: Path) -> None:
     tmp.replace(path)
 
 
+def write_result(result: dict[str, Any], path: Path, plot_fn: Any) -> None:
+    """Write a benchmark's result dict as JSON to `path` atomically (a temporary file, then a rename), draw its
+    figure with `plot_fn(result, png_path)` beside it (same name, .png) and say where both went."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(path)
+    plot_fn(result, path.with_suffix(".png"))
+    print(f"wrote {path} and {path.with_suffix('.png').name}")
+
+
 def _bin(env_step: int, every: int) -> int:
     """An evaluation's env step rounded to the nearest multiple of the evaluation period."""
     return int(round(env_step / every) * every) if every > 0 else int(env_step)
@@ -236,13 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed {r['seed']}: first >= {SUCCESS_BAR:.0%} at {r['first_step_at_90'] or 'never'}, final "
               f"{r['final_success_rate']}, {r['env_steps_done']} env steps in {r['wall_s'] / 60:.1f} min"
               f"{' (budget)' if r['stopped_by_budget'] else ''}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"sample_efficiency_{tag}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(path)
-    plot(result, path.with_suffix(".png"))
-    print(f"wrote {path} and {path.with_suffix('.png').name}")
+    write_result(result, args.out / f"sample_efficiency_{tag}.json", plot)
     return 0
 
 

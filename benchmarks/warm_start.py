@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import platform
 import sys
@@ -47,7 +46,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
-from sample_efficiency import _bin, record_demos, save_figure, split_passthrough  # noqa: E402
+from sample_efficiency import _bin, record_demos, save_figure, split_passthrough, write_result  # noqa: E402
 
 from robot_rl.metrics import read_metrics  # noqa: E402
 
@@ -254,13 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in runs:
         print(f"seed {r['seed']}: offline {r['offline_wall_s'] / 60:.1f} min, warm start {r['env_steps_done']} env "
               f"steps in {r['warm_wall_s'] / 60:.1f} min")
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"warm_start_{tag}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(path)
-    plot(result, path.with_suffix(".png"))
-    print(f"wrote {path} and {path.with_suffix('.png').name}")
+    write_result(result, args.out / f"warm_start_{tag}.json", plot)
     return 0
 
 
