@@ -314,7 +314,8 @@ def test_sim_refuses_a_reward_its_actors_cannot_use_in_one_line(tmp_path: Path,
             (["--faithful"], "--faithful: the hardware-faithful env gives no reward"),
             (["--reward", "oracle"], "--reward 'oracle': expected env, human or classifier:DIR"),
             (["--reward", f"classifier:{tmp_path / 'nope'}"], "no such classifier directory"),
-            (["--reward", f"classifier:{cls}"], "sim's robot servers serve none in state mode; add --obs-mode pixels"),
+            (["--reward", f"classifier:{cls}", "--image-size", str(IMAGE + 8)],
+             f"reads {IMAGE}x{IMAGE} frames"),  # a state policy's reward cameras render at the card's size
             (["--reward", "human"], "--reward human: the success key comes from a teleop device")):
         assert main(["sim", "--task", "twin-pick-cube", *argv, "--out", str(out)]) == 1
         err = capsys.readouterr().err
