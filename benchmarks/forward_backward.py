@@ -46,7 +46,14 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
-from sample_efficiency import first_step_at, record_demos, save_figure, split_passthrough, write_result  # noqa: E402
+from sample_efficiency import (  # noqa: E402
+    first_step_at,
+    pyplot,
+    record_demos,
+    save_figure,
+    split_passthrough,
+    write_result,
+)
 
 from robot_rl.metrics import read_metrics  # noqa: E402
 
@@ -55,11 +62,7 @@ TASK = "twin-cube-relocate"
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    from robot_rl.extras import optional_import
-
-    matplotlib = optional_import("matplotlib", extra="sim", purpose="benchmark plots")
-    matplotlib.use("Agg")
-    plt = optional_import("matplotlib.pyplot", extra="sim")
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for run in result["runs"]:
         c = run["curve"]

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sample_efficiency import first_step_at, save_figure, write_result  # noqa: E402
+from sample_efficiency import first_step_at, pyplot, save_figure, write_result  # noqa: E402
 
 from robot_rl.metrics import read_metrics  # noqa: E402
 
@@ -75,10 +75,7 @@ def run_one(env_id: str, seed: int, args: argparse.Namespace, work: Path, bar: f
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     envs = sorted({r["env_id"] for r in result["runs"]})
     fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.6), squeeze=False)

@@ -104,6 +104,15 @@ def save_figure(fig: Any, path: Path) -> None:
     tmp.replace(path)
 
 
+def pyplot() -> Any:
+    """matplotlib.pyplot on the file-only Agg backend; MissingExtraError naming the `sim` extra without it."""
+    from robot_rl.extras import optional_import
+
+    matplotlib = optional_import("matplotlib", extra="sim", purpose="benchmark plots")
+    matplotlib.use("Agg")
+    return optional_import("matplotlib.pyplot", extra="sim")
+
+
 def write_result(result: dict[str, Any], path: Path, plot_fn: Any) -> None:
     """Write a benchmark's result dict as JSON to `path` atomically (a temporary file, then a rename), draw its
     figure with `plot_fn(result, png_path)` beside it (same name, .png) and say where both went."""
@@ -121,11 +130,7 @@ def _bin(env_step: int, every: int) -> int:
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    from robot_rl.extras import optional_import
-
-    matplotlib = optional_import("matplotlib", extra="sim", purpose="benchmark plots")
-    matplotlib.use("Agg")
-    plt = optional_import("matplotlib.pyplot", extra="sim")
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.8))
     grid: dict[int, list[float]] = {}
     for run in result["runs"]:

@@ -46,7 +46,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
-from sample_efficiency import _bin, record_demos, save_figure, split_passthrough, write_result  # noqa: E402
+from sample_efficiency import _bin, pyplot, record_demos, save_figure, split_passthrough, write_result  # noqa: E402
 
 from robot_rl.metrics import read_metrics  # noqa: E402
 
@@ -120,11 +120,7 @@ def run_seed(offline_argv: list[str], warm_argv: list[str], offline_out: Path, w
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    from robot_rl.extras import optional_import
-
-    matplotlib = optional_import("matplotlib", extra="sim", purpose="benchmark plots")
-    matplotlib.use("Agg")
-    plt = optional_import("matplotlib.pyplot", extra="sim")
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     grid: dict[int, list[float]] = {}
     for run in result["runs"]:
