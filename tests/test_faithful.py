@@ -124,11 +124,9 @@ def test_faithful_env_observes_proprio_only_and_rewards_nothing() -> None:
     env2.close()
 
 
-def run_actor_learner(faithful: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: int = 30,
-                      classifier: Path | None = None) -> tuple[list[bytes], Learner, Actor, list[Any]]:
-    """A (poisoned) actor streaming `steps` transitions to a real learner; returns the captured wire frames, the
-    learner, the actor and the chunks the actor sent. `classifier`: a pixel env whose reward is that classifier's
-    (learners.reward_model, as `robot-rl actor --reward classifier:DIR` wraps it)."""
+def capture_wire_frames(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """A list that receives every frame the in-memory transport copies from here on (everything that crosses the
+    link, in both directions), for scanning what went over the wire."""
     captured: list[bytes] = []
     copy = transport_memory._copy_frames
 
@@ -138,6 +136,15 @@ def run_actor_learner(faithful: bool, tmp_path: Path, monkeypatch: pytest.Monkey
         return out
 
     monkeypatch.setattr(transport_memory, "_copy_frames", capture)
+    return captured
+
+
+def run_actor_learner(faithful: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: int = 30,
+                      classifier: Path | None = None) -> tuple[list[bytes], Learner, Actor, list[Any]]:
+    """A (poisoned) actor streaming `steps` transitions to a real learner; returns the captured wire frames, the
+    learner, the actor and the chunks the actor sent. `classifier`: a pixel env whose reward is that classifier's
+    (learners.reward_model, as `robot-rl actor --reward classifier:DIR` wraps it)."""
+    captured = capture_wire_frames(monkeypatch)
     env: Any
     if classifier is None:
         env, _ = poisoned_env(faithful)

@@ -154,7 +154,7 @@ def test_actor_state_mode_classifier_reward_reaches_the_learner_and_no_frame_doe
     from learners.config import rlpd_state_config
     from learners.learner import Learner, LearnerConfig
     from robot_rl.transport import InMemoryHub, TransportConfig
-    from robot_rl.transport import memory as transport_memory
+    from tests.test_faithful import capture_wire_frames
 
     always = constant_classifier(tmp_path / "always", 0.999, size=SIZE, k=2, cameras=CAMS)
     env = make_actor_env("twin-pick-cube", "state", None, None, reward=f"classifier:{always}",
@@ -169,15 +169,7 @@ def test_actor_state_mode_classifier_reward_reaches_the_learner_and_no_frame_doe
         return out
 
     monkeypatch.setattr(env, "step", recording_step)
-    captured: list[bytes] = []
-    copy = transport_memory._copy_frames
-
-    def capture(frames: Any) -> list[bytes]:
-        out = copy(frames)
-        captured.extend(out)
-        return out
-
-    monkeypatch.setattr(transport_memory, "_copy_frames", capture)
+    captured = capture_wire_frames(monkeypatch)
     spec = env_spec_of(env, "twin-pick-cube")
     assert not spec.cameras
     fast = TransportConfig(heartbeat_s=0.05, heartbeat_timeout_s=2.0, hello_retry_s=0.05, resend_after_s=0.3,
