@@ -78,6 +78,38 @@ def run_seed(train_argv: list[str], out: Path) -> dict[str, Any]:
     return {"rows": read_metrics(out / "metrics.jsonl"), "wall_s": time.perf_counter() - t0}
 
 
+def run_jobs(jobs: list[tuple[list[str], Path]], n_parallel: int) -> list[dict[str, Any]]:
+    """`run_seed` for each (train argv, run directory), `n_parallel` at a time in spawned processes (no forked
+    torch/MuJoCo state; 1 core each at --threads 1), or in this process when `n_parallel` <= 1."""
+    if n_parallel <= 1:
+        return [run_seed(argv, out) for argv, out in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(n_parallel, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(run_seed, [j[0] for j in jobs], [j[1] for j in jobs]))
+
+
+def summarize_run(seed: int, res: dict[str, Any], out: Path, steps: int) -> dict[str, Any]:
+    """One seed's entry of a result file from its `run_seed` output: the evaluation curve (with the reward model's
+    counters when the run had one), the first env step at >= 90 % success, final / best rates, updates/s."""
+    rows = res["rows"]
+    curve = []
+    for r in rows:
+        c = {"env_step": r["env_step"], "success_rate": r["success_rate"], "return": r.get("return"),
+             "updates": r.get("updates"), "train_success_rate": r.get("train_success_rate")}
+        c.update({k: v for k, v in r.items() if k.startswith("reward_")})
+        curve.append(c)
+    return {"seed": seed, "curve": curve, "wall_s": res["wall_s"],
+            "stopped_by_budget": bool(rows) and rows[-1]["env_step"] < steps,
+            "first_step_at_90": first_step_at(rows, SUCCESS_BAR),
+            "final_success_rate": rows[-1]["success_rate"] if rows else None,
+            "best_success_rate": max((r["success_rate"] for r in rows), default=None),
+            "env_steps_done": rows[-1]["env_step"] if rows else 0,
+            "updates_per_s": float(np.mean([r["updates_per_s"] for r in rows[1:]])) if len(rows) > 1 else None,
+            "run_dir": str(out)}
+
+
 def first_step_at(rows: list[dict[str, Any]], bar: float, key: str = "success_rate") -> int | None:
     """The env step of the first metrics row whose `key` reaches `bar` (None if none does)."""
     for r in rows:
@@ -205,26 +237,9 @@ def main(argv: list[str] | None = None) -> int:
             train_argv += ["--max-minutes", str(args.budget_min)]
         print(f"[sample-efficiency] seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}", flush=True)
         jobs.append((seed, train_argv, out))
-    if args.jobs <= 1:
-        results = [run_seed(argv, out) for _, argv, out in jobs]
-    else:  # seeds in parallel processes (spawned: no forked torch/MuJoCo state); 1 core each at --threads 1
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(run_seed, [j[1] for j in jobs], [j[2] for j in jobs]))
+    results = run_jobs([(argv, out) for _, argv, out in jobs], args.jobs)
     for (seed, _, out), res in zip(jobs, results, strict=True):
-        rows = res["rows"]
-        curve = [{"env_step": r["env_step"], "success_rate": r["success_rate"], "return": r.get("return"),
-                  "updates": r.get("updates"), "train_success_rate": r.get("train_success_rate")} for r in rows]
-        runs.append({"seed": seed, "curve": curve, "wall_s": res["wall_s"],
-                     "stopped_by_budget": bool(rows) and rows[-1]["env_step"] < args.steps,
-                     "first_step_at_90": first_step_at(rows, SUCCESS_BAR),
-                     "final_success_rate": rows[-1]["success_rate"] if rows else None,
-                     "best_success_rate": max((r["success_rate"] for r in rows), default=None),
-                     "env_steps_done": rows[-1]["env_step"] if rows else 0,
-                     "updates_per_s": float(np.mean([r["updates_per_s"] for r in rows[1:]])) if len(rows) > 1
-                     else None, "run_dir": str(out)})
+        runs.append(summarize_run(seed, res, out, args.steps))
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
               "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,

@@ -1,0 +1,212 @@
+"""Learning with a learned reward: pick-cube's state recipe trained on a reward classifier's gated decisions vs on
+the twin's true success, the same seeds side by side in one process pool (same machine load for both arms).
+
+Both arms run the real entry point (`robot-rl train --task T --obs-mode state`, the task's recipe, the same
+scripted demos); the learned arm adds `--reward classifier:DIR`: the training env renders the classifier's cameras
+into info only (never into the observation), the actor-side reward model turns its frames into reward and
+termination (the default k-consecutive-frames gate and the card's threshold), and the true success is used for
+nothing but the counters. Evaluation in both arms is the deterministic policy on the TRUE success (its own env,
+no reward model). Reported per arm and seed: the first env step at >= 90 % evaluation success, final / best;
+for the learned arm the share of training episodes the classifier ended without true success (false ends) and
+how many it ended at all. Goal (issue 14): the learned arm's mean first step at 90 % within 1.15x the true arm's.
+
+Without `--classifier` the script records labels and trains one the way benchmarks/classifier.py does (scripted
+teleop with near misses, 6,000 frames at 64x64, `train-classifier` defaults) into --work.
+
+    python benchmarks/learned_reward.py --jobs 6                           # 3 seeds x 2 arms, 6k steps
+    python benchmarks/learned_reward.py --classifier W/cls64 --seeds 0 --steps 3000 --jobs 2
+    python benchmarks/learned_reward.py -- --set bc_weight=10              # anything after -- goes to both arms
+
+Writes benchmarks/results/learned_reward_<task>.{json,png} and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+from sample_efficiency import (  # noqa: E402
+    SUCCESS_BAR,
+    _bin,
+    pyplot,
+    record_demos,
+    run_jobs,
+    save_figure,
+    split_passthrough,
+    summarize_run,
+    write_result,
+)
+
+GOAL_RATIO = 1.15
+ARMS = ("true", "learned")
+
+
+def train_classifier_for(task: str, work: Path, image_size: int, frames: int) -> Path:
+    """Labels (scripted teleop with near misses, `robot-rl record-labels`) and a classifier trained with the
+    `train-classifier` defaults; reused when work/cls<size>/card.json exists."""
+    import torch
+
+    from demos import labels_cli
+    from learners.classifier import ClassifierModelConfig
+    from learners.classifier_train import TrainClassifierConfig, train_classifier
+
+    cls_dir, labels = work / f"cls{image_size}", work / f"labels{image_size}"
+    if (cls_dir / "card.json").is_file():
+        print(f"[learned-reward] reusing the classifier in {cls_dir}", flush=True)
+        return cls_dir
+    torch.set_num_threads(1)
+    if labels_cli.main(["--task", task, "--out", str(labels), "--frames", str(frames), "--image-size",
+                        str(image_size), "--hold-steps", "8", "--seed", "20000"]) != 0:
+        raise SystemExit(f"record-labels into {labels} failed")
+    train_classifier(TrainClassifierConfig(model=ClassifierModelConfig()), [labels], cls_dir,
+                     log=lambda s: print(f"[learned-reward] {s}", flush=True))
+    return cls_dir
+
+
+def mean_first(runs: list[dict[str, Any]], steps: int) -> tuple[float, int]:
+    """Mean first env step at the bar over seeds (a seed that never reaches it counts as `steps`) and how many
+    seeds never reached it."""
+    firsts = [r["first_step_at_90"] for r in runs]
+    return float(np.mean([steps if f is None else f for f in firsts])), sum(f is None for f in firsts)
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for arm, colour in zip(ARMS, ("tab:blue", "tab:orange"), strict=True):
+        grid: dict[int, list[float]] = {}
+        for run in result["arms"][arm]["runs"]:
+            xs = [c["env_step"] for c in run["curve"]]
+            ys = [c["success_rate"] for c in run["curve"]]
+            ax.plot(xs, ys, color=colour, alpha=0.3, linewidth=1)
+            for x, y in zip(xs, ys, strict=True):
+                grid.setdefault(_bin(x, result["eval_every"]), []).append(y)
+        n = len(result["arms"][arm]["runs"])
+        mean = sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == n)
+        ax.plot([m[0] for m in mean], [m[1] for m in mean], color=colour, linewidth=2,
+                label=f"{arm} reward (mean of {n})")
+    ax.axhline(SUCCESS_BAR, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel(f"TRUE success ({result['eval_episodes']} eval episodes)")
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{result['task']} (state): learned vs true reward")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", default="twin-pick-cube")
+    p.add_argument("--classifier", type=Path, default=None,
+                   help="classifier directory (robot-rl train-classifier); default: record labels and train one")
+    p.add_argument("--classifier-size", type=int, default=64, help="image size of the classifier trained here")
+    p.add_argument("--label-frames", type=int, default=6000, help="labelled frames for the classifier trained here")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--steps", type=int, default=6000, help="env steps per run")
+    p.add_argument("--eval-every", type=int, default=500)
+    p.add_argument("--eval-episodes", type=int, default=20)
+    p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
+    p.add_argument("--jobs", type=int, default=2, help="runs trained in parallel processes (1 core each)")
+    p.add_argument("--work", type=Path, default=None, help="demos, labels, classifier, runs (default: temporary)")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = p.parse_args(argv)
+    if args.classifier is not None and not (args.classifier / "card.json").is_file():
+        raise SystemExit(f"--classifier {args.classifier}: no card.json there (a robot-rl train-classifier "
+                         "output directory is expected)")
+
+    import torch
+
+    from learners.recipes import recipe_for
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="learned_reward_"))
+    cls_dir = args.classifier or train_classifier_for(args.task, work, args.classifier_size, args.label_frames)
+    demos = record_demos(args.task, "state", None, args.demos, work / f"demos_{args.task}_state")
+    stamp = time.strftime("%H%M%S")
+    jobs: list[tuple[str, int, list[str], Path]] = []
+    for seed in args.seeds:
+        for arm in ARMS:
+            out = work / f"run_{arm}_seed{seed}_{stamp}"
+            train_argv = ["--task", args.task, "--obs-mode", "state", "--demos", str(demos),
+                          "--max-env-steps", str(args.steps), "--eval-every", str(args.eval_every),
+                          "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", str(args.steps),
+                          "--seed", str(seed), "--device", "cpu", "--threads", "1",
+                          *(["--reward", f"classifier:{cls_dir}"] if arm == "learned" else []), *extra]
+            print(f"[learned-reward] {arm} seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}",
+                  flush=True)
+            jobs.append((arm, seed, train_argv, out))
+    results = run_jobs([(j[2], j[3]) for j in jobs], args.jobs)
+    arms: dict[str, dict[str, Any]] = {arm: {"runs": []} for arm in ARMS}
+    for (arm, seed, _, out), res in zip(jobs, results, strict=True):
+        run = summarize_run(seed, res, out, args.steps)
+        if arm == "learned" and run["curve"]:
+            last = run["curve"][-1]
+            run["reward_model"] = {k.removeprefix("reward_"): v for k, v in last.items() if k.startswith("reward_")}
+        arms[arm]["runs"].append(run)
+    for arm in ARMS:
+        m, never = mean_first(arms[arm]["runs"], args.steps)
+        arms[arm].update(mean_first_step_at_90=m, seeds_never_at_90=never)
+    ratio = arms["learned"]["mean_first_step_at_90"] / max(arms["true"]["mean_first_step_at_90"], 1.0)
+    fm = [r["reward_model"] for r in arms["learned"]["runs"] if r.get("reward_model")]
+    episodes = sum(int(s.get("episodes", 0)) for s in fm)
+    false_ends = sum(int(s.get("ended_without_true_success", 0)) for s in fm)
+    ended = sum(int(s.get("ended_by_model", 0)) for s in fm)
+    from learners.classifier import load_classifier
+
+    card = load_classifier(cls_dir).card
+    recipe = recipe_for(args.task)
+    result = {
+        "benchmark": "learned_reward", "task": args.task, "obs_mode": "state", "classifier": str(cls_dir),
+        "classifier_card": {"cameras": list(card.cameras), "image_size": card.image_size,
+                            "threshold": card.threshold},
+        "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every, "eval_episodes": args.eval_episodes,
+        "seeds": args.seeds, "jobs": args.jobs, "extra_flags": extra,
+        "recipe": {"agent": recipe.overrides("state"), "updates_per_step": recipe.updates_per_step},
+        "arms": arms, "ratio_learned_to_true": ratio, "goal_ratio": GOAL_RATIO, "goal_met": bool(
+            ratio <= GOAL_RATIO and arms["learned"]["seeds_never_at_90"] == 0),
+        "learned_training_episodes": episodes, "learned_ended_by_classifier": ended,
+        "learned_false_ends": false_ends, "learned_false_end_share": false_ends / episodes if episodes else None,
+        "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
+        "success_bar": SUCCESS_BAR, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+
+    ev = args.eval_every
+    steps = sorted({_bin(c["env_step"], ev) for a in ARMS for r in arms[a]["runs"] for c in r["curve"]})
+    print(f"\n{args.task} (state), TRUE evaluation success over {args.eval_episodes} deterministic episodes:")
+    cols = [(a, r) for a in ARMS for r in arms[a]["runs"]]
+    header = f"{'env steps':>9} " + " ".join(f"{a[:5] + ' s' + str(r['seed']):>9}" for a, r in cols)
+    print(header)
+    print("-" * len(header))
+    for s in steps:
+        vals = [next((c["success_rate"] for c in r["curve"] if _bin(c["env_step"], ev) == s), None) for _, r in cols]
+        print(f"{s:>9} " + " ".join(f"{v:>9.0%}" if v is not None else f"{'-':>9}" for v in vals))
+    for a in ARMS:
+        firsts = [r["first_step_at_90"] for r in arms[a]["runs"]]
+        print(f"{a} reward: first >= {SUCCESS_BAR:.0%} at {firsts} (mean {arms[a]['mean_first_step_at_90']:.0f}, "
+              f"never: {arms[a]['seeds_never_at_90']}); final {[r['final_success_rate'] for r in arms[a]['runs']]}")
+    print(f"learned / true: {ratio:.2f}x (goal <= {GOAL_RATIO}x): {'MET' if result['goal_met'] else 'NOT MET'}; "
+          f"the classifier ended {ended} of {episodes} training episodes, {false_ends} of them without true success "
+          f"({result['learned_false_end_share'] or 0.0:.1%} of all episodes)")
+    write_result(result, args.out / f"learned_reward_{args.task}.json", plot)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
