@@ -12,8 +12,10 @@ Reward models (learners.reward_model, one per direction): `--reward env` (defaul
 twin's TRUE success of its goal (cube resting and released in zone B / zone A), a privileged stand-in for the
 learned classifiers hardware needs; `--reward classifier` takes `--forward-classifier DIR --backward-classifier
 DIR` (trained with `robot-rl train-classifier` on labels recorded with `robot-rl record-labels --task
-twin-cube-relocate` / `twin-cube-relocate-back`). With `--obs-mode state` the training env renders the classifiers'
-cameras (at their cards' size) for them only (`RobotEnvConfig.reward_cameras`, never in the observation).
+twin-cube-relocate` / `twin-cube-relocate-back`); a direction given none gets one trained here the same way
+(scripted teleop, 6,000 frames at 64x64, `train-classifier` defaults; learned_reward.train_classifier_for).
+With `--obs-mode state` the training env renders the classifiers' cameras (at their cards' size) for them only
+(`RobotEnvConfig.reward_cameras`, never in the observation).
 
 What it reports per seed: the first env step (both directions together) at which the forward policy's evaluation
 success reaches 80 %, the backward one's, the final and best rates, the hand-overs, the false-positive hand-overs
@@ -22,7 +24,7 @@ success, scene teleports after the first reset (must be 0), the per-direction tr
 success, updates/s and wall time.
 
     python benchmarks/forward_backward.py                          # seed 0, 30k env steps
-    python benchmarks/forward_backward.py --seeds 0 1 --steps 20000
+    python benchmarks/forward_backward.py --seeds 0 1 --steps 20000 --jobs 2     # two seeds at a time
     python benchmarks/forward_backward.py --steps 4000 -- --set bc_weight=30    # anything after -- goes to train
 """
 
@@ -50,12 +52,11 @@ from sample_efficiency import (  # noqa: E402
     first_step_at,
     pyplot,
     record_demos,
+    run_jobs,
     save_figure,
     split_passthrough,
     write_result,
 )
-
-from robot_rl.metrics import read_metrics  # noqa: E402
 
 BAR = 0.8
 TASK = "twin-cube-relocate"
@@ -103,15 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backward-classifier", type=Path, default=None)
     p.add_argument("--budget-min", type=float, default=0.0, help="wall-clock budget per seed in minutes (0 = none)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel processes (1 core each)")
     p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = p.parse_args(argv)
-    if args.reward == "classifier" and (args.forward_classifier is None or args.backward_classifier is None):
-        raise SystemExit("--reward classifier needs --forward-classifier DIR and --backward-classifier DIR")
+    if args.reward == "env" and (args.forward_classifier or args.backward_classifier):
+        raise SystemExit("--forward-classifier / --backward-classifier go with --reward classifier")
 
     import torch
 
-    from learners import train_cli
     from learners.recipes import recipe_for
 
     work = args.work or Path(tempfile.mkdtemp(prefix="forward_backward_"))
@@ -119,10 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     demos_f = record_demos(TASK, args.obs_mode, None, args.demos, work / f"demos_forward{suffix}")
     demos_b = record_demos(f"{TASK}-back", args.obs_mode, None, args.demos, work / f"demos_backward{suffix}")
     sources = {"forward": "env", "backward": "env"}
-    if args.reward == "classifier":
-        sources = {"forward": f"classifier:{args.forward_classifier}",
-                   "backward": f"classifier:{args.backward_classifier}"}
+    if args.reward == "classifier":  # a direction without a classifier gets one trained here (64x64 labels)
+        from learned_reward import train_classifier_for
+
+        fwd = args.forward_classifier or train_classifier_for(TASK, work / "classifier_forward", 64, 6000)
+        bwd = args.backward_classifier or train_classifier_for(f"{TASK}-back", work / "classifier_backward", 64,
+                                                               6000)
+        sources = {"forward": f"classifier:{fwd}", "backward": f"classifier:{bwd}"}
     runs = []
+    jobs: list[tuple[int, list[str], Path]] = []
     for seed in args.seeds:
         out = work / f"run_seed{seed}_{time.strftime('%H%M%S')}"
         train_argv = ["--task", TASK, "--obs-mode", args.obs_mode, "--forward-backward", "--demos", str(demos_f),
@@ -133,11 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget_min > 0:
             train_argv += ["--max-minutes", str(args.budget_min)]
         print(f"[forward-backward] seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}", flush=True)
-        t0 = time.perf_counter()
-        if train_cli.main([*train_argv, "--out", str(out)]) != 0:
-            raise SystemExit(f"robot-rl train failed for {out}")
-        wall = time.perf_counter() - t0
-        rows = read_metrics(out / "metrics.jsonl")
+        jobs.append((seed, train_argv, out))
+    results = run_jobs([(argv, out) for _, argv, out in jobs], args.jobs)
+    for (seed, _, out), res in zip(jobs, results, strict=True):
+        rows, wall = res["rows"], res["wall_s"]
         keys = ("env_step", "forward_success_rate", "backward_success_rate", "handovers", "false_positive_handovers",
                 "handovers_without_true_success", "timeout_handovers", "scene_teleports", "reset_retries",
                 "forward_episodes",
