@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         curve = [{k: r.get(k) for k in keys} for r in rows]
         last = rows[-1]
         runs.append({
-            "seed": seed, "curve": curve, "wall_s": wall, "run_dir": str(out),
+            "seed": seed, "curve": curve, "wall_s": wall, "cpu_s": res.get("cpu_s"), "run_dir": str(out),
             "forward_first_step_at_80": first_step_at(rows, BAR, "forward_success_rate"),
             "backward_first_step_at_80": first_step_at(rows, BAR, "backward_success_rate"),
             "forward_final": last["forward_success_rate"], "backward_final": last["backward_success_rate"],

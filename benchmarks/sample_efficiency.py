@@ -69,13 +69,15 @@ def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int
 
 
 def run_seed(train_argv: list[str], out: Path) -> dict[str, Any]:
-    """One `robot-rl train` run in this process; its metrics rows and wall time."""
+    """One `robot-rl train` run in this process; its metrics rows, wall time and CPU time (this process's, all
+    threads: `train` steps the env, updates and evaluates in one process)."""
     from learners import train_cli
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if train_cli.main([*train_argv, "--out", str(out)]) != 0:
         raise SystemExit(f"robot-rl train failed for {out}")
-    return {"rows": read_metrics(out / "metrics.jsonl"), "wall_s": time.perf_counter() - t0}
+    return {"rows": read_metrics(out / "metrics.jsonl"), "wall_s": time.perf_counter() - t0,
+            "cpu_s": time.process_time() - c0}
 
 
 def run_jobs(jobs: list[tuple[list[str], Path]], n_parallel: int) -> list[dict[str, Any]]:
@@ -100,7 +102,7 @@ def summarize_run(seed: int, res: dict[str, Any], out: Path, steps: int) -> dict
              "updates": r.get("updates"), "train_success_rate": r.get("train_success_rate")}
         c.update({k: v for k, v in r.items() if k.startswith("reward_")})
         curve.append(c)
-    return {"seed": seed, "curve": curve, "wall_s": res["wall_s"],
+    return {"seed": seed, "curve": curve, "wall_s": res["wall_s"], "cpu_s": res.get("cpu_s"),
             "stopped_by_budget": bool(rows) and rows[-1]["env_step"] < steps,
             "first_step_at_90": first_step_at(rows, SUCCESS_BAR),
             "final_success_rate": rows[-1]["success_rate"] if rows else None,
@@ -265,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s:>9} {shown} {np.mean(have):>6.0%}" if have else f"{s:>9} {shown}")
     for r in runs:
         print(f"seed {r['seed']}: first >= {SUCCESS_BAR:.0%} at {r['first_step_at_90'] or 'never'}, final "
-              f"{r['final_success_rate']}, {r['env_steps_done']} env steps in {r['wall_s'] / 60:.1f} min"
+              f"{r['final_success_rate']}, {r['env_steps_done']} env steps in {r['wall_s'] / 60:.1f} min "
+              f"({(r['cpu_s'] or 0.0) / 60:.1f} CPU-min)"
               f"{' (budget)' if r['stopped_by_budget'] else ''}")
     write_result(result, args.out / f"sample_efficiency_{tag}.json", plot)
     return 0
