@@ -55,6 +55,8 @@ def build_train_parser() -> argparse.ArgumentParser:
                    help="the threshold is the lowest with this precision on the validation split")
     p.add_argument("--precision-confidence", type=float, default=d.precision_confidence,
                    help="the precision's lower confidence bound must reach the target too (0: point estimate)")
+    p.add_argument("--min-threshold", type=float, default=d.min_threshold,
+                   help="floor on the chosen threshold (0: none)")
     p.add_argument("--val-fraction", type=float, default=d.val_fraction, help="share of episodes for validation")
     p.add_argument("--min-episodes", type=int, default=d.min_episodes, help="episodes each split needs at least")
     p.add_argument("--max-steps", type=int, default=d.max_steps, help="gradient steps at most")
@@ -90,7 +92,7 @@ def main(argv: list[str]) -> int:
     cfg = TrainClassifierConfig(
         cameras=tuple(c.strip() for c in args.cameras.split(",") if c.strip()), model=model,
         val_fraction=args.val_fraction, min_episodes=args.min_episodes, target_precision=args.target_precision,
-        precision_confidence=args.precision_confidence,
+        precision_confidence=args.precision_confidence, min_threshold=args.min_threshold,
         batch_size=args.batch_size, lr=args.lr, max_steps=args.max_steps, eval_every=args.eval_every,
         patience=args.patience, shift_pad=args.shift_pad, jitter=args.jitter,
         class_weighting=not args.no_class_weighting, gate_k=args.gate_k, predicate=args.predicate, seed=args.seed,

@@ -120,6 +120,18 @@ def threshold_for_precision(probs: np.ndarray, labels: np.ndarray, target: float
     return choice(int(np.flatnonzero(prec == prec.max())[-1]), False, "best")
 
 
+def floor_threshold(choice: ThresholdChoice, floor: float) -> ThresholdChoice:
+    """`choice` with its threshold raised to `floor` when below it (rule gets "+floor"); unchanged otherwise. A
+    higher threshold can only keep or raise precision: the floor trades recall the validation split would allow for
+    frames the classifier itself scores as more likely failure never counting as success.
+
+        floor_threshold(threshold_for_precision(p, y, 0.99), 0.5).threshold >= 0.5
+    """
+    if choice.threshold >= floor:
+        return choice
+    return dataclasses.replace(choice, threshold=float(floor), rule=f"{choice.rule}+floor")
+
+
 def binary_metrics(probs: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, Any]:
     """Frame-level metrics at `threshold` (positive = prob >= threshold): frames, positives, negatives, tp, fp,
     fn, tn, precision (1.0 with no predicted positive), recall, accuracy, balanced_accuracy, fp_per_1000

@@ -14,7 +14,10 @@ Recipe (what HIL-SERL, SERL, LeRobot and RLinf do, plus what they lack; ../share
   `patience` evaluations without improvement (or at `max_steps`);
 - the decision threshold is chosen on the validation split for `target_precision` (false positives are what
   break RL): the lowest threshold whose precision, at it and above, meets the target and whose Wilson lower
-  bound at `precision_confidence` (90 %) does too (`learners.classifier_metrics.threshold_for_precision`);
+  bound at `precision_confidence` (90 %) does too (`learners.classifier_metrics.threshold_for_precision`), but
+  never below `min_threshold` (0.5): a near-perfectly separated validation split lets that rule go down to the
+  lowest positive's score (0.001 was seen on cube-relocate), where frames the classifier itself calls more likely
+  failure than success count as successes, which on a learning policy's unseen states invites false positives;
 - the card gets the metrics table at that threshold (validation and a sample of the training split), the
   calibration table, the k-gate replayed over the validation episodes for k = 1..5, training time.
 
@@ -51,6 +54,7 @@ from learners.classifier_data import LabelledFrames, load_labels, split_by_episo
 from learners.classifier_metrics import (
     binary_metrics,
     calibration_table,
+    floor_threshold,
     format_calibration_table,
     format_metrics_table,
     gate_stats,
@@ -81,6 +85,9 @@ class TrainClassifierConfig(Config):
     precision_confidence: float = 0.9
     """... believably: the precision's Wilson lower bound at this confidence must reach the target too (0: the
     point estimate alone; see learners.classifier_metrics.threshold_for_precision)."""
+    min_threshold: float = 0.5
+    """Floor on the chosen threshold: a probability below it never counts as success, whatever recall the
+    validation split would allow (0: no floor)."""
     batch_size: int = 64
     lr: float = 3e-4
     """Adam learning rate."""
@@ -115,6 +122,7 @@ class TrainClassifierConfig(Config):
         require(0.0 < self.target_precision <= 1.0, "target_precision", self.target_precision, "must be in (0, 1]")
         require(0.0 <= self.precision_confidence < 1.0, "precision_confidence", self.precision_confidence,
                 "must be in [0, 1)")
+        require(0.0 <= self.min_threshold < 1.0, "min_threshold", self.min_threshold, "must be in [0, 1)")
         for name in ("batch_size", "max_steps", "eval_every", "patience", "gate_k", "threads"):
             require(getattr(self, name) >= 1, name, getattr(self, name), "must be >= 1")
         require(self.lr > 0 and math.isfinite(self.lr), "lr", self.lr, "must be finite and > 0")
@@ -275,6 +283,11 @@ def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.P
     if not choice.met:
         log(f"[train-classifier] warning: no threshold reaches precision {cfg.target_precision} on the validation "
             f"split; using the most precise one ({choice.precision:.3f} at {choice.threshold:.3f})")
+    rule_threshold = choice.threshold
+    choice = floor_threshold(choice, cfg.min_threshold)
+    if choice.threshold != rule_threshold:
+        log(f"[train-classifier] the precision rule allowed threshold {rule_threshold:.4f}; raised to the floor "
+            f"{cfg.min_threshold} (min_threshold)")
     sample = np.sort(rng.choice(tr_idx, size=min(len(tr_idx), cfg.train_metrics_frames), replace=False))
     train_probs = model.predict_proba(data.subset_images(sample), device=device)
     metrics = {"validation": binary_metrics(val_probs, y_all[va_idx], choice.threshold),
@@ -286,6 +299,7 @@ def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.P
         threshold=choice.threshold, target_precision=cfg.target_precision,
         gate={"k": cfg.gate_k, "predicate": list(predicate.conditions)},
         metrics={**metrics, "threshold_met_target": choice.met, "threshold_rule": choice.rule,
+                 "threshold_by_rule": rule_threshold, "min_threshold": cfg.min_threshold,
                  "precision_lower_bound": choice.precision_lower_bound,
                  "precision_confidence": cfg.precision_confidence, "gate_by_k_validation": gate_rows},
         calibration=calib,

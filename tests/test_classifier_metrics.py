@@ -12,6 +12,7 @@ from learners.classifier_metrics import (
     calibration_table,
     expected_calibration_error,
     first_gated_index,
+    floor_threshold,
     format_calibration_table,
     format_metrics_table,
     gate_stats,
@@ -62,6 +63,22 @@ def test_threshold_envelope_ignores_a_lucky_dip_and_confidence_needs_enough_posi
     # unreachable: the most precise threshold, flagged
     bad = threshold_for_precision(np.array([0.9, 0.8]), np.array([False, True]), 0.99)
     assert not bad.met and bad.rule == "best"
+
+
+def test_threshold_floor_keeps_frames_scored_as_failure_from_counting_as_success() -> None:
+    # a near-perfectly separated split whose lowest positive scores 0.002: the precision rule goes down to it
+    p = np.r_[np.linspace(0.999, 0.9, 300), 0.002, np.full(50, 0.001), np.linspace(0.0009, 0.0, 400)]
+    y = np.r_[np.ones(301, bool), np.zeros(450, bool)]
+    rule = threshold_for_precision(p, y, 0.99, confidence=0.9)
+    assert rule.threshold == pytest.approx(0.002) and rule.recall == 1.0
+    floored = floor_threshold(rule, 0.5)
+    assert floored.threshold == 0.5 and floored.rule == f"{rule.rule}+floor" and floored.met == rule.met
+    assert binary_metrics(p, y, floored.threshold)["recall"] == pytest.approx(300 / 301)
+    # a threshold above the floor is left as it is; floor 0 turns it off
+    assert floor_threshold(rule, 0.0) is rule
+    high = threshold_for_precision(np.r_[np.full(200, 0.9), np.full(200, 0.1)], np.r_[np.ones(200, bool),
+                                   np.zeros(200, bool)], 0.99)
+    assert floor_threshold(high, 0.5) is high and high.threshold == pytest.approx(0.9)
 
 
 def test_wilson_lower_bound() -> None:
