@@ -20,6 +20,14 @@ flags); anything after `--` goes to `robot-rl train` and wins. Modes:
                                                       # written beside the plain run (..._state_residual.json)
     python benchmarks/sample_efficiency.py --backend jax --jobs 2           # the JAX learner backend (jax extra)
 
+`--baseline FILE` puts a reference measured the same way beside a variant: a sample_efficiency result, or a
+learned_reward result (its true-reward arm); the table adds the baseline's first steps at 90 %, the figure its
+mean curve, and the result the ratio of the mean first steps (variant / baseline; a seed that never reaches 90 %
+counts as the run's steps). The baseline must have the same task, mode, steps, evaluation period and episodes.
+
+    python benchmarks/sample_efficiency.py --steps 6000 --eval-every 500 --label hlgauss \
+        --baseline benchmarks/results/learned_reward_twin-pick-cube.json -- --set critic_loss=hl_gauss
+
 Pixels mode uses the small conv encoder trained from scratch (`--encoder conv`, DrQ augmentation) on both
 cameras; `--device auto` (the default) runs it on CUDA when there is one, unchanged. `--budget-min` stops a seed's
 run at its first evaluation after that many minutes (`robot-rl train --max-minutes`); 0 = no budget.
@@ -163,20 +171,55 @@ def _bin(env_step: int, every: int) -> int:
     return int(round(env_step / every) * every) if every > 0 else int(env_step)
 
 
+def load_baseline(path: Path) -> dict[str, Any]:
+    """{"path", "runs"} of a sample_efficiency result file or a learned_reward one (its "true" arm); a clear
+    SystemExit for a missing or foreign file."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"--baseline {path}: cannot read it as JSON ({e})") from None
+    if data.get("benchmark") == "learned_reward":
+        runs = data["arms"]["true"]["runs"]
+    elif data.get("benchmark") == "sample_efficiency":
+        runs = data["runs"]
+    else:
+        raise SystemExit(f"--baseline {path}: not a sample_efficiency or learned_reward result")
+    return {"path": str(path), "task": data.get("task"), "obs_mode": data.get("obs_mode"),
+            "steps": data.get("steps"), "eval_every": data.get("eval_every"),
+            "eval_episodes": data.get("eval_episodes"), "runs": runs}
+
+
+def mean_first_step(runs: list[dict[str, Any]], steps: int) -> float:
+    """Mean over seeds of the first env step at >= 90 % (a seed that never reaches it counts as `steps`)."""
+    return float(np.mean([steps if r["first_step_at_90"] is None else r["first_step_at_90"] for r in runs]))
+
+
+def mean_curve(runs: list[dict[str, Any]], every: int) -> list[tuple[int, float]]:
+    """(binned env step, mean success) where every seed has an evaluation."""
+    grid: dict[int, list[float]] = {}
+    for run in runs:
+        for c in run["curve"]:
+            grid.setdefault(_bin(c["env_step"], every), []).append(c["success_rate"])
+    return sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == len(runs))
+
+
 def plot(result: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    grid: dict[int, list[float]] = {}
     for run in result["runs"]:
         xs = [r["env_step"] for r in run["curve"]]
         ys = [r["success_rate"] for r in run["curve"]]
         ax.plot(xs, ys, marker="o", markersize=3, alpha=0.6, label=f"seed {run['seed']}")
-        for x, y in zip(xs, ys, strict=True):  # evaluations run at episode ends: bin to the eval period
-            grid.setdefault(_bin(x, result["eval_every"]), []).append(y)
     n = len(result["runs"])
-    mean = sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == n)
+    mean = mean_curve(result["runs"], result["eval_every"])  # evaluations run at episode ends: binned
     if n > 1 and mean:
-        ax.plot([m[0] for m in mean], [m[1] for m in mean], color="black", linewidth=2, label="mean")
+        ax.plot([m[0] for m in mean], [m[1] for m in mean], color="black", linewidth=2,
+                label=f"mean{' (' + result['label'] + ')' if result.get('label') else ''}")
+    base = result.get("baseline")
+    if base:
+        bm = mean_curve(base["runs"], result["eval_every"])
+        ax.plot([m[0] for m in bm], [m[1] for m in bm], color="grey", linewidth=2, linestyle="--",
+                label=f"baseline mean ({len(base['runs'])} seeds)")
     ax.axhline(SUCCESS_BAR, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("env steps")
     ax.set_ylabel(f"success ({result['eval_episodes']} eval episodes)")
@@ -209,7 +252,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="a result file measured the same way to compare with (sample_efficiency or learned_reward)")
     args = p.parse_args(argv)
+    baseline = load_baseline(args.baseline) if args.baseline is not None else None
+    if baseline is not None:
+        for key in ("task", "obs_mode", "steps", "eval_every", "eval_episodes"):
+            if baseline[key] != getattr(args, key):
+                raise SystemExit(f"--baseline {args.baseline}: its {key} is {baseline[key]!r}, this run's "
+                                 f"{getattr(args, key)!r}: compare runs measured the same way")
 
     import torch
 
@@ -270,6 +321,15 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['final_success_rate']}, {r['env_steps_done']} env steps in {r['wall_s'] / 60:.1f} min "
               f"({(r['cpu_s'] or 0.0) / 60:.1f} CPU-min)"
               f"{' (budget)' if r['stopped_by_budget'] else ''}")
+    if baseline is not None:
+        ratio = mean_first_step(runs, args.steps) / max(mean_first_step(baseline["runs"], args.steps), 1.0)
+        result["baseline"] = {**baseline, "mean_first_step_at_90": mean_first_step(baseline["runs"], args.steps),
+                              "ratio_mean_first_step": ratio}
+        result["mean_first_step_at_90"] = mean_first_step(runs, args.steps)
+        print(f"baseline ({args.baseline}): first >= {SUCCESS_BAR:.0%} at "
+              f"{[r['first_step_at_90'] for r in baseline['runs']]}, final "
+              f"{[r['final_success_rate'] for r in baseline['runs']]}; mean first step, this run / baseline: "
+              f"{ratio:.2f}x")
     write_result(result, args.out / f"sample_efficiency_{tag}.json", plot)
     return 0
 
