@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from point_reach import ENV_ID, PointReachEnv, point_reach_spec, record_point_reach
 
 from learners import bc_cli, eval_cli, train_cli
 from learners.base_policy import load_base_policy, load_run_policy
@@ -23,83 +24,23 @@ from learners.policy import build_policy
 from learners.sac import SACAgent
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.cli import main as cli_main
-from robot_rl.episodes import Episode, save_episode
 from robot_rl.errors import ConfigError, SpecMismatchError
 from robot_rl.metrics import read_metrics
 from robot_rl.specs import ArraySpec, EnvSpec
 
 torch.set_num_threads(1)
-ENV_ID = "RobotRLTest-PointReach-v0"
 SMALL = ["--set", "hidden_dims=64,64"]
 
 
-class PointReachEnv(gym.Env[np.ndarray, np.ndarray]):
-    """A 2-D point (metres) sent to a random goal 5-20 cm away by displacements of at most 10 cm per step;
-    observation [position, goal - position]; reward 1 and success within 2 cm (the episode ends), 20 steps."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
-    action_space = gym.spaces.Box(-0.1, 0.1, (2,), np.float32)
-
-    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
-        self.pos = self.np_random.uniform(-0.1, 0.1, 2)
-        ang, dist = self.np_random.uniform(0, 2 * np.pi), self.np_random.uniform(0.05, 0.2)
-        self.goal = self.pos + dist * np.array([np.cos(ang), np.sin(ang)])
-        self.t = 0
-        return self._obs(), {}
-
-    def _obs(self) -> np.ndarray:
-        return np.r_[self.pos, self.goal - self.pos].astype(np.float32)
-
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        self.pos = self.pos + np.clip(np.asarray(action, np.float64), -0.1, 0.1)
-        self.t += 1
-        ok = bool(np.linalg.norm(self.goal - self.pos) < 0.02)
-        return self._obs(), float(ok), ok, self.t >= 20, {"success": ok}
-
-
-if ENV_ID not in gym.registry:
-    gym.register(id=ENV_ID, entry_point=lambda **kwargs: PointReachEnv())
-
-
 def _spec() -> EnvSpec:
-    env = PointReachEnv()
-    return EnvSpec.from_spaces(ENV_ID, env.observation_space, env.action_space, 0.0)
-
-
-def _expert(obs: np.ndarray) -> np.ndarray:
-    """Steps of at most 2 cm straight to the goal (env units)."""
-    return np.clip(obs[2:], -0.02, 0.02).astype(np.float32)
-
-
-def _demos(directory: Path, episodes: int = 30) -> Path:
-    env = PointReachEnv()
-    spec = _spec()
-    for i in range(episodes):
-        obs, _ = env.reset(seed=100 + i)
-        frames, acts, rews, terms, succ = [obs], [], [], [], []
-        while True:
-            a = _expert(obs)
-            obs, r, term, trunc, info = env.step(a)
-            frames.append(obs)
-            acts.append(a)
-            rews.append(r)
-            terms.append(term)
-            succ.append(info["success"])
-            if term or trunc:
-                break
-        t = len(acts)
-        save_episode(Episode({"obs": np.stack(frames)}, np.stack(acts), np.array(rews, np.float32),
-                             np.array(terms), np.array([False] * (t - 1) + [not terms[-1]]), np.ones(t, bool),
-                             np.array(succ), task=ENV_ID, spec=spec.to_dict()), directory)
-    return directory
+    return point_reach_spec()
 
 
 @pytest.fixture(scope="module")
 def bc_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
     """(demo directory, a train-bc run directory, its log lines): 30 demos, 1500 BC steps."""
     root = tmp_path_factory.mktemp("bc")
-    demos = _demos(root / "demos")
+    demos = record_point_reach(root / "demos", 30)
     out = root / "bc"
     args = bc_cli.build_parser().parse_args(["--env-id", ENV_ID, "--demos", str(demos), "--out", str(out),
                                              "--steps", "1500", "--eval-every", "750", "--eval-episodes", "20",

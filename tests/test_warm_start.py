@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from point_reach import ENV_ID, ENV_ID_3D, PointReachEnv, record_point_reach
 
 from learners import eval_cli, train_cli
 from learners.agents import make_agent
@@ -21,71 +21,11 @@ from learners.replay import MixedSampler
 from learners.warm_start import compare_agent_configs, init_agent_from
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.cli import main as cli_main
-from robot_rl.episodes import Episode, save_episode
 from robot_rl.metrics import read_metrics
 from robot_rl.specs import EnvSpec
 
 torch.set_num_threads(1)
-ENV_ID = "RobotRLTest-WarmReach-v0"
-OTHER_ENV_ID = "RobotRLTest-WarmReach3D-v0"
 FAST = ["--algo", "sac", "--hidden", "32", "--batch-size", "32", "--eval-episodes", "5"]
-
-
-class WarmReachEnv(gym.Env[np.ndarray, np.ndarray]):
-    """A `dim`-D point sent to a goal 5-20 cm away by steps of at most 10 cm; observation [position, goal -
-    position]; reward 1 and success within 2 cm (the episode ends), 20 steps at most."""
-
-    def __init__(self, dim: int = 2) -> None:
-        self.dim = dim
-        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2 * dim,), np.float32)
-        self.action_space = gym.spaces.Box(-0.1, 0.1, (dim,), np.float32)
-
-    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
-        self.pos = self.np_random.uniform(-0.1, 0.1, self.dim)
-        direction = self.np_random.normal(size=self.dim)
-        self.goal = self.pos + self.np_random.uniform(0.05, 0.2) * direction / np.linalg.norm(direction)
-        self.t = 0
-        return self._obs(), {}
-
-    def _obs(self) -> np.ndarray:
-        return np.r_[self.pos, self.goal - self.pos].astype(np.float32)
-
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        self.pos = self.pos + np.clip(np.asarray(action, np.float64), -0.1, 0.1)
-        self.t += 1
-        ok = bool(np.linalg.norm(self.goal - self.pos) < 0.02)
-        return self._obs(), float(ok), ok, self.t >= 20, {"success": ok}
-
-
-for _id, _dim in ((ENV_ID, 2), (OTHER_ENV_ID, 3)):
-    if _id not in gym.registry:
-        gym.register(id=_id, entry_point=lambda dim=_dim, **kwargs: WarmReachEnv(dim))
-
-
-def _record(directory: Path, episodes: int, noise: float, human: bool, seed: int, dim: int = 2) -> Path:
-    """Episodes of the expert (steps of <= 2 cm straight to the goal) with Gaussian action noise (env units)."""
-    env, env_id = WarmReachEnv(dim), ENV_ID if dim == 2 else OTHER_ENV_ID
-    spec = EnvSpec.from_spaces(env_id, env.observation_space, env.action_space, 0.0)
-    rng = np.random.default_rng(seed)
-    for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
-        frames, acts, rews, terms, succ = [obs], [], [], [], []
-        while True:
-            a = np.clip(np.clip(obs[dim:], -0.02, 0.02) + rng.normal(0, noise, dim), -0.1, 0.1).astype(np.float32)
-            obs, r, term, trunc, info = env.step(a)
-            frames.append(obs)
-            acts.append(a)
-            rews.append(r)
-            terms.append(term)
-            succ.append(info["success"])
-            if term or trunc:
-                break
-        t = len(acts)
-        save_episode(Episode({"obs": np.stack(frames)}, np.stack(acts), np.array(rews, np.float32), np.array(terms),
-                             np.array([False] * (t - 1) + [not terms[-1]]), np.full(t, human), np.array(succ),
-                             task=env_id, spec=spec.to_dict()), directory)
-    return directory
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +33,8 @@ def offline_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """20 demos + 20 noisy rollouts (failures included), and an offline-only run of 200 updates on both (BC
     term on the human rows): its directory, the counts of human and rollout steps and failed rollouts."""
     root = tmp_path_factory.mktemp("warm")
-    demos = _record(root / "demos", 20, 0.0, human=True, seed=100)
-    rollouts = _record(root / "rollouts", 20, 0.08, human=False, seed=500)
+    demos = record_point_reach(root / "demos", 20, 0.0, human=True, seed=100)
+    rollouts = record_point_reach(root / "rollouts", 20, 0.08, human=False, seed=500)
     out = root / "offline"
     assert train_cli.main(["--env-id", ENV_ID, *FAST, "--demos", str(demos), str(rollouts), "--offline-updates",
                            "200", "--max-env-steps", "0", "--set", "bc_weight=10", "--out", str(out)]) == 0
@@ -167,12 +107,12 @@ def _source_agent(run_dir: Path) -> Any:
 
 
 def _spec() -> EnvSpec:
-    env = WarmReachEnv()
+    env = PointReachEnv()
     return EnvSpec.from_spaces(ENV_ID, env.observation_space, env.action_space, 0.0)
 
 
 def _probe_obs(n: int = 16) -> list[np.ndarray]:
-    env = WarmReachEnv()
+    env = PointReachEnv()
     return [env.reset(seed=900 + i)[0] for i in range(n)]
 
 
@@ -288,7 +228,7 @@ def test_demos_given_with_a_warm_start_are_sampled_at_the_demo_ratio(
 
 def _tiny_run(root: Path, name: str, argv: list[str], dim: int = 2) -> Path:
     """An offline-only run of one update on one demo (a cheap checkpoint to warm-start from)."""
-    demos = _record(root / f"demos_{name}", 1, 0.0, human=True, seed=0, dim=dim)
+    demos = record_point_reach(root / f"demos_{name}", 1, 0.0, human=True, seed=0, dim=dim)
     out = root / name
     assert train_cli.main([*argv, "--demos", str(demos), "--offline-updates", "1", "--max-env-steps", "0",
                            "--eval-episodes", "1", "--out", str(out)]) == 0
@@ -297,7 +237,7 @@ def _tiny_run(root: Path, name: str, argv: list[str], dim: int = 2) -> Path:
 
 def test_bad_init_from_is_one_line_without_traceback(offline_run: dict[str, Any], tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    other_env = _tiny_run(tmp_path, "other_env", ["--env-id", OTHER_ENV_ID, *FAST], dim=3)
+    other_env = _tiny_run(tmp_path, "other_env", ["--env-id", ENV_ID_3D, *FAST], dim=3)
     wider = _tiny_run(tmp_path, "wider", ["--env-id", ENV_ID, *FAST, "--set", "hidden_dims=16,16"])
     corrupt = tmp_path / "corrupt"
     ckpt = latest_checkpoint(wider / "checkpoints")
