@@ -13,8 +13,10 @@ Modules (import the one you need; this package imports nothing at import time):
                       k-gate replay), `classifier_train`, `classifier_cli` (train-classifier / eval-classifier)
 - `learners.sac`      SACAgent: critic ensemble, targets, temperature, UTD updates, full state for checkpoints
 - `learners.agents`   the Agent seam (LearnerAgent) and make_agent: cfg.backend 'torch' (sac) or 'jax'
-- `learners.jax_agent`  JaxSACAgent: sac's update as one jitted JAX function (the `jax` extra, imported lazily),
-                      ParamMap (torch names/layouts <-> JAX paths); acts and publishes through the torch policy
+- `learners.jax_agent`  JaxSACAgent: sac's update as one jitted JAX function (the `jax` extra, imported lazily);
+                      acts and publishes through the torch policy
+- `learners.jax_nets`  its building blocks: ParamMap (torch names/layouts <-> JAX paths), the networks as jnp
+                      functions, Adam (jax imported lazily, inside the functions)
 - `learners.replay`   ReplayBuffer (uint8 frames stored once), MixedSampler (RLPD), route_transition
 - `learners.loop`     train_online (generator of per-episode metrics) and evaluate, for any gymnasium-like env
 - `learners.encoders` ResNet-10 (GroupNorm, local safetensors weights), small conv net, random shift

@@ -1,12 +1,15 @@
 """The JAX learner backend (`AgentConfig.backend = "jax"`, the `jax` extra): learners.sac's SAC / RLPD / DrQ
 update as ONE jitted function (the critic updates of one `update()` call as a `lax.scan`), behind the same Agent
-seam (learners.agents.LearnerAgent).
+seam (learners.agents.LearnerAgent). This module holds the options check, the update and the agent; the networks
+(pure jnp functions), the name map (`ParamMap`: torch names and layouts <-> JAX paths) and Adam are in
+learners.jax_nets.
 
 Shared with the torch backend, not copied: batches come from the same samplers (learners.replay: RLPD mixing,
 n-step rows), the same recipes and AgentConfig, the same checkpoints (learners.state.TrainingRun), and the same
 acting policy: `act()` runs the torch `learners.policy.Policy` with the JAX weights loaded through the name map
-below, exactly as an actor runs the weights this learner publishes. The initial weights are the torch agent's
-for the same config and seed (learners.sac.SACAgent builds them), so both backends start from the same point.
+(learners.jax_nets.ParamMap), exactly as an actor runs the weights this learner publishes. The initial weights are
+the torch agent's for the same config and seed (learners.sac.SACAgent builds them), so both backends start from
+the same point.
 
 The update, step for step as learners.sac (tests/test_jax_agent.py checks losses and parameter changes against
 the torch agent on the same parameters, batch and random draws): strided minibatches (rows i::k), DrQ random
@@ -16,15 +19,7 @@ clip_grad_norm_), Adam as torch's (betas 0.9 / 0.999, eps 1e-8), soft target upd
 the HIL-SERL gripper double-DQN head, then the actor (mean Q over the ensemble, BC term on human rows, optionally
 Q-filtered: `bc_q_filter`) and the temperature on the last minibatch, with the encoder features detached. Random
 draws come from one JAX key in the agent's state (checkpointed), so a JAX run is reproducible, but it does not
-draw the same numbers as torch.
-
-Name map (`ParamMap`): every parameter of a torch module <-> a JAX path with JAX's layouts: a Linear's
-`weight` (out, in) is `.../kernel` (in, out); a Conv2d's (O, I, kh, kw) is `.../kernel` (kh, kw, I, O) for NHWC
-images; Layer/GroupNorm `weight` is `.../scale`; the spatial embedding kernel (C, H, W, F) is (H, W, C, F);
-the batched ensemble layers keep their (N, in, out) layout; dots become slashes
-(`actor.trunk.hidden.0.weight` <-> `actor/trunk/hidden/0/kernel`). `trainable_state()` and `state_dict()` give
-torch names and layouts, so actors, `robot-rl eval` and checkpoints see the same names from both backends
-(the optimizer moments and the random key are the JAX agent's own entries).
+draw the same numbers as torch. `trainable_state()` and `state_dict()` give torch names and layouts.
 
 Not supported (a one-line ConfigError naming the option, never ignored): `compile` (torch.compile; JAX always
 compiles), `device='mps'`, and any AgentConfig option this module does not list in SUPPORTED_OPTIONS (options
@@ -48,17 +43,31 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from learners.config import AgentConfig
-from learners.nets import EnsembleLayerNorm, EnsembleLinear
+from learners.jax_nets import (
+    Camera,
+    ParamMap,
+    Static,
+    actor,
+    adam,
+    adam_init,
+    backbone,
+    clip,
+    encode,
+    ensemble,
+    gripper_q,
+    lerp,
+    random_shift,
+    tanh_gaussian,
+)
 from learners.policy import Policy
 from learners.replay import mc_floor
 from robot_rl.errors import ConfigError, ShapeError
@@ -75,10 +84,6 @@ SUPPORTED_OPTIONS = frozenset({
     "gripper_epsilon", "backend", "device", "seed", "bc_q_filter", "mc_lower_bound",
 })
 """AgentConfig options the JAX agent implements; any other option set away from its default is refused."""
-_ADAM_B1, _ADAM_B2, _ADAM_EPS = 0.9, 0.999, 1e-8  # torch.optim.Adam's defaults
-_LN_EPS = 1e-5  # torch LayerNorm / GroupNorm default
-_IMAGENET_MEAN = (0.485, 0.456, 0.406)
-_IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 # ------------------------------------------------------------------------------------------------ jax import
@@ -134,378 +139,9 @@ def check_supported(cfg: AgentConfig) -> None:
                               f"backend=jax yet; leave it at {getattr(default, f.name)!r} or use backend=torch")
 
 
-# ------------------------------------------------------------------------------------------------ name map
-@dataclasses.dataclass(frozen=True)
-class _Entry:
-    torch_name: str
-    path: str
-    kind: str  # "linear" | "conv" | "norm" | "spatial" | "same"
-
-
-class ParamMap:
-    """torch parameter names and layouts of one nn.Module <-> JAX paths and layouts (see the module docstring).
-    Every parameter of the module is mapped (a module type it does not know is a TypeError, so a new layer in the
-    torch networks fails the tests instead of being sent with the wrong layout)."""
-
-    def __init__(self, module: nn.Module) -> None:
-        from learners.encoders import SpatialLearnedEmbeddings
-
-        entries: list[_Entry] = []
-        for mname, mod in module.named_modules():
-            for pname, _ in mod.named_parameters(recurse=False):
-                full = f"{mname}.{pname}" if mname else pname
-                base = mname.replace(".", "/") + "/" if mname else ""
-                if isinstance(mod, nn.Linear | nn.Conv2d) and pname == "weight":
-                    entries.append(_Entry(full, base + "kernel", "linear" if isinstance(mod, nn.Linear) else "conv"))
-                elif isinstance(mod, nn.LayerNorm | nn.GroupNorm | EnsembleLayerNorm) and pname == "weight":
-                    entries.append(_Entry(full, base + "scale", "same"))
-                elif isinstance(mod, EnsembleLinear) and pname == "weight":
-                    entries.append(_Entry(full, base + "kernel", "same"))
-                elif isinstance(mod, SpatialLearnedEmbeddings) and pname == "kernel":
-                    entries.append(_Entry(full, base + "kernel", "spatial"))
-                elif pname == "bias" and isinstance(mod, nn.Linear | nn.Conv2d | nn.LayerNorm | nn.GroupNorm
-                                                    | EnsembleLinear | EnsembleLayerNorm):
-                    entries.append(_Entry(full, base + "bias", "same"))
-                else:
-                    raise TypeError(f"ParamMap: no JAX layout for {type(mod).__name__} parameter '{full}'")
-        extra = set(module.state_dict()) - {e.torch_name for e in entries}
-        if extra:  # buffers would be missed
-            raise TypeError(f"ParamMap: state-dict entries without a parameter: {sorted(extra)}")
-        self.entries = tuple(entries)
-        self.by_torch = {e.torch_name: e for e in entries}
-        self.by_path = {e.path: e for e in entries}
-
-    @staticmethod
-    def _to_jax(kind: str, a: np.ndarray) -> np.ndarray:
-        if kind == "linear":
-            return a.T
-        if kind == "conv":
-            return a.transpose(2, 3, 1, 0)
-        if kind == "spatial":
-            return a.transpose(1, 2, 0, 3)
-        return a
-
-    @staticmethod
-    def _to_torch(kind: str, a: np.ndarray) -> np.ndarray:
-        if kind == "linear":
-            return a.T
-        if kind == "conv":
-            return a.transpose(3, 2, 0, 1)
-        if kind == "spatial":
-            return a.transpose(2, 0, 1, 3)
-        return a
-
-    def to_jax(self, arrays: Mapping[str, Any], names: Any = None) -> dict[str, np.ndarray]:
-        """{torch name: array} -> {JAX path: float32 array} for `names` (default: every mapped parameter)."""
-        keep = self.by_torch if names is None else names
-        return {self.by_torch[n].path: np.ascontiguousarray(self._to_jax(self.by_torch[n].kind,
-                                                                         np.asarray(arrays[n], np.float32)))
-                for n in keep}
-
-    def to_torch(self, arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """{JAX path: array} -> {torch name: float32 array} (C-contiguous copies)."""
-        return {self.by_path[p].torch_name: np.array(self._to_torch(self.by_path[p].kind, np.asarray(a, np.float32)),
-                                                     dtype=np.float32, order="C", copy=True)
-                for p, a in arrays.items()}
-
-
-# ------------------------------------------------------------------------------------------------ static shape
-@dataclasses.dataclass(frozen=True)
-class _Camera:
-    name: str
-    key: str        # module key of the camera (learners.encoders._module_key)
-    backbone: str   # "conv" | "resnet10"
-    frozen: bool
-    conv_layers: int
-
-
-@dataclasses.dataclass(frozen=True)
-class _Static:
-    """Everything the jitted functions close over (python values, not traced)."""
-
-    act: str
-    n_hidden: int
-    layer_norm: bool
-    ensemble: int
-    members: int
-    arm_dim: int
-    gripper: bool
-    n_gripper_hidden: int
-    log_std_min: float
-    log_std_max: float
-    cameras: tuple[_Camera, ...]
-    state_dim: int
-    proprio: bool
-    dropout: float
-    augment_pad: int
-    tau: float
-    actor_lr: float
-    critic_lr: float
-    temperature_lr: float
-    bc_weight: float
-    bc_q_filter: bool
-    mc_lower_bound: bool
-    backup_entropy: bool
-    learn_temperature: bool
-    target_entropy: float
-    grad_clip_norm: float | None
-    k: int
-    minibatch: int
-    feat_dim: int
-
-    @property
-    def all_frozen(self) -> bool:
-        return bool(self.cameras) and all(c.frozen for c in self.cameras)
-
-
-# ------------------------------------------------------------------------------------------------ networks (jnp)
-def _activation(name: str) -> Callable[[Any], Any]:
-    import jax
-
-    table: dict[str, Callable[[Any], Any]] = {
-        "silu": jax.nn.silu, "relu": jax.nn.relu, "tanh": jax.numpy.tanh,
-        "gelu": lambda x: jax.nn.gelu(x, approximate=False),  # torch's F.gelu is the exact (erf) form
-    }
-    return table[name]
-
-
-def _dense(p: Mapping[str, Any], path: str, x: Any) -> Any:
-    return x @ p[f"{path}/kernel"] + p[f"{path}/bias"]
-
-
-def _norm_affine(x: Any, scale: Any, bias: Any) -> Any:
-    """LayerNorm over the last axis with an affine (scale, bias): the scale folded into the (..., 1) inverse std
-    first, so the full-size work is one subtract, one multiply and one add."""
-    import jax
-    import jax.numpy as jnp
-
-    mean = x.mean(-1, keepdims=True)
-    var = jnp.maximum(jnp.square(x).mean(-1, keepdims=True) - jnp.square(mean), 0.0)
-    return (x - mean) * (jax.lax.rsqrt(var + _LN_EPS) * scale) + bias
-
-
-def _normalize(x: Any) -> Any:
-    """(x - mean) / sqrt(var + eps) over the last axis, the variance as E[x^2] - E[x]^2 (one pass over x: about
-    1.6x faster for the whole critic update on CPU than the two-pass form; LayerNorm inputs here are centred
-    enough that the difference to torch stays at float32 rounding, tests/test_jax_agent.py)."""
-    import jax
-    import jax.numpy as jnp
-
-    mean = x.mean(-1, keepdims=True)
-    var = jnp.maximum(jnp.square(x).mean(-1, keepdims=True) - jnp.square(mean), 0.0)
-    return (x - mean) * jax.lax.rsqrt(var + _LN_EPS)
-
-
-def _layer_norm(p: Mapping[str, Any], path: str, x: Any) -> Any:
-    return _normalize(x) * p[f"{path}/scale"] + p[f"{path}/bias"]
-
-
-def _mlp(p: Mapping[str, Any], path: str, x: Any, n_hidden: int, layer_norm: bool, act: str, out: bool) -> Any:
-    """learners.nets.MLP: Linear -> [LayerNorm] -> activation per hidden layer, optional output Linear."""
-    f = _activation(act)
-    for i in range(n_hidden):
-        x = _dense(p, f"{path}/hidden/{i}", x)
-        if layer_norm:
-            x = _layer_norm(p, f"{path}/norms/{i}", x)
-        x = f(x)
-    return _dense(p, f"{path}/out", x) if out else x
-
-
-def _ensemble(p: Mapping[str, Any], x: Any, st: _Static, members: Any = None) -> Any:
-    """learners.nets.EnsembleMLP: x (B, in) -> (K, B) for all N members or the `members` subset."""
-    import jax.numpy as jnp
-
-    f = _activation(st.act)
-
-    def take(a: Any) -> Any:
-        return a if members is None else jnp.take(a, members, axis=0)
-
-    h = x
-    for i in range(st.n_hidden):
-        w, b = take(p[f"hidden/{i}/kernel"]), take(p[f"hidden/{i}/bias"])
-        if i == 0:  # the shared input broadcast to every member: one batched matmul, no transpose of the output
-            h = jnp.broadcast_to(h, (w.shape[0], *h.shape))
-        h = jnp.einsum("kbi,kio->kbo", h, w) + b
-        if st.layer_norm:
-            h = _norm_affine(h, take(p[f"norms/{i}/scale"]), take(p[f"norms/{i}/bias"]))
-        h = f(h)
-    w, b = take(p["out/kernel"]), take(p["out/bias"])
-    return (jnp.einsum("kbi,kio->kbo", h, w) + b)[..., 0]
-
-
-def _actor(p: Mapping[str, Any], feats: Any, st: _Static) -> tuple[Any, Any]:
-    """learners.policy.TanhGaussianActor: (mean, log_std), log_std smoothly bounded."""
-    import jax.numpy as jnp
-
-    h = _mlp(p, "actor/trunk", feats, st.n_hidden, st.layer_norm, st.act, out=False)
-    raw = _dense(p, "actor/log_std", h)
-    log_std = st.log_std_min + 0.5 * (st.log_std_max - st.log_std_min) * (jnp.tanh(raw) + 1.0)
-    return _dense(p, "actor/mean", h), log_std
-
-
-def _tanh_gaussian(mean: Any, log_std: Any, noise: Any) -> tuple[Any, Any]:
-    """learners.policy.tanh_gaussian: reparameterised sample and its log-probability."""
-    import jax
-    import jax.numpy as jnp
-
-    u = mean + jnp.exp(log_std) * noise
-    logp = (-0.5 * jnp.square(noise) - log_std - 0.5 * math.log(2.0 * math.pi)).sum(-1)
-    logp = logp - (2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u))).sum(-1)
-    return jnp.tanh(u), logp
-
-
-def _gripper_q(p: Mapping[str, Any], feats: Any, st: _Static, prefix: str = "gripper/") -> Any:
-    return _mlp(p, f"{prefix}net", feats, st.n_gripper_hidden, True, st.act, out=True)
-
-
-def _conv(x: Any, kernel: Any, stride: int, pad: int) -> Any:
-    import jax
-
-    padding = "VALID" if pad == 0 else [(pad, pad), (pad, pad)]
-    return jax.lax.conv_general_dilated(x, kernel, (stride, stride), padding,
-                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
-
-
-def _group_norm(p: Mapping[str, Any], path: str, x: Any, groups: int = 4) -> Any:
-    import jax
-
-    b, h, w, c = x.shape
-    g = x.reshape(b, h, w, groups, c // groups)
-    mean = g.mean((1, 2, 4), keepdims=True)
-    var = ((g - mean) ** 2).mean((1, 2, 4), keepdims=True)
-    g = (g - mean) * jax.lax.rsqrt(var + _LN_EPS)
-    return g.reshape(b, h, w, c) * p[f"{path}/scale"] + p[f"{path}/bias"]
-
-
-def _backbone(p: Mapping[str, Any], path: str, images: Any, cam: _Camera) -> Any:
-    """learners.encoders.ConvBackbone / ResNet10 on uint8 (B, H, W, C) -> float (B, h, w, c), NHWC."""
-    import jax
-    import jax.numpy as jnp
-
-    x = images.astype(jnp.float32) / 255.0
-    if cam.backbone == "conv":
-        x = x - 0.5
-        for i in range(cam.conv_layers):
-            x = jax.nn.relu(_conv(x, p[f"{path}/net/{2 * i}/kernel"], 2, 0) + p[f"{path}/net/{2 * i}/bias"])
-        return x
-    if x.shape[-1] == 3:
-        x = (x - jnp.asarray(_IMAGENET_MEAN)) / jnp.asarray(_IMAGENET_STD)
-    x = jax.nn.relu(_group_norm(p, f"{path}/norm_init", _conv(x, p[f"{path}/conv_init/kernel"], 2, 3)))
-    x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
-                              [(0, 0), (1, 1), (1, 1), (0, 0)])
-    i = 0
-    while f"{path}/stages/{i}/conv1/kernel" in p:
-        s = f"{path}/stages/{i}"
-        stride = 1 if i == 0 else 2
-        y = jax.nn.relu(_group_norm(p, f"{s}/norm1", _conv(x, p[f"{s}/conv1/kernel"], stride, 1)))
-        y = _group_norm(p, f"{s}/norm2", _conv(y, p[f"{s}/conv2/kernel"], 1, 1))
-        r = x if f"{s}/proj_conv/kernel" not in p else _group_norm(p, f"{s}/proj_norm",
-                                                                     _conv(x, p[f"{s}/proj_conv/kernel"], stride, 0))
-        x = jax.nn.relu(r + y)
-        i += 1
-    return x
-
-
-def _camera_head(p: Mapping[str, Any], path: str, feats: Any, st: _Static, dropout_key: Any) -> Any:
-    """learners.encoders.CameraEncoder.head: spatial embeddings -> dropout -> dense -> LayerNorm -> tanh."""
-    import jax
-    import jax.numpy as jnp
-
-    b = feats.shape[0]
-    x = jnp.einsum("bhwc,hwcf->bcf", feats, p[f"{path}/spatial/kernel"]).reshape(b, -1)
-    if dropout_key is not None and st.dropout > 0:
-        keep = jax.random.bernoulli(dropout_key, 1.0 - st.dropout, x.shape)
-        x = jnp.where(keep, x / (1.0 - st.dropout), 0.0)
-    return jnp.tanh(_layer_norm(p, f"{path}/norm", _dense(p, f"{path}/dense", x)))
-
-
-def _encode(p: Mapping[str, Any], prefix: str, frozen: Mapping[str, Any], images: Mapping[str, Any],
-            backbone_feats: Mapping[str, Any] | None, state: Any, st: _Static, dropout_key: Any) -> Any:
-    """learners.encoders.ObservationEncoder: [proprio branch or raw state] + one head per camera, concatenated.
-    `prefix` is 'encoder/' for the online encoder (policy paths), '' for the target encoder; frozen backbone
-    weights are always read from `frozen` (shared by both). `backbone_feats` (frozen backbones, computed once
-    per batch) replaces running the backbones on `images`."""
-    import jax
-    import jax.numpy as jnp
-
-    if not st.cameras:
-        return state
-    parts = []
-    if state is not None and st.state_dim > 0:
-        if st.proprio:
-            parts.append(jnp.tanh(_layer_norm(p, f"{prefix}proprio/1", _dense(p, f"{prefix}proprio/0", state))))
-        else:
-            parts.append(state)
-    keys = (jax.random.split(dropout_key, len(st.cameras)) if dropout_key is not None and st.dropout > 0
-            else [None] * len(st.cameras))
-    for cam, key in zip(st.cameras, keys, strict=True):
-        path = f"{prefix}cameras/{cam.key}"
-        if backbone_feats is not None:
-            feats = backbone_feats[cam.name]
-        elif cam.frozen:
-            feats = jax.lax.stop_gradient(_backbone(frozen, f"encoder/cameras/{cam.key}/backbone", images[cam.name],
-                                                    cam))
-        else:
-            feats = _backbone(p, f"{path}/backbone", images[cam.name], cam)
-        parts.append(_camera_head(p, path, feats, st, key))
-    return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=-1)
-
-
-def _random_shift(images: Any, shifts: Any) -> Any:
-    """learners.encoders.random_shift with given shifts (B, 2) in [-pad, pad]: edge-padded crop as a gather."""
-    import jax.numpy as jnp
-
-    b, h, w, _ = images.shape
-    rows = jnp.clip(jnp.arange(h)[None, :] + shifts[:, :1], 0, h - 1)
-    cols = jnp.clip(jnp.arange(w)[None, :] + shifts[:, 1:], 0, w - 1)
-    return images[jnp.arange(b)[:, None, None], rows[:, :, None], cols[:, None, :]]
-
-
-# ------------------------------------------------------------------------------------------------ optimiser
-def _adam(params: Any, grads: Any, opt: Mapping[str, Any], lr: float) -> tuple[Any, dict[str, Any]]:
-    """torch.optim.Adam's step (single-tensor form: moments, bias corrections, eps outside the sqrt)."""
-    import jax
-    import jax.numpy as jnp
-
-    step = opt["step"] + 1.0
-    m = jax.tree.map(lambda m_, g: m_ + (1.0 - _ADAM_B1) * (g - m_), opt["m"], grads)
-    v = jax.tree.map(lambda v_, g: _ADAM_B2 * v_ + (1.0 - _ADAM_B2) * g * g, opt["v"], grads)
-    step_size = lr / (1.0 - _ADAM_B1 ** step)
-    bc2_sqrt = jnp.sqrt(1.0 - _ADAM_B2 ** step)
-    new = jax.tree.map(lambda p_, m_, v_: p_ - step_size * m_ / (jnp.sqrt(v_) / bc2_sqrt + _ADAM_EPS), params, m, v)
-    return new, {"step": step, "m": m, "v": v}
-
-
-def _clip(grads: Any, max_norm: float | None) -> tuple[Any, Any]:
-    """torch.nn.utils.clip_grad_norm_: scale by min(1, max_norm / (norm + 1e-6)); returns (grads, norm)."""
-    import jax
-    import jax.numpy as jnp
-
-    leaves = jax.tree.leaves(grads)
-    norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in leaves)) if leaves else jnp.zeros(())
-    if max_norm is None:
-        return grads, norm
-    coef = jnp.minimum(max_norm / (norm + 1e-6), 1.0)
-    return jax.tree.map(lambda g: g * coef, grads), norm
-
-
-def _lerp(target: Any, online: Any, tau: float) -> Any:
-    import jax
-
-    return jax.tree.map(lambda t, o: t + tau * (o - t), target, online)
-
-
-def _adam_init(params: Any) -> dict[str, Any]:
-    import jax
-    import jax.numpy as jnp
-
-    return {"step": jnp.zeros((), jnp.float32), "m": jax.tree.map(jnp.zeros_like, params),
-            "v": jax.tree.map(jnp.zeros_like, params)}
-
-
 # ------------------------------------------------------------------------------------------------ the update
 def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[str, Any], draws: Mapping[str, Any],
-                 st: _Static) -> tuple[dict[str, Any], dict[str, Any]]:
+                 st: Static) -> tuple[dict[str, Any], dict[str, Any]]:
     """One `update()`: st.k critic (+ gripper, + target) updates on the strided minibatches, then one actor and
     temperature update on the last; pure function of (state, frozen weights, batch, random draws)."""
     import jax
@@ -515,14 +151,14 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
     images, next_images = dict(batch["images"]), dict(batch["next_images"])
     if st.cameras and st.augment_pad > 0:
         for j, cam in enumerate(st.cameras):
-            images[cam.name] = _random_shift(images[cam.name], draws["shifts"][j])
-            next_images[cam.name] = _random_shift(next_images[cam.name], draws["shifts"][len(st.cameras) + j])
+            images[cam.name] = random_shift(images[cam.name], draws["shifts"][j])
+            next_images[cam.name] = random_shift(next_images[cam.name], draws["shifts"][len(st.cameras) + j])
     bf = nbf = None
     if st.all_frozen:  # frozen backbones once for the whole batch (obs and next_obs), as learners.sac
-        bf = {c.name: jax.lax.stop_gradient(_backbone(frozen, f"encoder/cameras/{c.key}/backbone", images[c.name], c))
+        bf = {c.name: jax.lax.stop_gradient(backbone(frozen, f"encoder/cameras/{c.key}/backbone", images[c.name], c))
               for c in st.cameras}
-        nbf = {c.name: jax.lax.stop_gradient(_backbone(frozen, f"encoder/cameras/{c.key}/backbone", next_images[c.name],
-                                                       c)) for c in st.cameras}
+        nbf = {c.name: jax.lax.stop_gradient(backbone(frozen, f"encoder/cameras/{c.key}/backbone", next_images[c.name],
+                                                      c)) for c in st.cameras}
 
     def strided(x: Any) -> Any:  # (n, ...) -> (k, mb, ...): minibatch i = rows i::k
         return jnp.swapaxes(x.reshape(mb, k, *x.shape[1:]), 0, 1)
@@ -537,7 +173,7 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
     use_bf = bf is not None
 
     def enc_call(p: Mapping[str, Any], prefix: str, imgs: Mapping[str, Any], state: Any, key: Any) -> Any:
-        return _encode(p, prefix, frozen, imgs, imgs if use_bf else None, state, st, key)
+        return encode(p, prefix, frozen, imgs, imgs if use_bf else None, state, st, key)
 
     def critic_step(c: dict[str, Any], x: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         alpha = jnp.exp(c["log_alpha"])
@@ -546,8 +182,8 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
         next_feats = jax.lax.stop_gradient(enc_call(c["encoder"], "encoder/", x["next_images"], x["next_state"],
                                                     k_next))
         target_feats = enc_call(c["target_encoder"], "", x["next_images"], x["next_state"], None)
-        next_a, next_logp = _tanh_gaussian(*_actor(c["actor"], next_feats, st), x["noise"])
-        tq = _ensemble(c["target_critic"], jnp.concatenate([target_feats, next_a], -1), st, x["members"]).min(0)
+        next_a, next_logp = tanh_gaussian(*actor(c["actor"], next_feats, st), x["noise"])
+        tq = ensemble(c["target_critic"], jnp.concatenate([target_feats, next_a], -1), st, x["members"]).min(0)
         if st.backup_entropy:
             tq = tq - alpha * next_logp
         td = x["returns"] + x["bootstrap"] * tq
@@ -555,13 +191,13 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
 
         def loss_fn(critic: Any, encoder: Any) -> tuple[Any, tuple[Any, Any]]:
             feats = enc_call(encoder, "encoder/", x["images"], x["state"], k_feat)
-            q = _ensemble(critic, jnp.concatenate([feats, arm], -1), st)
+            q = ensemble(critic, jnp.concatenate([feats, arm], -1), st)
             return jnp.mean(jnp.square(q - target[None])), (q, feats)
 
         (loss, (q, feats)), grads = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True)(c["critic"],
                                                                                                 c["encoder"])
-        grads, norm = _clip(grads, st.grad_clip_norm)
-        (critic, encoder), c_opt = _adam((c["critic"], c["encoder"]), grads, c["opt_critic"], st.critic_lr)
+        grads, norm = clip(grads, st.grad_clip_norm)
+        (critic, encoder), c_opt = adam((c["critic"], c["encoder"]), grads, c["opt_critic"], st.critic_lr)
         c = dict(c, critic=critic, encoder=encoder, opt_critic=c_opt)
         info = {"critic_loss": loss, "q_mean": q.mean(),
                 "q_ensemble_std": jnp.std(q, axis=0, ddof=1).mean() if st.ensemble > 1 else jnp.zeros(()),
@@ -573,23 +209,23 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
         feats = jax.lax.stop_gradient(feats)
         if st.gripper:
             idx = (jnp.round(jnp.clip(x["actions"][:, -1], -1.0, 1.0)) + 1.0).astype(jnp.int32)
-            best = jnp.argmax(_gripper_q(c["gripper"], next_feats, st), -1)
-            next_q = jnp.take_along_axis(_gripper_q(c["target_gripper"], target_feats, st, prefix=""),
+            best = jnp.argmax(gripper_q(c["gripper"], next_feats, st), -1)
+            next_q = jnp.take_along_axis(gripper_q(c["target_gripper"], target_feats, st, prefix=""),
                                          best[:, None], -1)[:, 0]
             g_target = x["returns"] + x["gp_returns"] + x["bootstrap"] * next_q
 
             def g_loss_fn(gp: Any) -> tuple[Any, Any]:
-                gq = jnp.take_along_axis(_gripper_q(gp, feats, st), idx[:, None], -1)[:, 0]
+                gq = jnp.take_along_axis(gripper_q(gp, feats, st), idx[:, None], -1)[:, 0]
                 return jnp.mean(jnp.square(gq - g_target)), gq
 
             (g_loss, gq), g_grads = jax.value_and_grad(g_loss_fn, has_aux=True)(c["gripper"])
-            g_grads, _ = _clip(g_grads, st.grad_clip_norm)
-            gripper, g_opt = _adam(c["gripper"], g_grads, c["opt_gripper"], st.actor_lr)
+            g_grads, _ = clip(g_grads, st.grad_clip_norm)
+            gripper, g_opt = adam(c["gripper"], g_grads, c["opt_gripper"], st.actor_lr)
             c = dict(c, gripper=gripper, opt_gripper=g_opt,
-                     target_gripper=_lerp(c["target_gripper"], _strip(gripper, "gripper/"), st.tau))
+                     target_gripper=lerp(c["target_gripper"], _strip(gripper, "gripper/"), st.tau))
             info.update(gripper_loss=g_loss, gripper_q_mean=gq.mean())
-        c = dict(c, target_critic=_lerp(c["target_critic"], c["critic"], st.tau),
-                 target_encoder=_lerp(c["target_encoder"], _strip(c["encoder"], "encoder/"), st.tau))
+        c = dict(c, target_critic=lerp(c["target_critic"], c["critic"], st.tau),
+                 target_encoder=lerp(c["target_encoder"], _strip(c["encoder"], "encoder/"), st.tau))
         return dict(c, last_feats=feats), info
 
     carry = dict(s, last_feats=jnp.zeros((mb, st.feat_dim), jnp.float32))
@@ -604,30 +240,30 @@ def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[st
 
     n_human = jnp.maximum(bc_mask.sum(), 1.0)
 
-    def actor_loss_fn(actor: Any) -> tuple[Any, tuple[Any, Any, Any]]:
-        mean, log_std = _actor(actor, feats, st)
-        a, logp = _tanh_gaussian(mean, log_std, draws["actor_noise"])
-        q = _ensemble(carry["critic"], jnp.concatenate([feats, a], -1), st).mean(0)
+    def actor_loss_fn(actor_params: Any) -> tuple[Any, tuple[Any, Any, Any]]:
+        mean, log_std = actor(actor_params, feats, st)
+        a, logp = tanh_gaussian(mean, log_std, draws["actor_noise"])
+        q = ensemble(carry["critic"], jnp.concatenate([feats, a], -1), st).mean(0)
         mode = jnp.tanh(mean)
         sq = jnp.square(mode - bc_actions).sum(-1)
         mask = bc_mask
         if st.bc_q_filter:  # a human row counts only while the critic prefers its action to the mode (Nair 2018)
-            q_human = _ensemble(carry["critic"], jnp.concatenate([feats, bc_actions], -1), st).mean(0)
-            q_mode = _ensemble(carry["critic"], jnp.concatenate([feats, jax.lax.stop_gradient(mode)], -1),
-                               st).mean(0)
+            q_human = ensemble(carry["critic"], jnp.concatenate([feats, bc_actions], -1), st).mean(0)
+            q_mode = ensemble(carry["critic"], jnp.concatenate([feats, jax.lax.stop_gradient(mode)], -1),
+                              st).mean(0)
             mask = mask * jax.lax.stop_gradient(q_human > q_mode).astype(mask.dtype)
         bc = (sq * mask).sum() / n_human  # over all human rows: the term fades as the filter drops rows
         return jnp.mean(alpha * logp - q) + st.bc_weight * bc, (logp, bc, mask.sum() / n_human)
 
     (actor_loss, (logp, bc, bc_share)), a_grads = jax.value_and_grad(actor_loss_fn, has_aux=True)(carry["actor"])
-    a_grads, _ = _clip(a_grads, st.grad_clip_norm)
-    actor, a_opt = _adam(carry["actor"], a_grads, carry["opt_actor"], st.actor_lr)
-    carry = dict(carry, actor=actor, opt_actor=a_opt)
+    a_grads, _ = clip(a_grads, st.grad_clip_norm)
+    new_actor, a_opt = adam(carry["actor"], a_grads, carry["opt_actor"], st.actor_lr)
+    carry = dict(carry, actor=new_actor, opt_actor=a_opt)
     entropy = -jax.lax.stop_gradient(logp).mean()
     temp_loss = jnp.exp(carry["log_alpha"]) * (entropy - st.target_entropy)
     if st.learn_temperature:
-        t_grad, _ = _clip(temp_loss, st.grad_clip_norm)  # d/d log_alpha of exp(log_alpha) * c is the loss itself
-        log_alpha, t_opt = _adam(carry["log_alpha"], t_grad, carry["opt_temperature"], st.temperature_lr)
+        t_grad, _ = clip(temp_loss, st.grad_clip_norm)  # d/d log_alpha of exp(log_alpha) * c is the loss itself
+        log_alpha, t_opt = adam(carry["log_alpha"], t_grad, carry["opt_temperature"], st.temperature_lr)
         carry = dict(carry, log_alpha=log_alpha, opt_temperature=t_opt)
     if st.bc_weight > 0:
         out["bc_loss"] = bc
@@ -644,7 +280,7 @@ def _strip(params: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     return {key[len(prefix):]: v for key, v in params.items()}
 
 
-def _draws(key: Any, st: _Static, batch_rows: int) -> tuple[Any, dict[str, Any]]:
+def _draws(key: Any, st: Static, batch_rows: int) -> tuple[Any, dict[str, Any]]:
     """The random numbers of one update from `key` (returns the next key): critic noise (k, mb, A), target
     subsets (k, M), actor noise (mb, A), image shifts (2 x cameras, n, 2), dropout keys (k, 2)."""
     import jax
@@ -704,10 +340,10 @@ class JaxSACAgent:
         for name, enc in self.policy.encoder.camera_encoders().items():
             assert isinstance(enc, CameraEncoder)
             kind = "conv" if isinstance(enc.backbone, ConvBackbone) else "resnet10"
-            cams.append(_Camera(name, self.policy.encoder.camera_keys[name], kind, enc.frozen,
-                                len(cfg.conv_channels) if kind == "conv" else 0))
+            cams.append(Camera(name, self.policy.encoder.camera_keys[name], kind, enc.frozen,
+                               len(cfg.conv_channels) if kind == "conv" else 0))
         k = cfg.critic_updates_per_actor_update
-        self._st = _Static(
+        self._st = Static(
             act=cfg.activation, n_hidden=len(cfg.hidden_dims), layer_norm=cfg.layer_norm,
             ensemble=cfg.ensemble_size, members=cfg.ensemble_subsample or cfg.ensemble_size, arm_dim=self.arm_dim,
             gripper=cfg.gripper_head, n_gripper_hidden=len(cfg.gripper_hidden_dims),
@@ -740,7 +376,7 @@ class JaxSACAgent:
                                                                 template.target_gripper.state_dict().items()}))
         for name, params in (("actor", s["actor"]), ("critic", (s["critic"], s["encoder"])),
                              ("temperature", s["log_alpha"]), ("gripper", s["gripper"])):
-            s[f"opt_{name}"] = put(_adam_init(params))  # committed like the rest: no second compile
+            s[f"opt_{name}"] = put(adam_init(params))  # committed like the rest: no second compile
         self._s = s
         self._frozen = put(self._policy_map.to_jax(psd, self._frozen_names))
         del template
@@ -757,11 +393,11 @@ class JaxSACAgent:
             return _update_core(state, frozen, batch, draws, st)
 
         def mode_action(state: dict[str, Any], frozen: Any, images: Any, obs_state: Any) -> Any:
-            feats = _encode(state["encoder"], "encoder/", frozen, images, None, obs_state, st, None)
-            arm = jax.numpy.tanh(_actor(state["actor"], feats, st)[0])
+            feats = encode(state["encoder"], "encoder/", frozen, images, None, obs_state, st, None)
+            arm = jax.numpy.tanh(actor(state["actor"], feats, st)[0])
             if not st.gripper:
                 return arm
-            grip = jax.numpy.argmax(_gripper_q(state["gripper"], feats, st), -1).astype(arm.dtype) - 1.0
+            grip = jax.numpy.argmax(gripper_q(state["gripper"], feats, st), -1).astype(arm.dtype) - 1.0
             return jax.numpy.concatenate([arm, grip[:, None]], -1)
 
         self._mode_fn = jax.jit(mode_action)
@@ -1011,4 +647,4 @@ class JaxSACAgent:
         self.policy.generator().set_state(torch.as_tensor(np.asarray(arrays["rng/policy"]), dtype=torch.uint8))
 
 
-__all__ = ["SUPPORTED_OPTIONS", "JaxSACAgent", "ParamMap", "check_supported", "import_jax"]
+__all__ = ["SUPPORTED_OPTIONS", "JaxSACAgent", "check_supported", "import_jax"]

@@ -27,7 +27,8 @@ torch = pytest.importorskip("torch")
 from learners.agents import make_agent  # noqa: E402
 from learners.config import AgentConfig  # noqa: E402
 from learners.encoders import ResNet10, save_backbone_weights  # noqa: E402
-from learners.jax_agent import JaxSACAgent, ParamMap  # noqa: E402
+from learners.jax_agent import JaxSACAgent  # noqa: E402
+from learners.jax_nets import ParamMap  # noqa: E402
 from learners.policy import build_policy  # noqa: E402
 from learners.sac import SACAgent  # noqa: E402
 from robot_rl import wire  # noqa: E402

@@ -30,7 +30,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     "supervisor": {"torch", "mujoco", "gymnasium", "numba", "zmq", "rclpy"},
 }
 # learners works on any gymnasium env but only the training entry point imports gymnasium, lazily
-# the JAX learner backend (learners.jax_agent) imports jax only when an agent with backend=jax is built
+# the JAX learner backend (learners.jax_agent, learners.jax_nets) imports jax only when a backend=jax agent is built
 LAZY_IN_PACKAGE: dict[str, set[str]] = {"learners": {"gymnasium", "jax", "jaxlib", "flax", "optax"},
                                         "robot_rl": {"torch", "gymnasium", "mujoco"}}
 LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "cv2", "pygame", "pyspacemouse", "pynput", "wandb", "hid",
