@@ -23,6 +23,11 @@ targets (`--ref-n-step`); the reference times its bare jitted update on batches 
     python benchmarks/learner_speed.py                       # device auto (cuda when available)
     python benchmarks/learner_speed.py --device cpu --threads 1 --image-batch 16
     python benchmarks/learner_speed.py --device cpu --threads 1 --backends torch,jax --rounds 3
+    python benchmarks/learner_speed.py --threads 2 --skip-image --compile --tag compile   # + torch.compile twins
+
+`--compile` adds a torch.compile twin of every torch case (name + " [compile]"), timed in the same rounds, with its
+first update (compilation) time and its ratios to the eager torch row and, on the reference config, to the
+reference. `--tag T` writes learner_speed_<device>_T.json instead of learner_speed_<device>.json.
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ from learners.sac import SACAgent  # noqa: E402
 from robot_rl.specs import ArraySpec, EnvSpec  # noqa: E402
 
 REFERENCE = ROOT.parent / "shared" / "reference" / "bench_jax.py"
+
+
+COMPILED = " [compile]"  # case-name suffix of the torch.compile twins (--compile)
 
 
 def _sync(device: torch.device) -> None:
@@ -195,7 +203,10 @@ class Case:
             self.row["first_update_cold_s"] = first_update_s(spec, cfg, self.batch)
             self.row["first_update_cached_s"] = first_update_s(spec, cfg, self.batch)
         self.agent = make_agent(spec, cfg)
+        t0 = time.perf_counter()
         self.agent.update(self.batch)
+        if cfg.backend == "torch":  # with compile: tracing + inductor compilation of the losses
+            self.row["first_update_s"] = time.perf_counter() - t0
 
     def time(self, args: argparse.Namespace) -> None:
         sec, _, cpu = time_updates(self.agent, self.sampler if self.sampler is not None else self.batch,
@@ -228,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--image-batch", type=int, default=0, help="image minibatch (0 = 256 on cuda, 32 on cpu)")
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--encoder", default="resnet10", choices=["resnet10", "conv"])
-    p.add_argument("--compile", action="store_true", help="also torch.compile the losses (torch backend)")
+    p.add_argument("--compile", action="store_true",
+                   help="also time each torch case with torch.compile on (case name + ' [compile]')")
+    p.add_argument("--tag", default="", help="suffix of the results file (learner_speed_<device>_<tag>.json)")
     p.add_argument("--skip-image", action="store_true")
     p.add_argument("--reference", default=str(ROOT / ".venv-jaxref" / "bin" / "python"),
                    help="python of the JAX reference's venv ('none': skip the reference case)")
@@ -259,11 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     peak = matmul_gflops(device, args.matmul_n, seconds=2.0)
     cases: list[Case] = []
     flops: dict[str, float] = {}
-    state_cfg = rlpd_state_config(critic_updates_per_actor_update=args.state_utd, device=dev, compile=args.compile)
+    state_cfg = rlpd_state_config(critic_updates_per_actor_update=args.state_utd, device=dev)
     for b in backends:
-        cases.append(Case("state RLPD", state_spec(), state_cfg.replace(backend=b,
-                                                                         compile=args.compile and b == "torch")))
-    flops["state RLPD"] = count_flops(SACAgent(state_spec(), state_cfg.replace(compile=False)),
+        cases.append(Case("state RLPD", state_spec(), state_cfg.replace(backend=b)))
+    flops["state RLPD"] = count_flops(SACAgent(state_spec(), state_cfg),
                                       synthetic_batch(state_spec(), state_cfg.samples_per_update, 0))
     ref_python = None if args.reference.lower() == "none" or not Path(args.reference).exists() else args.reference
     ref_name = "state RLPD, reference config"
@@ -288,10 +300,12 @@ def main(argv: list[str] | None = None) -> int:
                              encoder=args.encoder, encoder_weights=weights)
         name = f"image DrQ {args.image_size}px x2"
         for b in backends:
-            cases.append(Case(name, image_spec(args.image_size), img_cfg.replace(
-                backend=b, compile=args.compile and b == "torch")))
+            cases.append(Case(name, image_spec(args.image_size), img_cfg.replace(backend=b)))
         flops[name] = count_flops(SACAgent(image_spec(args.image_size), img_cfg),
                                   synthetic_batch(image_spec(args.image_size), img_cfg.samples_per_update, 0))
+    if args.compile:  # a compiled twin of every torch case, timed in the same rounds
+        cases += [Case(c.name + COMPILED, c.spec, c.cfg.replace(compile=True), c.sampler) for c in list(cases)
+                  if c.cfg.backend == "torch"]
     refs: list[dict[str, Any]] = []
     for rnd in range(args.rounds):  # interleaved: every case (and the reference) once per round
         if ref_python is not None and "jax" in backends:
@@ -301,11 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         for c in cases:
             c.time(args)
         print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
-    rows = [c.finish(peak, flops.get(c.name)) for c in cases]
+    rows = [c.finish(peak, flops.get(c.name.removesuffix(COMPILED))) for c in cases]
     by = {(r["case"], r["backend"]): r for r in rows}
-    for r in rows:
-        torch_row = by.get((r["case"], "torch"))
-        if r["backend"] != "torch" and torch_row is not None:
+    for r in rows:  # JAX rows and compiled torch rows against the eager torch row of the same case
+        torch_row = by.get((r["case"].removesuffix(COMPILED), "torch"))
+        if torch_row is not None and torch_row is not r:
             r["ratio_to_torch"] = r["updates_per_s"] / torch_row["updates_per_s"]
             r["ratio_to_torch_cpu"] = r["critic_updates_per_cpu_s"] / torch_row["critic_updates_per_cpu_s"]
     reference: dict[str, Any] | None = None
@@ -318,10 +332,10 @@ def main(argv: list[str] | None = None) -> int:
                      "version": refs[0].get("version"), "first_step_s": refs[0].get("warmup_step_s", [None])[0],
                      "others_cores": [x.get("others_cores") for x in refs]}
         for r in rows:
-            if r["case"] == ref_name:
+            if r["case"].removesuffix(COMPILED) == ref_name:
                 r["ratio_to_reference"] = r["critic_updates_per_s"] / reference["critic_updates_per_s"]
                 r["ratio_to_reference_cpu"] = r["critic_updates_per_cpu_s"] / reference["critic_updates_per_cpu_s"]
-    header = (f"{'case':<30} {'backend':<7} {'batch':>5} {'utd':>4} {'update/s':>9} {'critic upd/s':>12} "
+    header = (f"{'case':<40} {'backend':<7} {'batch':>5} {'utd':>4} {'update/s':>9} {'critic upd/s':>12} "
               f"{'per CPU-s':>9} {'GFLOP/s':>8} {'of matmul':>9} {'vs torch':>13} {'vs ref':>13} "
               f"{'1st update cold/cached':>22}")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
@@ -337,12 +351,12 @@ def main(argv: list[str] | None = None) -> int:
         vr = (f"{r['ratio_to_reference']:>5.2f}x/{r['ratio_to_reference_cpu']:.2f}x" if "ratio_to_reference" in r
               else f"{'':>13}")
         fc = (f"{r['first_update_cold_s']:>10.1f} / {r['first_update_cached_s']:.1f} s"
-              if "first_update_cold_s" in r else "")
-        print(f"{r['case']:<30} {r['backend']:<7} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} "
+              if "first_update_cold_s" in r else f"{r['first_update_s']:>10.1f} s" if r["compile"] else "")
+        print(f"{r['case']:<40} {r['backend']:<7} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} "
               f"{r['updates_per_s']:>9.2f} {r['critic_updates_per_s']:>12.2f} {r['critic_updates_per_cpu_s']:>9.2f} "
               f"{gf} {vt} {vr} {fc}")
     if reference is not None:
-        print(f"{'JAX reference (bare update)':<30} {'jax':<7} {256:>5} {args.ref_utd:>4} "
+        print(f"{'JAX reference (bare update)':<40} {'jax':<7} {256:>5} {args.ref_utd:>4} "
               f"{reference['critic_updates_per_s'] / args.ref_utd:>9.2f} {reference['critic_updates_per_s']:>12.2f} "
               f"{reference['critic_updates_per_cpu_s']:>9.2f}   (first step incl. compile "
               f"{reference['first_step_s']:.1f} s; {reference['version']})")
@@ -356,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
               "backends": backends, "rounds": args.rounds, "jax": _jax_version(backends),
               "matmul_n": args.matmul_n, "matmul_gflops": peak, "cases": rows, "reference": reference,
               "load_average": os.getloadavg(), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    path = out_dir / f"learner_speed_{device.type}.json"
+    path = out_dir / f"learner_speed_{device.type}{'_' + args.tag if args.tag else ''}.json"
     tmp_path = path.with_suffix(".json.tmp")
     tmp_path.write_text(json.dumps(result, indent=2))
     tmp_path.replace(path)
