@@ -262,7 +262,7 @@ def main() -> int:
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "sizes": {},
     }
-    path = RESULTS / f"classifier{args.tag}{'_quick' if args.quick else ''}.json"
+    path = RESULTS / f"classifier{'_' + args.tag if args.tag else ''}{'_quick' if args.quick else ''}.json"
     for size in args.sizes:
         out["sizes"][str(size)] = run_size(size, work, args)
         path.write_text(json.dumps(out, indent=1, default=float))
