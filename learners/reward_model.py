@@ -69,6 +69,11 @@ TASK_PREDICATES: dict[str, tuple[str, ...]] = {
     # [12] gripper width (m), [13:19] wrench. Pick-cube resets at z = 0.25 m: the fingers closed on something
     # (open 0.08, on the 4 cm cube 0.039, on nothing ~0) and the TCP at least 5 cm above the table.
     "twin-pick-cube": ("state[12]>=0.01", "state[12]<=0.07", "state[2]>=-0.2"),
+    # Cube-relocate (both directions): the goal is the cube resting in its zone AND released, so the fingers must
+    # be open (0.08; the scripted expert's first released frame reads 0.068). Without it, front-camera
+    # classifiers trained on expert labels fired while the hand, closed on the cube, hovered over the zone.
+    "twin-cube-relocate": ("state[12]>=0.065",),
+    "twin-cube-relocate-back": ("state[12]>=0.065",),
 }
 """Default run-time proprio predicates per task preset (HIL-SERL combines its classifiers with a pose check)."""
 
