@@ -56,24 +56,33 @@ GOAL_RATIO = 1.15
 ARMS = ("true", "learned")
 
 
-def train_classifier_for(task: str, work: Path, image_size: int, frames: int) -> Path:
-    """Labels (scripted teleop with near misses, `robot-rl record-labels`) and a classifier trained with the
-    `train-classifier` defaults; reused when work/cls<size>/card.json exists."""
+def train_classifier_for(task: str, work: Path, image_size: int, frames: int, cameras: tuple[str, ...] = (),
+                         noisy_frames: int = 0, noise: float = 0.5) -> Path:
+    """Labels (scripted teleop, `robot-rl record-labels`: `frames` expert frames from seed 20000, with near misses
+    where the task has them, plus `noisy_frames` frames of the expert with Gaussian action noise `noise` from seed
+    30000, whose failures give negatives the expert never shows) and a classifier trained with the
+    `train-classifier` defaults on `cameras` (default: every camera); reused when work/cls<size>/card.json
+    exists."""
     import torch
 
     from demos import labels_cli
     from learners.classifier import ClassifierModelConfig
     from learners.classifier_train import TrainClassifierConfig, train_classifier
 
-    cls_dir, labels = work / f"cls{image_size}", work / f"labels{image_size}"
+    cls_dir, labels = work / f"cls{image_size}", [work / f"labels{image_size}"]
     if (cls_dir / "card.json").is_file():
         print(f"[learned-reward] reusing the classifier in {cls_dir}", flush=True)
         return cls_dir
     torch.set_num_threads(1)
-    if labels_cli.main(["--task", task, "--out", str(labels), "--frames", str(frames), "--image-size",
-                        str(image_size), "--hold-steps", "8", "--seed", "20000"]) != 0:
-        raise SystemExit(f"record-labels into {labels} failed")
-    train_classifier(TrainClassifierConfig(model=ClassifierModelConfig()), [labels], cls_dir,
+    runs: list[tuple[Path, int, int, list[str]]] = [(labels[0], frames, 20000, [])]
+    if noisy_frames > 0:
+        labels.append(work / f"labels{image_size}_noisy")
+        runs.append((labels[1], noisy_frames, 30000, ["--noise", str(noise)]))
+    for out, n, seed, more in runs:
+        if labels_cli.main(["--task", task, "--out", str(out), "--frames", str(n), "--image-size", str(image_size),
+                            "--hold-steps", "8", "--seed", str(seed), *more]) != 0:
+            raise SystemExit(f"record-labels into {out} failed")
+    train_classifier(TrainClassifierConfig(model=ClassifierModelConfig(), cameras=cameras), labels, cls_dir,
                      log=lambda s: print(f"[learned-reward] {s}", flush=True))
     return cls_dir
 
