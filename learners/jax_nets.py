@@ -45,6 +45,13 @@ _ADAM_B1, _ADAM_B2, _ADAM_EPS = 0.9, 0.999, 1e-8  # torch.optim.Adam's defaults
 _LN_EPS = 1e-5  # torch LayerNorm / GroupNorm default
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
+_TORCH_TO_JAX_AXES: dict[str, tuple[int, ...]] = {
+    "linear": (1, 0),           # (out, in) -> (in, out)
+    "conv": (2, 3, 1, 0),       # (O, I, kh, kw) -> (kh, kw, I, O)
+    "spatial": (1, 2, 0, 3),    # (C, H, W, F) -> (H, W, C, F)
+}
+"""Axis permutation from a torch parameter's layout to the JAX path's, per Entry kind; kinds not listed keep theirs
+(JAX -> torch is the inverse permutation)."""
 
 
 # ------------------------------------------------------------------------------------------------ name map
@@ -90,23 +97,13 @@ class ParamMap:
 
     @staticmethod
     def _to_jax(kind: str, a: np.ndarray) -> np.ndarray:
-        if kind == "linear":
-            return a.T
-        if kind == "conv":
-            return a.transpose(2, 3, 1, 0)
-        if kind == "spatial":
-            return a.transpose(1, 2, 0, 3)
-        return a
+        perm = _TORCH_TO_JAX_AXES.get(kind)
+        return a if perm is None else a.transpose(perm)
 
     @staticmethod
     def _to_torch(kind: str, a: np.ndarray) -> np.ndarray:
-        if kind == "linear":
-            return a.T
-        if kind == "conv":
-            return a.transpose(3, 2, 0, 1)
-        if kind == "spatial":
-            return a.transpose(2, 0, 1, 3)
-        return a
+        perm = _TORCH_TO_JAX_AXES.get(kind)
+        return a if perm is None else a.transpose(np.argsort(perm))  # the inverse permutation
 
     def to_jax(self, arrays: Mapping[str, Any], names: Any = None) -> dict[str, np.ndarray]:
         """{torch name: array} -> {JAX path: float32 array} for `names` (default: every mapped parameter)."""
