@@ -39,10 +39,11 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import numpy as np  # noqa: E402
 from sample_efficiency import (  # noqa: E402
     SUCCESS_BAR,
-    _bin,
+    mean_curve,
+    mean_first_step,
+    print_success_table,
     pyplot,
     record_demos,
     run_jobs,
@@ -87,26 +88,16 @@ def train_classifier_for(task: str, work: Path, image_size: int, frames: int, ca
     return cls_dir
 
 
-def mean_first(runs: list[dict[str, Any]], steps: int) -> tuple[float, int]:
-    """Mean first env step at the bar over seeds (a seed that never reaches it counts as `steps`) and how many
-    seeds never reached it."""
-    firsts = [r["first_step_at_90"] for r in runs]
-    return float(np.mean([steps if f is None else f for f in firsts])), sum(f is None for f in firsts)
-
-
 def plot(result: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for arm, colour in zip(ARMS, ("tab:blue", "tab:orange"), strict=True):
-        grid: dict[int, list[float]] = {}
-        for run in result["arms"][arm]["runs"]:
-            xs = [c["env_step"] for c in run["curve"]]
-            ys = [c["success_rate"] for c in run["curve"]]
-            ax.plot(xs, ys, color=colour, alpha=0.3, linewidth=1)
-            for x, y in zip(xs, ys, strict=True):
-                grid.setdefault(_bin(x, result["eval_every"]), []).append(y)
-        n = len(result["arms"][arm]["runs"])
-        mean = sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == n)
+        runs = result["arms"][arm]["runs"]
+        for run in runs:
+            ax.plot([c["env_step"] for c in run["curve"]], [c["success_rate"] for c in run["curve"]], color=colour,
+                    alpha=0.3, linewidth=1)
+        n = len(runs)
+        mean = mean_curve(runs, result["eval_every"])  # evaluations run at episode ends: binned
         ax.plot([m[0] for m in mean], [m[1] for m in mean], color=colour, linewidth=2,
                 label=f"{arm} reward (mean of {n})")
     ax.axhline(SUCCESS_BAR, color="grey", linestyle=":", linewidth=1)
@@ -170,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             run["reward_model"] = {k.removeprefix("reward_"): v for k, v in last.items() if k.startswith("reward_")}
         arms[arm]["runs"].append(run)
     for arm in ARMS:
-        m, never = mean_first(arms[arm]["runs"], args.steps)
-        arms[arm].update(mean_first_step_at_90=m, seeds_never_at_90=never)
+        arms[arm].update(mean_first_step_at_90=mean_first_step(arms[arm]["runs"], args.steps),
+                         seeds_never_at_90=sum(r["first_step_at_90"] is None for r in arms[arm]["runs"]))
     ratio = arms["learned"]["mean_first_step_at_90"] / max(arms["true"]["mean_first_step_at_90"], 1.0)
     fm = [r["reward_model"] for r in arms["learned"]["runs"] if r.get("reward_model")]
     episodes = sum(int(s.get("episodes", 0)) for s in fm)
@@ -196,16 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         "success_bar": SUCCESS_BAR, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
 
-    ev = args.eval_every
-    steps = sorted({_bin(c["env_step"], ev) for a in ARMS for r in arms[a]["runs"] for c in r["curve"]})
     print(f"\n{args.task} (state), TRUE evaluation success over {args.eval_episodes} deterministic episodes:")
-    cols = [(a, r) for a in ARMS for r in arms[a]["runs"]]
-    header = f"{'env steps':>9} " + " ".join(f"{a[:5] + ' s' + str(r['seed']):>9}" for a, r in cols)
-    print(header)
-    print("-" * len(header))
-    for s in steps:
-        vals = [next((c["success_rate"] for c in r["curve"] if _bin(c["env_step"], ev) == s), None) for _, r in cols]
-        print(f"{s:>9} " + " ".join(f"{v:>9.0%}" if v is not None else f"{'-':>9}" for v in vals))
+    print_success_table([(f"{a[:5]} s{r['seed']}", r) for a in ARMS for r in arms[a]["runs"]], args.eval_every,
+                        width=9, mean=False)
     for a in ARMS:
         firsts = [r["first_step_at_90"] for r in arms[a]["runs"]]
         print(f"{a} reward: first >= {SUCCESS_BAR:.0%} at {firsts} (mean {arms[a]['mean_first_step_at_90']:.0f}, "

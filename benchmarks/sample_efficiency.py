@@ -203,6 +203,23 @@ def mean_curve(runs: list[dict[str, Any]], every: int) -> list[tuple[int, float]
     return sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == len(runs))
 
 
+def print_success_table(columns: list[tuple[str, dict[str, Any]]], every: int, width: int = 8,
+                        mean: bool = True) -> None:
+    """Evaluation success per binned env step (rows) and labelled run (columns), with the row mean unless `mean` is
+    False; a run without an evaluation in a bin shows '-'."""
+    steps = sorted({_bin(c["env_step"], every) for _, r in columns for c in r["curve"]})
+    header = f"{'env steps':>9} " + " ".join(f"{label:>{width}}" for label, _ in columns) + \
+        (f" {'mean':>6}" if mean else "")
+    print(header)
+    print("-" * len(header))
+    for s in steps:
+        vals = [next((c["success_rate"] for c in r["curve"] if _bin(c["env_step"], every) == s), None)
+                for _, r in columns]
+        shown = " ".join(f"{v:>{width}.0%}" if v is not None else f"{'-':>{width}}" for v in vals)
+        have = [v for v in vals if v is not None]
+        print(f"{s:>9} {shown} {np.mean(have):>6.0%}" if mean and have else f"{s:>9} {shown}")
+
+
 def plot(result: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.8))
@@ -303,19 +320,10 @@ def main(argv: list[str] | None = None) -> int:
               "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
               "success_bar": SUCCESS_BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
-    ev = args.eval_every
-    steps = sorted({_bin(c["env_step"], ev) for r in runs for c in r["curve"]})
     print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}, {args.backend}), "
           f"{args.demos} demos, "
           f"success over {args.eval_episodes} deterministic eval episodes:")
-    header = f"{'env steps':>9} " + " ".join(f"{'seed ' + str(r['seed']):>8}" for r in runs) + f" {'mean':>6}"
-    print(header)
-    print("-" * len(header))
-    for s in steps:
-        vals = [next((c["success_rate"] for c in r["curve"] if _bin(c["env_step"], ev) == s), None) for r in runs]
-        shown = " ".join(f"{v:>8.0%}" if v is not None else f"{'-':>8}" for v in vals)
-        have = [v for v in vals if v is not None]
-        print(f"{s:>9} {shown} {np.mean(have):>6.0%}" if have else f"{s:>9} {shown}")
+    print_success_table([(f"seed {r['seed']}", r) for r in runs], args.eval_every)
     for r in runs:
         print(f"seed {r['seed']}: first >= {SUCCESS_BAR:.0%} at {r['first_step_at_90'] or 'never'}, final "
               f"{r['final_success_rate']}, {r['env_steps_done']} env steps in {r['wall_s'] / 60:.1f} min "
