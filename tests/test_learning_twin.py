@@ -4,7 +4,11 @@ the real command-line entry points: `robot-rl record-demos` (demos.record_cli) r
 `robot-rl eval` re-evaluates the final checkpoint on 20 other env seeds.
 
 The same test runs with each learner backend (`--backend torch`, `--backend jax`: learners.jax_agent); the JAX
-run's final checkpoint is evaluated by `robot-rl eval` like any other (with the torch policy).
+run's final checkpoint is evaluated by `robot-rl eval` like any other (with the torch policy). The JAX run is opt-in
+(`ROBOT_RL_TEST_JAX_LEARNING=1`, ~100 s): CI holds the JAX update to the torch one numerically
+(tests/test_jax_agent.py: same losses and parameter changes for the same batch and draws), its weights to the torch
+policy, and its checkpoints to `robot-rl eval` (tests/test_eval_cli.py); its learning is measured by
+`benchmarks/sample_efficiency.py --backend jax`. Keeping one learning run in CI keeps the suite near 10 minutes.
 
 Asserted: some evaluation reaches >= 90 % success; the stochastic training episodes succeed more often at the end
 than in the first 1000 steps (the policy improves from its own online experience); the final checkpoint still
@@ -37,6 +41,7 @@ critic's gradient does not yet add precision, the demos do the work; the learnin
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -51,7 +56,10 @@ SEED = 1
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["torch", "jax"])
+@pytest.mark.parametrize("backend", ["torch", pytest.param("jax", marks=pytest.mark.skipif(
+    os.environ.get("ROBOT_RL_TEST_JAX_LEARNING") != "1",
+    reason="the JAX learning run takes ~100 s; opt in with ROBOT_RL_TEST_JAX_LEARNING=1 (CI holds the JAX update "
+           "to torch's in tests/test_jax_agent.py)"))])
 def test_rlpd_with_scripted_demos_learns_twin_reach(backend: str, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("mujoco")
