@@ -36,7 +36,8 @@ Offline, then a warm start that keeps no offline data (WSRL, Zhou et al. 2024; l
 `--offline-updates N` trains on the demo buffer alone (`--demos DIR [DIR ...]`: demonstrations, and e.g. recorded
 rollouts whose rows stay unmarked as human rows) before any env step, evaluates (env step 0) and checkpoints;
 `--init-from RUN` loads another run's agent (not its replay, update counter or RNG states), evaluates it at env step
-0, collects `--warmup-steps` (200) steps with it before the first update, then fine-tunes on online data only::
+0, collects `--warmup-steps` (200) steps with it before the first update, then fine-tunes on online data only. An
+offline run clones every human row: a recipe's Q-filtered BC term is off in it (OFFLINE_BC_NOTE says why)::
 
     robot-rl train --task twin-pick-cube --obs-mode state --demos demos/pick rollouts/pick --offline-updates 20000 \\
         --max-env-steps 0 --out runs/pick_offline                           # offline phase only
@@ -111,6 +112,13 @@ from robot_rl.specs import EnvSpec
 
 ALGOS = ("rlpd", "sac", "hil-serl")
 DEFAULT_WARMUP_STEPS = 200
+OFFLINE_BC_NOTE = (
+    "offline phase: the recipe's Q-filtered BC term is off (bc_q_filter=false: every human row is cloned). Offline, "
+    "with no conservative term, the critic overrates the policy's own out-of-data actions, the filter then drops "
+    "the demo rows and the policy chases those errors (pick-cube, 4k offline updates: 0 % with the filter, 80 % "
+    "without); --set bc_q_filter=true keeps it")
+"""Printed by an offline run (`--offline-updates N`) whose task recipe has the Q-filtered BC term: that run clones
+every human row instead (TD3+BC's offline recipe: the policy term plus plain BC)."""
 """--warmup-steps default: WSRL's 5000 warm-up steps are ~0.5-1 % of its fine-tuning runs; 200 is 1 % of a
 20k-step pick-cube run, 2-4 of its episodes (<= 100 steps) and twice the default --learning-starts."""
 
@@ -292,7 +300,18 @@ class TrainConfig(Config):
         """The task's recipe overrides (learners.recipes; {} for --env-id runs and with no_recipe)."""
         if self.task is None or self.no_recipe:
             return {}
-        return recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
+        out = recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
+        if self.offline_updates > 0 and out.get("bc_q_filter"):
+            out["bc_q_filter"] = False  # OFFLINE_BC_NOTE says why; --set bc_q_filter=true still wins
+        return out
+
+    def offline_bc_note(self, has_cameras: bool, cfg: AgentConfig) -> str | None:
+        """OFFLINE_BC_NOTE when this run's offline phase dropped the recipe's Q filter (and --set did not put it
+        back), else None."""
+        if self.offline_updates <= 0 or self.task is None or self.no_recipe or cfg.bc_q_filter:
+            return None
+        recipe = recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
+        return OFFLINE_BC_NOTE if recipe.get("bc_q_filter") else None
 
     def demo_dirs(self) -> tuple[str, ...]:
         """Every episode directory of the demo buffer (--demos DIR [DIR ...]); () without demos."""
@@ -613,6 +632,9 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     cpu_notice = notice(run.agent.cfg, cfg.machine_defaults(has_cameras=bool(run.spec.cameras)))
     if cpu_notice and ckpt is None:
         log(f"[train] {cpu_notice}")
+    offline_note = cfg.offline_bc_note(bool(run.spec.cameras), run.agent.cfg)
+    if offline_note and ckpt is None:
+        log(f"[train] {offline_note}")
     if run.demo is not None and ckpt is None:
         human = int(np.count_nonzero(run.demo.fields["intervention"] & run.demo.valid))
         log(f"[train] demo buffer: {len(run.demo)} transitions from {', '.join(cfg.demo_dirs())} ({human} human "

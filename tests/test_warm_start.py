@@ -278,3 +278,23 @@ def test_which_agent_differences_refuse_a_warm_start_and_which_are_noted() -> No
     assert len(arch) == 1 and arch[0].startswith("hl_gauss_support") and notes == ["discount 0.95 -> 0.9"]
     assert compare_agent_configs(hl.replace(hl_gauss_range=(-0.5, 1.5)),
                                  hl.replace(hl_gauss_range=(-0.5, 1.5), discount=0.9))[0] == []
+
+
+def test_an_offline_run_clones_every_human_row_unless_set_says_otherwise() -> None:
+    """The pick-cube recipe's Q-filtered BC term is off in an offline run (it let the policy chase the critic's
+    overrated out-of-data actions: 0 % after 4k offline updates, 80 % without the filter) and stays in an online run;
+    --set bc_q_filter=true puts it back, and only a run that dropped it prints the note."""
+    def cfg(task: str = "twin-pick-cube", offline: int = 100, **kw: Any) -> tuple[train_cli.TrainConfig, AgentConfig]:
+        tc = train_cli.TrainConfig(task=task, obs_mode="state", demos="d", offline_updates=offline,
+                                   max_env_steps=0 if offline else 10, **kw)
+        return tc, tc.agent_config(has_cameras=False)
+
+    offline, acfg = cfg()
+    assert acfg.bc_q_filter is False and acfg.bc_weight == 30.0 and acfg.n_step == 5  # the rest of the recipe stays
+    assert offline.offline_bc_note(False, acfg) == train_cli.OFFLINE_BC_NOTE
+    online, acfg = cfg(offline=0)
+    assert acfg.bc_q_filter is True and online.offline_bc_note(False, acfg) is None
+    kept, acfg = cfg(agent_set=("bc_q_filter=true",))
+    assert acfg.bc_q_filter is True and kept.offline_bc_note(False, acfg) is None
+    reach, acfg = cfg(task="twin-reach")
+    assert acfg.bc_q_filter is False and reach.offline_bc_note(False, acfg) is None  # its recipe has no filter
