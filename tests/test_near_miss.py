@@ -149,3 +149,18 @@ def test_relocate_near_misses_do_what_they_say_and_never_succeed(task: str) -> N
     finally:
         env.close()
 
+
+def test_record_labels_on_relocate_writes_all_negative_near_miss_segments(tmp_path: Path) -> None:
+    out = tmp_path / "labels"
+    assert labels_cli.near_miss_count(None, "scripted", "twin-cube-relocate") == 1
+    assert labels_cli.near_miss_count(None, "keyboard", "twin-cube-relocate") == 0
+    assert labels_cli.main(["--task", "twin-cube-relocate-back", "--out", str(out), "--frames", "230",
+                            "--obs-mode", "state", "--near-misses", "3"]) == 0
+    eps, errors = load_dir(out)
+    assert not errors and len(eps) >= 4
+    kinds = [ep.info["segment"] for ep in eps]
+    assert kinds[:4] == ["expert", "near-miss:place-outside", "near-miss:empty-visit", "near-miss:hold-over"]
+    assert eps[0].success.any()
+    for ep in eps[1:4]:
+        assert ep.length > 20 and not ep.success.any() and ep.info["teleop"] == ep.info["segment"]
+        assert ep.info["positives"] == 0 and ep.info["negatives"] == ep.length
