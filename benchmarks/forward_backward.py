@@ -13,9 +13,10 @@ twin's TRUE success of its goal (cube resting and released in zone B / zone A), 
 learned classifiers hardware needs; `--reward classifier` takes `--forward-classifier DIR --backward-classifier
 DIR` (trained with `robot-rl train-classifier` on labels recorded with `robot-rl record-labels --task
 twin-cube-relocate` / `twin-cube-relocate-back`); a direction given none gets one trained here the same way
-(scripted teleop at 64x64: 6,000 expert frames + 4,000 frames of the expert with action noise 0.5, whose failures
-are the near misses the expert never shows; the front camera only; `train-classifier` defaults;
-learned_reward.train_classifier_for).
+(scripted teleop at 64x64: 6,000 frames of the expert and its scripted near misses, record-labels' default of one
+near-miss segment after each expert segment, + 4,000 frames of the expert with action noise 0.5 (and near
+misses), whose failures are the near misses the expert never shows; the front camera only; `train-classifier`
+defaults; learned_reward.train_classifier_for).
 With `--obs-mode state` the training env renders the classifiers' cameras (at their cards' size) for them only
 (`RobotEnvConfig.reward_cameras`, never in the observation).
 

@@ -24,15 +24,19 @@ label), `rewards[t]` = 1.0 on success frames else 0.0, `intervention[t]` = the d
 "positives" / "negatives" (the segment's counts).
 A segment the operator discards ("rerecord") is not written; "quit" writes the current segment and stops.
 
-Near misses (`--near-misses N`, scripted pick-cube only, default 1 there): after every expert segment the
-scripted device records N segments of `envs.near_miss` routines, cycling through "lift-drop" (cube lifted
-~1.5 cm, then dropped), "grip-beside" (fingers closed next to the cube, lifted empty) and "push" (cube pushed
-along the table); each ends when its routine is done and is all negatives. `info["segment"]` says which
-("expert" or "near-miss:<kind>").
+Near misses (`--near-misses N`, scripted device on pick-cube and both cube-relocate tasks, default 1 there):
+after every expert segment the scripted device records N segments of `envs.near_miss` routines, cycling through
+the task's kinds. Pick-cube: "lift-drop" (cube lifted ~1.5 cm, then dropped), "grip-beside" (fingers closed
+next to the cube, lifted empty) and "push" (cube pushed along the table). Cube-relocate (either direction; "the
+zone" is the target zone): "place-outside" (cube carried and put down 2-5 cm beyond an edge of the zone,
+released), "empty-visit" (the hand lowered to a release over the zone and opened, the cube left where it is) and
+"hold-over" (cube held 2-4 cm up over the zone, never released). Each ends when its routine is done and is all
+negatives. `info["segment"]` says which ("expert" or "near-miss:<kind>").
 
 Usage::
 
     robot-rl record-labels --task twin-pick-cube --teleop scripted --out labels/pick --frames 600
+    robot-rl record-labels --task twin-cube-relocate --teleop scripted --out labels/fwd --near-misses 2
     robot-rl record-labels --task twin-pick-cube --teleop spacemouse --out labels/pick --positives 200
 """
 
@@ -296,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
     p.add_argument("--seed", type=int, default=0, help="seed of the first segment (then +1 per segment)")
     p.add_argument("--near-misses", type=int, default=None,
-                   help="scripted pick-cube: near-miss segments after each expert segment (default 1; 0: none)")
+                   help="scripted pick-cube / cube-relocate: near-miss segments after each expert segment "
+                        "(default 1; 0: none)")
     p.add_argument("--robot", default=None, metavar="ADDR",
                    help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
                         "in-process twin")
@@ -330,23 +335,32 @@ class _LiveCounts:
 
 
 def near_miss_count(requested: int | None, teleop: str, task: str) -> int:
-    """Near-miss segments per expert segment: `requested`, or by default 1 for the scripted device on a
-    pick-cube task and 0 otherwise; ConfigError where the routines do not exist."""
+    """Near-miss segments per expert segment: `requested`, or by default 1 for the scripted device on a task
+    with near-miss routines (pick-cube, cube-relocate) and 0 otherwise; ConfigError where the routines do not
+    exist."""
+    if requested is None:
+        return 1 if near_miss_task_kinds(teleop, task) else 0
+    if requested < 0:
+        raise ConfigError(f"--near-misses={requested} must be >= 0")
+    if requested and not near_miss_task_kinds(teleop, task):
+        raise ConfigError(f"--near-misses={requested}: scripted near misses exist only for pick-cube and the "
+                          f"cube-relocate tasks with --teleop scripted (got --task {task} --teleop {teleop})")
+    return requested
+
+
+def near_miss_task_kinds(teleop: str, task: str) -> tuple[str, ...]:
+    """The near-miss kinds (`envs.near_miss.near_miss_kinds`) the scripted device records on the preset `task`;
+    () for another device or a task without routines."""
+    from envs.near_miss import near_miss_kinds
     from envs.presets import twin_task
     from robot_rl.errors import UnknownTaskError
 
+    if teleop != "scripted":
+        return ()
     try:
-        pick = teleop == "scripted" and twin_task(task) == "pick_cube"
+        return near_miss_kinds(twin_task(task))
     except UnknownTaskError:
-        pick = False
-    if requested is None:
-        return 1 if pick else 0
-    if requested < 0:
-        raise ConfigError(f"--near-misses={requested} must be >= 0")
-    if requested and not pick:
-        raise ConfigError(f"--near-misses={requested}: scripted near misses exist only for pick-cube with "
-                          f"--teleop scripted (got --task {task} --teleop {teleop})")
-    return requested
+        return ()
 
 
 def main(argv: list[str]) -> int:
@@ -362,6 +376,7 @@ def main(argv: list[str]) -> int:
     labeler = make_labeler(source)
     driver = BackOutAfterSuccess(args.hold_steps) if args.teleop == "scripted" else None
     near_misses = near_miss_count(args.near_misses, args.teleop, args.task)
+    kinds = near_miss_task_kinds(args.teleop, args.task) if near_misses else ()
     env_kwargs = {k: v for k, v in (("obs_mode", args.obs_mode), ("image_size", args.image_size)) if v is not None}
     if args.robot is not None:  # a robot server (hardware or a twin): the env's info still reports success
         from demos.record_cli import make_recording_env
@@ -381,10 +396,11 @@ def main(argv: list[str]) -> int:
             seg_seed = args.seed + live.segment
             seg_device, seg_driver, seg_info = device, driver, {**info, "segment": "expert"}
             if near_misses and live.segment % (near_misses + 1):
-                from envs.near_miss import NEAR_MISS_KINDS, NearMissOperator
+                from envs.near_miss import NearMissOperator
+                from envs.presets import twin_task
 
-                kind = NEAR_MISS_KINDS[(live.segment - live.segment // (near_misses + 1) - 1) % len(NEAR_MISS_KINDS)]
-                seg_device, seg_driver = NearMissOperator(kind, seed=seg_seed), None
+                kind = kinds[(live.segment - live.segment // (near_misses + 1) - 1) % len(kinds)]
+                seg_device, seg_driver = NearMissOperator(kind, seed=seg_seed, task=twin_task(args.task)), None
                 seg_info.update(teleop=seg_device.name, segment=f"near-miss:{kind}")
             seg = record_segment(env, seg_device, labeler, task_success, seed=seg_seed,
                                  limits=SegmentLimits(args.after_success, args.frames - frames), task=args.task,
