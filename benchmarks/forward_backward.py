@@ -152,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     for (seed, _, out), res in zip(jobs, results, strict=True):
         rows, wall = res["rows"], res["wall_s"]
         keys = ("env_step", "forward_success_rate", "backward_success_rate", "handovers", "false_positive_handovers",
-                "handovers_without_true_success", "timeout_handovers", "scene_teleports", "reset_retries",
-                "forward_episodes",
+                "handovers_without_true_success", "timeout_handovers", "withdrawn_rewards", "scene_teleports",
+                "reset_retries", "forward_episodes",
                 "backward_episodes",
                 "train_forward_true_success_rate", "train_backward_true_success_rate", "train_forward_episodes",
                 "train_backward_episodes", "updates", "updates_per_s", "minutes")
@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             "false_positive_handovers": last["false_positive_handovers"],
             "handovers_without_true_success": last["handovers_without_true_success"],
             "timeout_handovers": last.get("timeout_handovers"),
+            "withdrawn_rewards": last.get("withdrawn_rewards"),
             "teleports_after_first_reset": int(last["scene_teleports"]) - 1,
             "reset_retries": last.get("reset_retries"),
             "forward_episodes": last["forward_episodes"], "backward_episodes": last["backward_episodes"],

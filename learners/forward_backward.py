@@ -14,6 +14,15 @@ false positive that ended an episode (the classifier fired, the cube is not wher
 other policy an impossible start: it is counted (`false_positive_handovers`) and the same direction goes on. A
 timeout after which the model does fire (the goal was reached but not rewarded in time) hands over too.
 
+Unconfirmed rewards are withdrawn (`withdraw_unconfirmed`, on by default with the guard): the transition that
+ended an episode by reward waits outside the buffer until the guard has looked at the post-reset frame; a positive
+the guard does not confirm is stored with reward 0 as a truncated (not terminal) transition. Without this a policy
+learns to make a classifier fire (a probe on twin-cube-relocate, front-camera classifiers, bc_q_filter: 339 refused
+hand-overs by 8k env steps, the forward policy ending episodes every ~14 steps on the classifier's arm-pose
+shortcut, 10 % true success), and every refusal was one more reward for the shortcut. The guard's frame comes after
+the robot's reset routine (let go, lift, back to the reset pose), so a scene that is really at the goal still
+fires there while a pose-only shortcut does not; nothing privileged is used, so this holds on hardware too.
+
 Stuck scene: a direction whose episodes keep timing out may have left the scene where its policy cannot act (the
 cube against a wall, on its edge). After `handover_after_timeouts` timeouts in a row the other direction takes over
 anyway (`timeout_handovers`, counted apart from the guarded ones): both policies learn to act from such scenes,
@@ -122,6 +131,9 @@ class ForwardBackwardConfig(Config):
     guard: bool = True
     """Hand over only if the active direction's reward model still fires on the first frame after the reset
     (False: hand over whenever the model ended the episode, as SERL does)."""
+    withdraw_unconfirmed: bool = True
+    """With the guard: an episode-ending reward the guard does not confirm on the post-reset frame is stored with
+    reward 0, truncated instead of terminal (module docstring); False stores it as the reward model gave it."""
     handover_after_timeouts: int = 3
     """After this many consecutive timed-out episodes of one direction, the other direction takes over (a stuck
     scene; 0: never)."""
@@ -156,6 +168,8 @@ class FBCounters:
     """Hand-overs after `handover_after_timeouts` timed-out episodes in a row (a stuck scene)."""
     timeouts_in_a_row: int = 0
     """Consecutive timed-out episodes of the active direction."""
+    withdrawn_rewards: int = 0
+    """Episode-ending rewards stored as 0 because the guard did not confirm them (`withdraw_unconfirmed`)."""
 
 
 def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: ForwardBackwardConfig,
@@ -187,7 +201,12 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
         decision = d.reward.step(next_obs, info, c.episode, ep_len + 1)
         reward, success = float(decision.reward), bool(decision.success)
         terminated = success or bool(env_terminated)
-        route_transition(d.online, d.demo, obs, action, reward, next_obs, terminated, bool(truncated))
+        # a guarded positive waits for the guard's post-reset verdict before it enters the buffer
+        guarded = cfg.guard and not isinstance(d.reward, HumanReward)
+        last = (obs, action, reward, next_obs, terminated, bool(truncated))
+        deferred = success and guarded and cfg.withdraw_unconfirmed
+        if not deferred:
+            route_transition(d.online, d.demo, *last)
         d.steps += 1
         ep_return += reward
         ep_len += 1
@@ -208,8 +227,15 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
         d.true_successes += int(bool(true))
         obs, info = env.reset()
         # a human's key is the verdict itself (nobody presses it on the reset frame): no guard for HumanReward
-        guarded = cfg.guard and not isinstance(d.reward, HumanReward)
         handover = fires(d.reward, obs, info, c.episode + 1) if guarded else success
+        if deferred:
+            o, a, r, no, term, trunc = last
+            if handover:
+                route_transition(d.online, d.demo, o, a, r, no, term, trunc)
+            else:  # not confirmed: withdrawn (a cut episode, bootstrapped from next_obs)
+                route_transition(d.online, d.demo, o, a, 0.0, no, bool(env_terminated), True)
+                ep_return -= r
+                c.withdrawn_rewards += 1
         c.timeouts_in_a_row = 0 if (success or handover) else c.timeouts_in_a_row + 1
         stuck = (not handover and cfg.handover_after_timeouts > 0
                  and c.timeouts_in_a_row >= cfg.handover_after_timeouts)
@@ -237,7 +263,7 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
             out["scene_teleports"] = int(teleports)
         out.update(handovers=c.handovers, false_positive_handovers=c.false_positive_handovers,
                    handovers_without_true_success=c.handovers_without_true_success,
-                   timeout_handovers=c.timeout_handovers)
+                   timeout_handovers=c.timeout_handovers, withdrawn_rewards=c.withdrawn_rewards)
         c.episode += 1
         directions[c.active].reward.reset()
         ep_return, ep_len, sums, n_metrics = 0.0, 0, {}, 0

@@ -155,7 +155,7 @@ def train_forward_backward(cfg: TrainConfig, out: Path, resume: bool = False, lo
             "updates_per_s": (updates - updates0) / dt, "minutes": (time.perf_counter() - started) / 60.0,
             "handovers": counters.handovers, "false_positive_handovers": counters.false_positive_handovers,
             "handovers_without_true_success": counters.handovers_without_true_success,
-            "timeout_handovers": counters.timeout_handovers,
+            "timeout_handovers": counters.timeout_handovers, "withdrawn_rewards": counters.withdrawn_rewards,
             "scene_teleports": int(getattr(env.unwrapped, "scene_teleports", -1)),
             "reset_retries": int(getattr(env.unwrapped, "reset_retry_count", -1)),
         }

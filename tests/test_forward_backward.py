@@ -116,6 +116,31 @@ def test_a_false_positive_is_not_handed_over() -> None:
     assert first["true_success"] is False and not first["switched"] and first["false_positive_handover"]
     assert second["direction"] == "forward" and second["true_success"] and second["switched"]  # forward went on
     assert counters.false_positive_handovers == 1 and len(teleports) == 1
+    # the unconfirmed reward was withdrawn: stored as 0, a cut (truncated, not terminal) episode; the confirmed one
+    # kept its reward and its terminal flag
+    f, valid = fwd.online.fields, fwd.online.valid
+    assert counters.withdrawn_rewards == 1 and first["episode_return"] == 0.0 and second["episode_return"] == 1.0
+    cut, ends = np.flatnonzero(valid & f["truncated"]), np.flatnonzero(valid & f["terminated"])
+    assert cut.tolist() == [first["episode_length"] - 1] and f["rewards"][cut[0]] == 0.0  # episode 1's last step
+    assert len(ends) == 1 and f["rewards"][ends[0]] == 1.0 and f["rewards"][valid].sum() == 1.0
+    assert len(fwd.online) == fwd.steps  # nothing lost while the last transition waited for the verdict
+    env.close()
+
+
+def test_withdrawing_can_be_turned_off() -> None:
+    calls = {"n": 0}
+
+    def fires_on_frame_3(obs: Any, info: Any) -> bool:
+        calls["n"] += 1
+        return calls["n"] == 3
+
+    env, (fwd, bwd), _ = make_run(PredicateReward(fires_on_frame_3))
+    counters = FBCounters()
+    cfg = ForwardBackwardConfig(total_steps=10, learning_starts=1000, seed=0, withdraw_unconfirmed=False)
+    episodes = list(forward_backward(env, (fwd, bwd), cfg, counters))
+    assert episodes[0]["false_positive_handover"] and counters.withdrawn_rewards == 0
+    f = fwd.online.fields
+    assert (f["rewards"][2], bool(f["terminated"][2]), bool(f["truncated"][2])) == (1.0, True, False)
     env.close()
 
 
