@@ -6,7 +6,9 @@ twin-cube-relocate-back, in `--obs-mode`), then runs the real entry point `robot
 deterministic forward policy on `--eval-episodes` seeded episodes of the forward task and the backward policy on
 the backward task, each in an evaluation env of its own; the training env teleports the cube on its first reset
 only). Prints a table and writes benchmarks/results/forward_backward.{json,png} (`--reward classifier
---obs-mode pixels`: forward_backward_classifier_pixels.{json,png}).
+--obs-mode pixels`: forward_backward_classifier_pixels.{json,png}; `--demo-start tray`: ..._demos_tray.{json,png},
+the demos' cubes starting anywhere on the tray outside the direction's target zone, as the scenes a reset-free run
+leaves behind do, instead of in its start zone).
 
 Reward models (learners.reward_model, one per direction): `--reward env` (default) gives each direction the
 twin's TRUE success of its goal (cube resting and released in zone B / zone A), a privileged stand-in for the
@@ -105,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-every", type=int, default=2000)
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes per direction")
+    p.add_argument("--demo-start", default="zone", choices=("zone", "tray"),
+                   help="where the demos' cube starts: the direction's start zone, or anywhere on the tray outside "
+                        "its target zone (record-demos --cube-start)")
     p.add_argument("--reward", default="env", choices=("env", "classifier"))
     p.add_argument("--obs-mode", default="state", choices=("state", "pixels"))
     p.add_argument("--forward-classifier", type=Path, default=None)
@@ -124,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="forward_backward_"))
     suffix = "" if args.obs_mode == "state" else f"_{args.obs_mode}"
-    demos_f = record_demos(TASK, args.obs_mode, None, args.demos, work / f"demos_forward{suffix}")
-    demos_b = record_demos(f"{TASK}-back", args.obs_mode, None, args.demos, work / f"demos_backward{suffix}")
+    start = () if args.demo_start == "zone" else ("--cube-start", args.demo_start)
+    dsuffix = suffix + ("" if args.demo_start == "zone" else f"_{args.demo_start}")
+    demos_f = record_demos(TASK, args.obs_mode, None, args.demos, work / f"demos_forward{dsuffix}", start)
+    demos_b = record_demos(f"{TASK}-back", args.obs_mode, None, args.demos, work / f"demos_backward{dsuffix}", start)
     sources = {"forward": "env", "backward": "env"}
     if args.reward == "classifier":  # a direction without a classifier gets one trained here (64x64 labels)
         from learned_reward import train_classifier_for
@@ -182,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "forward_backward", "task": TASK, "obs_mode": args.obs_mode, "reward": sources,
               "reward_note": ("the twin's TRUE success of each direction's goal as the direction's reward model "
                               "(privileged; a stand-in for learned classifiers)") if args.reward == "env" else "",
-              "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
+              "demos": args.demos, "demo_start": args.demo_start, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds,
               "recipe": {"agent": recipe.overrides(args.obs_mode), "updates_per_step": recipe.updates_per_step},
               "extra_flags": extra, "budget_min": args.budget_min, "threads": args.threads,
@@ -205,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{run['false_positive_handovers']} false-positive, {run['timeout_handovers']} after timeouts, "
               f"{run['teleports_after_first_reset']} teleports "
               f"after the first reset; {run['env_steps_done']} env steps in {run['wall_s'] / 60:.1f} min")
-    name = "forward_backward" + ("" if args.reward == "env" else f"_{args.reward}") + suffix
+    name = ("forward_backward" + ("" if args.reward == "env" else f"_{args.reward}") + suffix
+            + ("" if args.demo_start == "zone" else f"_demos_{args.demo_start}"))
     write_result(result, args.out / f"{name}.json", plot)
     return 0
 

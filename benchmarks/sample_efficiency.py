@@ -60,8 +60,10 @@ from robot_rl.metrics import read_metrics  # noqa: E402
 SUCCESS_BAR = 0.9
 
 
-def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int, out: Path) -> Path:
-    """Scripted demos via `robot-rl record-demos` (skipped when `out` already holds enough episodes)."""
+def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int, out: Path,
+                 more: tuple[str, ...] = ()) -> Path:
+    """Scripted demos via `robot-rl record-demos` (skipped when `out` already holds enough episodes); `more`: extra
+    record-demos flags (e.g. ("--cube-start", "tray"))."""
     from demos import record_cli
     from robot_rl.episodes import episode_paths
 
@@ -71,7 +73,7 @@ def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int
                 "--seed", str(have)]
         if image_size is not None:
             argv += ["--image-size", str(image_size)]
-        if record_cli.main(argv) != 0:
+        if record_cli.main([*argv, *more]) != 0:
             raise SystemExit(f"recording demos into {out} failed")
     return out
 

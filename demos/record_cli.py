@@ -7,6 +7,11 @@ unless --keep-failures.
 Usage::
 
     robot-rl record-demos --task twin-reach --teleop scripted --episodes 20 --out demos/reach
+    robot-rl record-demos --task twin-cube-relocate --obs-mode state --cube-start tray --out demos/fwd_tray
+
+`--cube-start tray` (twin cube-relocate tasks): each episode's cube starts anywhere on the tray floor outside the
+target zone instead of in the start zone, i.e. demos from the scenes a reset-free forward/backward run leaves
+behind (a failed episode drops the cube wherever it is).
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 per episode)")
+    p.add_argument("--cube-start", default=None, choices=("zone", "tray"),
+                   help="twin cube-relocate tasks: the cube starts in the start zone (default) or anywhere on the "
+                        "tray outside the target zone")
     p.add_argument("--keep-failures", action="store_true", help="also keep unsuccessful episodes")
     p.add_argument("--max-attempts", type=int, default=None, help="give up after this many episodes (default 3x)")
     p.add_argument("--robot", default=None, metavar="ADDR",
@@ -102,6 +110,12 @@ def main(argv: list[str]) -> int:
         raise ConfigError(f"--episodes={args.episodes} must be >= 1")
     preset = get_preset(args.task)
     env_kwargs = preset.make_kwargs(obs_mode=args.obs_mode, image_size=args.image_size)
+    if args.cube_start is not None:
+        if args.robot is not None or not args.task.startswith("twin-cube-relocate"):
+            raise ConfigError(f"--cube-start {args.cube_start}: only for the in-process twin's cube-relocate tasks "
+                              f"(twin-cube-relocate, twin-cube-relocate-back), not --task {args.task}"
+                              + (" with --robot" if args.robot is not None else ""))
+        env_kwargs["cube_start"] = args.cube_start
     env = make_recording_env(args.task, args.robot, args.keys, **env_kwargs)
     device = make_device(args.teleop, task=args.task, seed=args.seed, noise_std=args.noise)
     existing = len(episode_paths(args.out)) if args.out.is_dir() else 0

@@ -808,6 +808,7 @@ def make_twin_env(
     render_mode: str | None = None,
     physics_hz: float | None = None,
     faithful: bool = False,
+    cube_start: str = "zone",
     **config: Any,
 ) -> RobotEnv:
     """Gymnasium entry point: a `RobotEnv` over an in-process MuJoCo `TwinRobot` for a built-in task.
@@ -815,6 +816,7 @@ def make_twin_env(
     `config` takes any other `RobotEnvConfig` field (e.g. max_episode_steps=50, reset_noise_m=0.0).
     `faithful`: the hardware-faithful mode (`FAITHFUL` under any field given explicitly in `config`).
     `physics_hz` overrides the twin's physics/controller rate (None: TwinRobotConfig's default, 1 kHz).
+    `cube_start` ("zone" | "tray", cube-relocate only): TwinRobotConfig.cube_start, where scene resets put the cube.
     In state mode the twin is built without a renderer, unless `reward_cameras` (a config field) names cameras: then
     it renders just those, at `image_size` (ConfigError for a camera the twin does not have).
     """
@@ -842,6 +844,7 @@ def make_twin_env(
         image_width=cfg.image_size,
         camera_names=cfg.camera_names if pixels or not render else cfg.reward_cameras,
         render=render,
+        cube_start=cube_start,
         **twin_options,
     ))
     return RobotEnv(robot, the_task, robot.cameras() if render else None, cfg, render_mode=render_mode)

@@ -61,6 +61,7 @@ from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX, PANDA_Q_MIN
 from controllers.safety import check_finite
 from controllers.transforms import mat_to_quat
 from envs.robot import RobotState
+from envs.tasks import RELOCATE_ZONE_A_M, RELOCATE_ZONE_B_M, in_zone
 from envs.twin.cameras import TwinCameras
 from envs.twin.model import (
     ARM_JOINTS,
@@ -81,6 +82,8 @@ from envs.twin.model import (
     PEG_BOTTOM_PAST_TCP_M,
     PEG_HALF_WIDTH_M,
     RELOCATE_START_XY,
+    RELOCATE_TARGET_ZONE,
+    RELOCATE_TRAY_XY,
     TCP_SITE,
     TWIN_TASKS,
     build_model,
@@ -113,6 +116,10 @@ class TwinRobotConfig(Config):
     """False: never create a renderer (state-only use); cameras() then raises ConfigError."""
     impedance: ImpedanceConfig = dataclasses.field(default_factory=ImpedanceConfig)
     """Fixed settings of the Cartesian impedance controller (gains are chosen by profile via set_gains)."""
+    cube_start: str = "zone"
+    """Cube-relocate scenes only: where reset_scene puts the cube. "zone": in the task's start zone
+    (RELOCATE_START_XY); "tray": anywhere on the tray floor outside the target zone (RELOCATE_TRAY_XY), e.g. demos
+    from the scenes a reset-free run leaves behind."""
 
     def validate(self) -> None:
         require(self.task in TWIN_TASKS, "task", self.task, f"must be one of {list(TWIN_TASKS)}")
@@ -131,6 +138,9 @@ class TwinRobotConfig(Config):
                 and all(n in CAMERA_NAMES for n in self.camera_names), "camera_names", self.camera_names,
                 f"must be distinct names from {list(CAMERA_NAMES)}")
         require(isinstance(self.render, bool), "render", self.render, "must be a bool")
+        require(self.cube_start in ("zone", "tray"), "cube_start", self.cube_start, 'must be "zone" or "tray"')
+        require(self.cube_start == "zone" or self.task in RELOCATE_START_XY, "cube_start", self.cube_start,
+                f"'tray' is for the cube-relocate scenes {sorted(RELOCATE_START_XY)}, not {self.task!r}")
         require(isinstance(self.impedance, ImpedanceConfig) and self.impedance.n_joints == 7, "impedance",
                 self.impedance, "must be an ImpedanceConfig with n_joints=7")
 
@@ -311,6 +321,11 @@ class TwinRobot:
         elif task in CUBE_TASKS:
             low, high = RELOCATE_START_XY.get(task, (CUBE_XY_LOW, CUBE_XY_HIGH))
             xy = rng.uniform(low, high)
+            if self._config.cube_start == "tray":  # anywhere on the tray floor but in the target zone
+                target = RELOCATE_ZONE_A_M if RELOCATE_TARGET_ZONE[task] == "a" else RELOCATE_ZONE_B_M
+                xy = rng.uniform(*RELOCATE_TRAY_XY)
+                while in_zone(xy, target):
+                    xy = rng.uniform(*RELOCATE_TRAY_XY)
             yaw = rng.uniform(-math.pi, math.pi)
             qa, va = ids["cube_qpos"], ids["cube_qvel"]
             d.qpos[qa:qa + 7] = [xy[0], xy[1], CUBE_HALF_SIZE_M, math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
