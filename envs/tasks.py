@@ -325,9 +325,10 @@ class CubeRelocateTask(Task):
     resting) and the hand has let go (finger gap >= `released_width_m` = 5 cm; a held cube reads 4 cm). Requiring
     the release makes a success a state the other direction can start from. 120 steps (12 s): the scripted expert
     needs ~40-55 (grasp, carry 20 cm, put down, open). Start (0.5, 0, 0.25) above the middle between the zones.
-    The zones lie in a tray (inner x [0.38, 0.62], y [-0.21, 0.21], 3 cm walls; as SERL's bins, a reset-free run
-    cannot push the cube out of reach); the safety box keeps the TCP 2 cm inside the walls (x [0.40, 0.60],
-    y [-0.19, 0.19]), so a cube let go of always falls into the tray. `goals` reports both zones ("in_zone_a",
+    The zones lie in a tray (inner x [0.38, 0.62], y [-0.21, 0.21], 5 cm walls; as SERL's bins, a reset-free run
+    cannot push the cube out of reach: over the first 3 cm walls, lower than the 4 cm cube, an exploring policy
+    tipped it out within 8k steps); the safety box keeps the TCP 2 cm inside the walls (x [0.40, 0.60],
+    y [-0.19, 0.19]), so a cube let go of falls into the tray. `goals` reports both zones ("in_zone_a",
     "in_zone_b"), so one env serves a forward/backward run whichever direction is active.
     """
 
