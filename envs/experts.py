@@ -45,11 +45,10 @@ from envs.robot import RobotState
 from envs.tasks import (
     CUBE_HALF_SIZE_M,
     HOLE_DEPTH_M,
-    RELOCATE_ZONE_A_M,
-    RELOCATE_ZONE_B_M,
     CubeRelocateTask,
     Task,
     get_task,
+    relocate_zone_m,
 )
 
 Q_DOWN = np.array([0.0, 1.0, 0.0, 0.0])
@@ -111,7 +110,7 @@ class ScriptedExpert:
         self._grasp_z = 0.0
         self._last_width = math.inf
         if isinstance(self.task, CubeRelocateTask):  # where in the target zone this episode puts the cube
-            (x0, y0), (x1, y1) = RELOCATE_ZONE_B_M if self.task.target_zone == "b" else RELOCATE_ZONE_A_M
+            (x0, y0), (x1, y1) = relocate_zone_m(self.task.target_zone)
             centre = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
             self._place_xy = centre + self.rng.uniform(-1.0, 1.0, 2) * np.array([0.03, 0.025])
 

@@ -52,7 +52,7 @@ import numpy as np
 from controllers.transforms import quat_to_euler_xyz
 from envs.experts import ScriptedExpert, down_at_yaw, hand_yaw, wrap
 from envs.robot import RobotState
-from envs.tasks import CUBE_HALF_SIZE_M, RELOCATE_ZONE_A_M, RELOCATE_ZONE_B_M, CubeRelocateTask, Task, get_task
+from envs.tasks import CUBE_HALF_SIZE_M, CubeRelocateTask, Task, get_task, relocate_zone_m
 from envs.wrappers import HumanCommand
 from robot_rl.errors import ConfigError
 
@@ -241,7 +241,7 @@ class NearMissExpert(ScriptedExpert):
         task = self.task
         assert isinstance(task, CubeRelocateTask)
         rng = self.rng
-        self.zone = RELOCATE_ZONE_B_M if task.target_zone == "b" else RELOCATE_ZONE_A_M
+        self.zone = relocate_zone_m(task.target_zone)
         (x0, y0), (x1, y1) = self.zone
         lo = np.asarray(task.pos_min_m[:2]) + WALL_CLEARANCE_M
         hi = np.asarray(task.pos_max_m[:2]) - WALL_CLEARANCE_M

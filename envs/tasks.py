@@ -307,6 +307,11 @@ RELOCATE_ZONE_B_M = ((0.44, 0.05), (0.56, 0.15))
 """Cube-relocate zone B (the mirror image of zone A across y = 0)."""
 
 
+def relocate_zone_m(zone: str) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The rectangle (RELOCATE_ZONE_A_M or RELOCATE_ZONE_B_M) of cube-relocate zone "a" or "b"."""
+    return RELOCATE_ZONE_A_M if zone == "a" else RELOCATE_ZONE_B_M
+
+
 def in_zone(xy: np.ndarray, zone: tuple[tuple[float, float], tuple[float, float]]) -> bool:
     """Whether the point `xy` (2,) lies inside the rectangle `zone` ((x_low, y_low), (x_high, y_high))."""
     (x0, y0), (x1, y1) = zone
@@ -360,8 +365,7 @@ class CubeRelocateTask(Task):
     def placed_in(self, state: RobotState, zone: str) -> bool:
         """The cube rests inside zone "a" or "b" and the hand has let go."""
         cube = np.asarray(state.objects["cube_pos"])
-        rect = RELOCATE_ZONE_A_M if zone == "a" else RELOCATE_ZONE_B_M
-        return bool(in_zone(cube[:2], rect) and cube[2] <= self.rest_max_z_m
+        return bool(in_zone(cube[:2], relocate_zone_m(zone)) and cube[2] <= self.rest_max_z_m
                     and float(state.gripper_width_m) >= self.released_width_m)
 
     def success(self, state: RobotState) -> bool:

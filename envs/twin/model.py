@@ -61,8 +61,6 @@ RELOCATE_START_XY: dict[str, tuple[np.ndarray, np.ndarray]] = {
 RELOCATE_TRAY_XY: tuple[np.ndarray, np.ndarray] = (np.array([0.42, -0.17]), np.array([0.58, 0.17]))
 """TwinRobotConfig.cube_start = "tray": the cube centre anywhere in this rectangle (the tray floor, the cube's centre
 4 cm from the inner walls), outside the task's target zone: the starts a reset-free run leaves behind."""
-RELOCATE_TARGET_ZONE: dict[str, str] = {"cube_relocate": "b", "cube_relocate_back": "a"}
-"""The zone each relocate scene's task moves the cube into (envs.tasks.RELOCATE_ZONE_A_M / _B_M)."""
 
 # peg_insert
 HOLE_HALF_WIDTH_M = 0.011

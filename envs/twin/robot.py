@@ -61,7 +61,7 @@ from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX, PANDA_Q_MIN
 from controllers.safety import check_finite
 from controllers.transforms import mat_to_quat
 from envs.robot import RobotState
-from envs.tasks import RELOCATE_ZONE_A_M, RELOCATE_ZONE_B_M, in_zone
+from envs.tasks import CubeRelocateTask, get_task, in_zone, relocate_zone_m
 from envs.twin.cameras import TwinCameras
 from envs.twin.model import (
     ARM_JOINTS,
@@ -82,7 +82,6 @@ from envs.twin.model import (
     PEG_BOTTOM_PAST_TCP_M,
     PEG_HALF_WIDTH_M,
     RELOCATE_START_XY,
-    RELOCATE_TARGET_ZONE,
     RELOCATE_TRAY_XY,
     TCP_SITE,
     TWIN_TASKS,
@@ -322,7 +321,9 @@ class TwinRobot:
             low, high = RELOCATE_START_XY.get(task, (CUBE_XY_LOW, CUBE_XY_HIGH))
             xy = rng.uniform(low, high)
             if self._config.cube_start == "tray":  # anywhere on the tray floor but in the target zone
-                target = RELOCATE_ZONE_A_M if RELOCATE_TARGET_ZONE[task] == "a" else RELOCATE_ZONE_B_M
+                relocate = get_task(task)
+                assert isinstance(relocate, CubeRelocateTask)  # validate: "tray" only for the relocate scenes
+                target = relocate_zone_m(relocate.target_zone)
                 xy = rng.uniform(*RELOCATE_TRAY_XY)
                 while in_zone(xy, target):
                     xy = rng.uniform(*RELOCATE_TRAY_XY)
