@@ -112,6 +112,8 @@ from robot_rl.specs import EnvSpec
 
 ALGOS = ("rlpd", "sac", "hil-serl")
 DEFAULT_WARMUP_STEPS = 200
+"""--warmup-steps default: WSRL's 5000 warm-up steps are ~0.5-1 % of its fine-tuning runs; 200 is 1 % of a
+20k-step pick-cube run, 2-4 of its episodes (<= 100 steps) and twice the default --learning-starts."""
 OFFLINE_BC_NOTE = (
     "offline phase: the recipe's Q-filtered BC term is off (bc_q_filter=false: every human row is cloned). Offline, "
     "with no conservative term, the critic overrates the policy's own out-of-data actions, the filter then drops "
@@ -119,8 +121,6 @@ OFFLINE_BC_NOTE = (
     "without); --set bc_q_filter=true keeps it")
 """Printed by an offline run (`--offline-updates N`) whose task recipe has the Q-filtered BC term: that run clones
 every human row instead (TD3+BC's offline recipe: the policy term plus plain BC)."""
-"""--warmup-steps default: WSRL's 5000 warm-up steps are ~0.5-1 % of its fine-tuning runs; 200 is 1 % of a
-20k-step pick-cube run, 2-4 of its episodes (<= 100 steps) and twice the default --learning-starts."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,18 +300,22 @@ class TrainConfig(Config):
         """The task's recipe overrides (learners.recipes; {} for --env-id runs and with no_recipe)."""
         if self.task is None or self.no_recipe:
             return {}
-        out = recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
+        out = self._task_recipe(has_cameras)
         if self.offline_updates > 0 and out.get("bc_q_filter"):
             out["bc_q_filter"] = False  # OFFLINE_BC_NOTE says why; --set bc_q_filter=true still wins
         return out
+
+    def _task_recipe(self, has_cameras: bool) -> dict[str, Any]:
+        """learners.recipes' overrides for this run's task and mode, as the recipe states them."""
+        assert self.task is not None
+        return recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
 
     def offline_bc_note(self, has_cameras: bool, cfg: AgentConfig) -> str | None:
         """OFFLINE_BC_NOTE when this run's offline phase dropped the recipe's Q filter (and --set did not put it
         back), else None."""
         if self.offline_updates <= 0 or self.task is None or self.no_recipe or cfg.bc_q_filter:
             return None
-        recipe = recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
-        return OFFLINE_BC_NOTE if recipe.get("bc_q_filter") else None
+        return OFFLINE_BC_NOTE if self._task_recipe(has_cameras).get("bc_q_filter") else None
 
     def demo_dirs(self) -> tuple[str, ...]:
         """Every episode directory of the demo buffer (--demos DIR [DIR ...]); () without demos."""
