@@ -16,10 +16,14 @@ timeout after which the model does fire (the goal was reached but not rewarded i
 
 Unconfirmed rewards are withdrawn (`withdraw_unconfirmed`, on by default with the guard): the transition that
 ended an episode by reward waits outside the buffer until the guard has looked at the post-reset frame; a positive
-the guard does not confirm is stored with reward 0 as a truncated (not terminal) transition. Without this a policy
-learns to make a classifier fire (a probe on twin-cube-relocate, front-camera classifiers, bc_q_filter: 339 refused
-hand-overs by 8k env steps, the forward policy ending episodes every ~14 steps on the classifier's arm-pose
-shortcut, 10 % true success), and every refusal was one more reward for the shortcut. The guard's frame comes after
+the guard does not confirm is stored with reward 0 as a terminal transition: the episode did end there (the reward
+model ended it) and nothing came of it, so the critic learns that the shortcut's states are worth 0. Without this a
+policy learns to make a classifier fire (a probe on twin-cube-relocate, front-camera classifiers, bc_q_filter: 339
+refused hand-overs by 8k env steps, the forward policy ending episodes every ~14 steps on the classifier's arm-pose
+shortcut, 10 % true success), and every refusal was one more reward for the shortcut. Stored as a truncated
+(bootstrapped) transition instead, the reward was gone but not the shortcut's value: the critic bootstrapped it from
+its own estimate of the firing frame, which generalises from the true successes that look like it, and a probe with
+50 demos per direction climbed to 39 refused hand-overs by 8k env steps all the same. The guard's frame comes after
 the robot's reset routine (let go, lift, back to the reset pose), so a scene that is really at the goal still
 fires there while a pose-only shortcut does not; nothing privileged is used, so this holds on hardware too.
 
@@ -133,7 +137,7 @@ class ForwardBackwardConfig(Config):
     (False: hand over whenever the model ended the episode, as SERL does)."""
     withdraw_unconfirmed: bool = True
     """With the guard: an episode-ending reward the guard does not confirm on the post-reset frame is stored with
-    reward 0, truncated instead of terminal (module docstring); False stores it as the reward model gave it."""
+    reward 0, still terminal (module docstring); False stores it as the reward model gave it."""
     handover_after_timeouts: int = 3
     """After this many consecutive timed-out episodes of one direction, the other direction takes over (a stuck
     scene; 0: never)."""
@@ -232,8 +236,8 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
             o, a, r, no, term, trunc = last
             if handover:
                 route_transition(d.online, d.demo, o, a, r, no, term, trunc)
-            else:  # not confirmed: withdrawn (a cut episode, bootstrapped from next_obs)
-                route_transition(d.online, d.demo, o, a, 0.0, no, bool(env_terminated), True)
+            else:  # not confirmed: withdrawn (the episode ended there, with nothing: terminal, reward 0)
+                route_transition(d.online, d.demo, o, a, 0.0, no, True, False)
                 ep_return -= r
                 c.withdrawn_rewards += 1
         c.timeouts_in_a_row = 0 if (success or handover) else c.timeouts_in_a_row + 1

@@ -116,13 +116,14 @@ def test_a_false_positive_is_not_handed_over() -> None:
     assert first["true_success"] is False and not first["switched"] and first["false_positive_handover"]
     assert second["direction"] == "forward" and second["true_success"] and second["switched"]  # forward went on
     assert counters.false_positive_handovers == 1 and len(teleports) == 1
-    # the unconfirmed reward was withdrawn: stored as 0, a cut (truncated, not terminal) episode; the confirmed one
-    # kept its reward and its terminal flag
+    # the unconfirmed reward was withdrawn: stored as 0, still terminal (the episode ended there with nothing, so
+    # the critic does not bootstrap the shortcut's value); the confirmed one kept its reward
     f, valid = fwd.online.fields, fwd.online.valid
     assert counters.withdrawn_rewards == 1 and first["episode_return"] == 0.0 and second["episode_return"] == 1.0
-    cut, ends = np.flatnonzero(valid & f["truncated"]), np.flatnonzero(valid & f["terminated"])
-    assert cut.tolist() == [first["episode_length"] - 1] and f["rewards"][cut[0]] == 0.0  # episode 1's last step
-    assert len(ends) == 1 and f["rewards"][ends[0]] == 1.0 and f["rewards"][valid].sum() == 1.0
+    ends = np.flatnonzero(valid & f["terminated"])
+    assert not (valid & f["truncated"]).any()
+    assert ends[0] == first["episode_length"] - 1 and f["rewards"][ends[0]] == 0.0  # episode 1's last step
+    assert len(ends) == 2 and f["rewards"][ends[1]] == 1.0 and f["rewards"][valid].sum() == 1.0
     assert len(fwd.online) == fwd.steps  # nothing lost while the last transition waited for the verdict
     env.close()
 
