@@ -59,7 +59,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from robot_rl.errors import ConfigError, ShapeError
-from robot_rl.reward_source import IMAGES_LEAF, REWARD_IMAGES_INFO_KEY, parse_reward_source, reward_image_path
+from robot_rl.reward_source import (
+    IMAGES_LEAF,
+    REWARD_IMAGES_INFO_KEY,
+    SUCCESS_UNKNOWN_INFO_KEY,
+    parse_reward_source,
+    reward_image_path,
+)
 from robot_rl.specs import flatten_value
 
 DEFAULT_GATE_K = 3
@@ -175,6 +181,14 @@ def camera_frames(obs: Any, info: Mapping[str, Any] | None = None) -> dict[str, 
     return frames
 
 
+def true_success(info: Mapping[str, Any]) -> bool | None:
+    """The env's true success in `info` ("success"), or None when it reports none or flags it as a placeholder
+    (`SUCCESS_UNKNOWN_INFO_KEY`: hardware, where the task's condition needs object state the robot lacks)."""
+    if "success" not in info or info.get(SUCCESS_UNKNOWN_INFO_KEY):
+        return None
+    return bool(info["success"])
+
+
 class RewardModel(Protocol):
     """Maps the newest observation (and the env's info) to a RewardDecision; reset at every episode start."""
 
@@ -220,8 +234,9 @@ class RewardAudit:
             self._file = open(self.directory / "positives.jsonl", "a", buffering=1)  # closed in close()
         row: dict[str, Any] = {"episode": episode, "step": t, "prob": decision.prob, "run": decision.run,
                                "predicate_ok": decision.predicate_ok, "rewarded": decision.success}
-        if "success" in info:
-            row["true_success"] = bool(info["success"])
+        true = true_success(info)
+        if true is not None:
+            row["true_success"] = true
         cams = sorted(camera_frames(obs, info).items())
         if cams and self.images < self.max_images:
             name = f"frames/ep{episode:06d}_t{t:04d}.png"
@@ -499,7 +514,7 @@ class RewardModelWrapper:
         terminated = bool(terminated) or d.success
         if terminated or truncated:
             self.episodes += 1
-            true = info.get("success")
+            true = true_success(info)
             self.true_success_episodes += int(bool(true))
             if d.success:
                 self.ended_by_model += 1

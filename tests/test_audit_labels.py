@@ -4,6 +4,7 @@ retrains on old labels + audit labels; every refusal is one line on stderr; the 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -18,7 +19,7 @@ from learners.audit_labels import ACTION_DIM
 from learners.classifier import CARD_FILE, load_classifier
 from learners.classifier_data import load_labels
 from learners.classifier_train import gate_table
-from learners.reward_model import ClassifierReward, RewardAudit, default_predicate
+from learners.reward_model import ClassifierReward, RewardAudit, RewardDecision, default_predicate
 from robot_rl.cli import main as cli
 from robot_rl.episodes import load_episode
 from robot_rl.errors import ShapeError
@@ -162,6 +163,35 @@ def test_old_rows_without_cameras_fall_back_to_the_card(setup: dict[str, Any], t
     assert rc == 1 and "has no 'cameras' field" in err and "line 1" in err and "Traceback" not in err
 
 
+def test_two_audit_dirs_and_a_rewritten_png(setup: dict[str, Any], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # forward/backward: two audit directories with the same PNG names; a bare name must say which directory
+    fwd, bwd = tmp_path / "reward_audit" / "forward", tmp_path / "reward_audit" / "backward"
+    shutil.copytree(setup["audit"], fwd)
+    logged_b = _make_audit(bwd, setup["cls"], seed=2)
+    v = tmp_path / "v.txt"
+    v.write_text("frames/ep000000_t0001.png success\n")
+    rc, _, err = _run(capsys, "--audit", fwd, bwd, "--classifier", setup["cls"], "--out", tmp_path / "o",
+                      "--verdicts", v)
+    assert rc == 1 and f"{v}: line 1: frames/ep000000_t0001.png is in several audit directories" in err
+    v.write_text(f"{fwd}/frames/ep000000_t0001.png success\n{bwd}/frames/ep000000_t0001.png failure\n")
+    rc, stdout, err = _run(capsys, "--audit", fwd, bwd, "--classifier", setup["cls"], "--out", tmp_path / "o",
+                           "--verdicts", v)
+    assert rc == 0, err
+    assert "wrote 2 frames in 2 episode(s)" in stdout
+    data = load_labels([tmp_path / "o"], require_both_classes=False)
+    assert data.labels.tolist() == [True, False]
+    assert np.array_equal(data.images["images/wrist"][0], setup["logged"][(0, 1)]["frames"]["images/wrist"])
+    assert np.array_equal(data.images["images/wrist"][1], logged_b[(0, 1)]["frames"]["images/wrist"])
+    # a run that restarted its episode counter into the same directory rewrote the PNGs: the later rows count
+    logged_again = _make_audit(bwd, setup["cls"], seed=3)
+    rc, stdout, err = _run(capsys, "--audit", bwd, "--classifier", setup["cls"], "--out", tmp_path / "again",
+                           "--true-success")
+    assert rc == 0, err
+    assert f"{2 * EPISODES * STEPS} audit rows ({EPISODES * STEPS} whose PNG a later row overwrote skipped)" in stdout
+    _check_frames(tmp_path / "again", logged_again, {k: x["true"] for k, x in logged_again.items()})
+
+
 def _refusal(capsys: pytest.CaptureFixture[str], out: Path, *argv: Any) -> str:
     rc, _, err = _run(capsys, *argv)
     assert rc == 1, err
@@ -260,6 +290,30 @@ def test_train_classifier_on_record_labels_plus_audit_labels(setup: dict[str, An
     assert sources["old"]["episodes"] == 8
     # the gate replay ran with the task's predicate (twin-pick-cube) on the mix
     assert card["gate"]["predicate"] and [r["k"] for r in card["metrics"]["gate_by_k_validation"]] == [1, 2, 3, 4, 5]
+
+
+def test_hardware_env_success_is_flagged_and_the_audit_logs_no_true_success(tmp_path: Path) -> None:
+    """The env's "success" is a placeholder False without object state (hardware): flagged, so the audit row has no
+    true_success and --true-success is refused instead of labelling every frame a failure."""
+    from tests.test_env_core import FakeRobot, make
+
+    class HardwareRobot(FakeRobot):
+        def state(self) -> Any:
+            return dataclasses.replace(super().state(), objects={})
+
+    twin_env, _ = make("pixels", image_size=SIZE)
+    hw_env, _ = make("pixels", image_size=SIZE)
+    hw_env.robot = HardwareRobot()
+    audit = RewardAudit(tmp_path / "audit")
+    for env in (twin_env, hw_env):
+        obs, info = env.reset(seed=0)
+        obs, _, _, _, info = env.step(np.zeros(7, np.float32))
+        assert ("success_unknown" in info) == (env is hw_env) and "success" in info
+        audit.log(0 if env is twin_env else 1, 1, RewardDecision(0.0, False, 0.9, True, 1), obs, info)
+    audit.close()
+    rows = _rows(tmp_path / "audit")
+    assert rows[0]["true_success"] is False and "true_success" not in rows[1]
+    assert rows[1]["cameras"] == ["images/front", "images/wrist"]
 
 
 # ------------------------------------------------------------------------------------------ the PNG reader
