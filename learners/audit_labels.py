@@ -338,6 +338,7 @@ def write_audit_labels(audit_dirs: Sequence[str | os.PathLike[str]], classifier:
     stage = out_dir / _STAGING
     if stage.exists():
         shutil.rmtree(stage)
+    created = not out_dir.exists()
     paths: list[Path] = []
     n_success = n_rewarded = 0
     try:
@@ -355,7 +356,11 @@ def write_audit_labels(audit_dirs: Sequence[str | os.PathLike[str]], classifier:
             dest = out_dir / f"episode_{i:06d}.npz"
             p.replace(dest)
             paths.append(dest)
-    finally:
+    except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
+        if created and out_dir.is_dir() and not any(out_dir.iterdir()):
+            out_dir.rmdir()  # a refusal leaves no empty --out behind
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
     return AuditLabelsResult(paths, n_success, len(selected) - n_success, n_rewarded, len(all_rows), without_png,
                              superseded)

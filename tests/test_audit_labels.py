@@ -249,7 +249,7 @@ def test_refusals_are_one_line(setup: dict[str, Any], tmp_path: Path, capsys: py
     (broken / "frames" / "ep000002_t0003.png").write_bytes(encode_png(np.full((24, 56, 3), 255, np.uint8)))
     msg = refuse("--true-success", audit_dir=broken)
     assert "line 11: frames/ep000002_t0003.png is 24x56 px, expected 20x56 for 3 camera(s)" in msg
-    assert "image size 16x16" in msg
+    assert "image size 16x16" in msg and not out.exists()  # frames 1-10 read fine: nothing of them stays
 
     # --out already holds episode files
     write_labels(tmp_path / "full", 1, size=SIZE)
