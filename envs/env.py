@@ -39,7 +39,8 @@ free motion the bound does not act: the arm moving at full speed lags its target
 Reward 1.0 on success (sparse), `terminated` on success, `truncated` at `max_episode_steps` or on a robot
 error (reported in the state, or a RobotError from `command` while the state reports an error: a reflex
 that arose since the last step; the next reset clears it). `info` always has "success", "objects"
-(privileged state, empty on hardware), "jitter_ms" (lateness of this step's deadline, 0.0 unless
+(privileged state, empty on hardware; there "success" is a placeholder False and `info["success_unknown"]` is True,
+robot_rl.reward_source.SUCCESS_UNKNOWN_INFO_KEY), "jitter_ms" (lateness of this step's deadline, 0.0 unless
 realtime), "gripper_changed", "clipped" (the safety box or step limit changed the target), with real
 cameras "frame_age_ms" (per camera: how old the observed frame was), and at the end of an episode "timing"
 (= `timing_stats()`). Tasks with named goals (`Task.goals`, e.g. cube-relocate's zones) add "goals" {name: bool}.
@@ -108,7 +109,7 @@ from robot_rl.errors import (
     SafetyError,
     ShapeError,
 )
-from robot_rl.reward_source import REWARD_IMAGES_INFO_KEY
+from robot_rl.reward_source import REWARD_IMAGES_INFO_KEY, SUCCESS_UNKNOWN_INFO_KEY
 
 try:
     import gymnasium
@@ -689,7 +690,11 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
                     self._run_routine(st.then, rng)
 
     def _add_privileged_info(self, info: dict[str, Any], state: RobotState) -> None:
-        """The task's named goals into `info`; in the faithful mode the objects leave it."""
+        """The task's named goals into `info`; in the faithful mode the objects leave it. Without the task's object
+        state (hardware, or a hardware task without objects) "success" is only a placeholder False: flagged
+        with `SUCCESS_UNKNOWN_INFO_KEY`."""
+        if not (self.task.object_keys and self._has_objects(state)):
+            info[SUCCESS_UNKNOWN_INFO_KEY] = True
         if self._has_objects(state):
             goals = self.task.goals(state)
             if goals:

@@ -5,6 +5,13 @@ In a label episode (robot_rl.episodes format) `success[t]` labels observation t+
 reset frame has no label). Every labelled frame becomes one sample: its camera images, its proprio `state` row
 (for the run-time predicate), its label, its episode and its index in the episode.
 
+The `state` is never a classifier input. train-classifier uses it for two things only: to check that the proprio
+predicate indexes inside the state vector, and to apply the predicate per frame in the k-gate replay (the
+card's "gate_by_k_validation", eval-classifier's gate table). Label directories may mix files with a state
+(record-labels) and without one (audit-labels: the audit log keeps pixels only): frames of a file without a
+state get a NaN row, and the gate replay treats the predicate as unknown (not applied) there. `state` is None
+only when no file has one; files whose states differ in length are refused.
+
 Frames of one episode are near-duplicates, so train and validation are split by EPISODE, never by frame, and
 the split is stratified: episodes with success labels and episodes without are divided separately, so both
 sides get success episodes and near misses.
@@ -57,7 +64,8 @@ class LabelledFrames:
     images: dict[str, np.ndarray]
     """Observation path ("images/front") -> uint8 (N, H, W, 3)."""
     state: np.ndarray | None
-    """The proprio `state` leaf (N, D) float32, when the episodes have one."""
+    """The proprio `state` leaf (N, D) float32; NaN rows for frames of files without one (audit-labels); None when
+    no file has one."""
     labels: np.ndarray
     """(N,) bool: success."""
     episode: np.ndarray
@@ -132,7 +140,8 @@ def load_labels(directories: Sequence[str | os.PathLike[str]], cameras: Sequence
     infos: list[EpisodeInfo] = []
     want: dict[str, tuple[int, ...]] | None = None
     first: Path | None = None
-    has_state = True
+    state_dim: int | None = None
+    state_file: Path | None = None
     for path in paths:
         try:
             ep = load_episode(path)
@@ -164,9 +173,16 @@ def load_labels(directories: Sequence[str | os.PathLike[str]], cameras: Sequence
         for cam in want:
             images.setdefault(cam, []).append(ep.observations[cam][1:])
         st = ep.observations.get("state")
-        has_state = has_state and st is not None
         if st is not None:
-            states.append(np.asarray(st[1:], np.float32).reshape(t, -1))
+            rows = np.asarray(st[1:], np.float32).reshape(t, -1)
+            if state_dim is None:
+                state_dim, state_file = rows.shape[1], path
+            elif rows.shape[1] != state_dim:
+                raise ConfigError(f"{path}: field obs/state has {rows.shape[1]} values per frame, {state_file} has "
+                                  f"{state_dim}: label files with a state must agree on its length")
+            states.append(rows)
+        else:
+            states.append(np.empty((t, 0), np.float32))  # filled with NaN rows below, once the length is known
         labels.append(ep.success.astype(bool))
         episode_idx.append(np.full(t, len(infos), np.int64))
         steps.append(np.arange(1, t + 1, dtype=np.int64))
@@ -180,7 +196,10 @@ def load_labels(directories: Sequence[str | os.PathLike[str]], cameras: Sequence
         which = "success" if y.all() else "failure"
         raise ConfigError(f"--labels {where}: all {len(y)} frames in {len(infos)} episode(s) are labelled {which} "
                           f"(field 'success'): a classifier needs both classes; record near misses or successes")
-    state = np.concatenate(states) if has_state and states else None
+    state = None
+    if state_dim is not None:
+        state = np.concatenate([s if s.shape[1] else np.full((len(s), state_dim), np.nan, np.float32)
+                                for s in states])
     return LabelledFrames({cam: np.concatenate(v) for cam, v in images.items()}, state, y,
                           np.concatenate(episode_idx), np.concatenate(steps), infos, [str(d) for d in directories])
 

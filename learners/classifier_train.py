@@ -322,13 +322,15 @@ def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.P
 def gate_table(data: LabelledFrames, idx: np.ndarray, probs: np.ndarray, threshold: float,
                predicate: ProprioPredicate, ks: Sequence[int] = (1, 2, 3, 4, 5)) -> list[dict[str, Any]]:
     """`gate_stats` for each k over the episodes of the frames `idx` (probs aligned with idx), with the proprio
-    predicate applied per frame when the labels have a state and the predicate has conditions."""
+    predicate applied per frame when the labels have a state and the predicate has conditions (frames without a
+    state, NaN rows from audit-labels files, are not held back: the predicate is unknown there)."""
     ep_ids = data.episode[idx]
     eps = list(dict.fromkeys(ep_ids.tolist()))
     labels = data.labels[idx]
     allowed = None
     if data.state is not None and predicate.conditions:
-        ok = predicate.evaluate(data.state[idx])
+        st = data.state[idx]
+        ok = predicate.evaluate(st) | np.isnan(st).any(axis=1)
         allowed = [ok[ep_ids == e] for e in eps]
     per_p = [probs[ep_ids == e] for e in eps]
     per_y = [labels[ep_ids == e] for e in eps]

@@ -20,8 +20,9 @@ wrong reward and teaches the policy to stop early):
   that must all hold on the frame, e.g. pick-cube: gripper closed on something and the TCP 5 cm above the table.
 
 Every frame the classifier calls positive is logged for audit (`RewardAudit`): one JSON line (episode, step,
-probability, run length, predicate, whether it was rewarded, the env's true success when it reports one) and a
-PNG of the cameras, so a user can look at what was rewarded.
+probability, run length, predicate, whether it was rewarded, the env's true success when it reports one, the
+cameras in the PNG) and a PNG of the cameras, so a user can look at what was rewarded; `robot-rl audit-labels`
+(learners.audit_labels) turns those frames and the user's verdicts into label episodes (hard negatives).
 
 A state policy with a classifier reward: the env renders the card's cameras without observing them
 (envs.env `RobotEnvConfig.reward_cameras`; `reward_camera_overrides(sources, obs_mode)` gives the env kwargs from
@@ -58,7 +59,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from robot_rl.errors import ConfigError, ShapeError
-from robot_rl.reward_source import IMAGES_LEAF, REWARD_IMAGES_INFO_KEY, parse_reward_source, reward_image_path
+from robot_rl.reward_source import (
+    IMAGES_LEAF,
+    REWARD_IMAGES_INFO_KEY,
+    SUCCESS_UNKNOWN_INFO_KEY,
+    parse_reward_source,
+    reward_image_path,
+)
 from robot_rl.specs import flatten_value
 
 DEFAULT_GATE_K = 3
@@ -174,6 +181,14 @@ def camera_frames(obs: Any, info: Mapping[str, Any] | None = None) -> dict[str, 
     return frames
 
 
+def true_success(info: Mapping[str, Any]) -> bool | None:
+    """The env's true success in `info` ("success"), or None when it reports none or flags it as a placeholder
+    (`SUCCESS_UNKNOWN_INFO_KEY`: hardware, where the task's condition needs object state the robot lacks)."""
+    if "success" not in info or info.get(SUCCESS_UNKNOWN_INFO_KEY):
+        return None
+    return bool(info["success"])
+
+
 class RewardModel(Protocol):
     """Maps the newest observation (and the env's info) to a RewardDecision; reset at every episode start."""
 
@@ -182,9 +197,21 @@ class RewardModel(Protocol):
     def step(self, obs: Any, info: Mapping[str, Any], episode: int, t: int) -> RewardDecision: ...
 
 
+AUDIT_PNG_PAD = 2
+"""White padding (pixels) around and between the cameras of an audit PNG (robot_rl.images.grid_frames)."""
+
+
 class RewardAudit:
     """Audit log of positive frames: `DIR/positives.jsonl` (one JSON object per frame) and a PNG per frame
     (`DIR/frames/ep<episode>_t<step>.png`, cameras side by side), at most `max_images` PNGs.
+
+    A row: "episode", "step", "prob", "run", "predicate_ok", "rewarded" (the gated success that ended the
+    episode), "true_success" (only when the env reports one: the twin), and, when a PNG was written, "image" (its
+    path relative to DIR) and "cameras" (the observation paths in the PNG, left to right: sorted, every camera
+    `camera_frames` found, each the frame's exact uint8 pixels, `AUDIT_PNG_PAD` px of white around and between
+    them). Rows written before "cameras" existed lack it (`learners.audit_labels` then falls back to the
+    classifier card's cameras). `robot-rl audit-labels` turns the frames plus a person's verdicts into label
+    episodes for `train-classifier` (learners.audit_labels).
 
     Usage::
 
@@ -207,13 +234,15 @@ class RewardAudit:
             self._file = open(self.directory / "positives.jsonl", "a", buffering=1)  # closed in close()
         row: dict[str, Any] = {"episode": episode, "step": t, "prob": decision.prob, "run": decision.run,
                                "predicate_ok": decision.predicate_ok, "rewarded": decision.success}
-        if "success" in info:
-            row["true_success"] = bool(info["success"])
-        frames = [v for _, v in sorted(camera_frames(obs, info).items())]
-        if frames and self.images < self.max_images:
+        true = true_success(info)
+        if true is not None:
+            row["true_success"] = true
+        cams = sorted(camera_frames(obs, info).items())
+        if cams and self.images < self.max_images:
             name = f"frames/ep{episode:06d}_t{t:04d}.png"
-            write_png(self.directory / name, grid_frames([frames]))
+            write_png(self.directory / name, grid_frames([[v for _, v in cams]], pad=AUDIT_PNG_PAD))
             row["image"] = name
+            row["cameras"] = [k for k, _ in cams]
             self.images += 1
         self._file.write(json.dumps(row) + "\n")
         self.rows += 1
@@ -485,7 +514,7 @@ class RewardModelWrapper:
         terminated = bool(terminated) or d.success
         if terminated or truncated:
             self.episodes += 1
-            true = info.get("success")
+            true = true_success(info)
             self.true_success_episodes += int(bool(true))
             if d.success:
                 self.ended_by_model += 1

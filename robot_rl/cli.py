@@ -32,6 +32,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                          "split, threshold for a target precision)"),
     "eval-classifier": ("learners.classifier_eval_cli", "evaluate a reward classifier on new labels: metrics table and "
                         "a PNG of the worst false positives / negatives"),
+    "audit-labels": ("learners.audit_labels_cli", "a classifier's audit frames + verdicts -> label episodes (hard "
+                     "negatives) for train-classifier --labels OLD NEW"),
     "robot-server": ("envs.robot_server_cli", "serve a robot (MuJoCo twin, franky, ROS 2) over ZeroMQ for RemoteRobot"),
     "ros2-twin": ("envs.ros2.twin_cli", "the MuJoCo twin as a ROS 2 node with a Cartesian impedance controller's API"),
     "learner": ("learners.learner_cli", "the distributed learner: transitions in from actors, weights out"),

@@ -1,8 +1,9 @@
-"""Dependency-free PNG writing for uint8 RGB frames (camera strips, previews).
+"""Dependency-free PNG writing (and reading) for uint8 RGB frames (camera strips, previews, audit frames).
 
 Usage::
 
-    write_png("strip.png", hstack_frames([front_hw3, wrist_hw3]))
+    write_png("strip.png", grid_frames([[front_hw3, wrist_hw3]]))
+    img = read_png("strip.png")          # uint8 (H, W, 3), exactly the pixels written
 """
 
 from __future__ import annotations
@@ -31,6 +32,78 @@ def encode_png(rgb_hw3: np.ndarray) -> bytes:
 
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def decode_png(data: bytes, where: str = "PNG") -> np.ndarray:
+    """Decode PNG bytes of an 8-bit RGB, non-interlaced image (what `encode_png` writes; any of the five row
+    filters, so other writers' files of that kind read too) into uint8 (H, W, 3). ShapeError naming `where` for
+    anything else (not a PNG, truncated, another colour type or bit depth, interlaced)."""
+    if data[:8] != _PNG_SIGNATURE:
+        raise ShapeError(f"{where}: not a PNG file")
+    pos, header, idat = 8, None, []
+    while pos + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind = data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        if len(body) != length:
+            raise ShapeError(f"{where}: truncated PNG (chunk {kind!r})")
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+    if header is None or not idat:
+        raise ShapeError(f"{where}: PNG without IHDR or IDAT")
+    w, h, depth, color, _, _, interlace = header
+    if depth != 8 or color != 2 or interlace != 0:
+        raise ShapeError(f"{where}: PNG is bit depth {depth}, colour type {color}, interlace {interlace}; this "
+                         f"reader takes 8-bit RGB (colour type 2), non-interlaced")
+    try:
+        raw = zlib.decompress(b"".join(idat))
+    except zlib.error as err:
+        raise ShapeError(f"{where}: corrupt PNG data ({err})") from err
+    stride = w * 3
+    if len(raw) != h * (stride + 1):
+        raise ShapeError(f"{where}: PNG data is {len(raw)} bytes, expected {h * (stride + 1)} for {w}x{h} RGB")
+    rows = np.frombuffer(raw, np.uint8).reshape(h, stride + 1)
+    out = np.zeros((h, stride), np.uint8)
+    prev = np.zeros(stride, np.int32)
+    for y in range(h):
+        ftype, line = int(rows[y, 0]), rows[y, 1:].astype(np.int32)
+        if ftype == 0:
+            cur = line
+        elif ftype == 1:  # Sub: each byte plus the byte one pixel (3 bytes) to the left
+            cur = np.cumsum(line.reshape(w, 3), axis=0).reshape(stride) & 0xFF
+        elif ftype == 2:  # Up
+            cur = (line + prev) & 0xFF
+        elif ftype in (3, 4):  # Average / Paeth: sequential along the row
+            cur = np.zeros(stride, np.int32)
+            for x in range(stride):
+                a = int(cur[x - 3]) if x >= 3 else 0
+                b = int(prev[x])
+                c = int(prev[x - 3]) if x >= 3 else 0
+                if ftype == 3:
+                    pred = (a + b) // 2
+                else:
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                cur[x] = (int(line[x]) + pred) & 0xFF
+        else:
+            raise ShapeError(f"{where}: PNG row {y} has unknown filter type {ftype}")
+        out[y] = cur
+        prev = cur
+    return out.reshape(h, w, 3)
+
+
+def read_png(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read an 8-bit RGB PNG file (`decode_png`) into uint8 (H, W, 3); ShapeError naming the file."""
+    return decode_png(Path(path).read_bytes(), where=str(path))
 
 
 def write_png(path: str | os.PathLike[str], rgb_hw3: np.ndarray) -> Path:

@@ -26,6 +26,11 @@ REWARD_SOURCES = ("env", "human", "classifier:DIR")
 REWARD_IMAGES_INFO_KEY = "reward_images"
 """The `info` key under which a state-mode env puts the frames of its reward cameras: {camera: uint8 (H, W, 3)}."""
 
+SUCCESS_UNKNOWN_INFO_KEY = "success_unknown"
+"""The `info` key (True) by which an env says its `info["success"]` is no measurement, only a placeholder: on
+hardware the task's success condition needs object state the robot lacks (envs.env), so "success" is always False
+there. Reward audits then log no true success, and the reward wrapper counts no false positives against it."""
+
 IMAGES_LEAF = "images"
 """The observation leaf of camera images (pixels mode): a camera NAME is the observation path "images/NAME"."""
 
