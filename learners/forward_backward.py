@@ -94,6 +94,17 @@ def fires(model: RewardModel, obs: Any, info: Mapping[str, Any], episode: int) -
     return bool(d.positive) and bool(d.predicate_ok)
 
 
+def direction_info(info: Mapping[str, Any], goal: str) -> Mapping[str, Any]:
+    """`info` as the direction with goal `goal` sees it: "success" is that goal's true success
+    (`info["goals"][goal]`) instead of the env task's (the forward task's, whichever direction acts), so what the
+    reward model records as the true success (its audit's `true_success`) is the direction's own. Unchanged when
+    the env reports no such goal."""
+    goals = info.get("goals") if isinstance(info, Mapping) else None
+    if not isinstance(goals, Mapping) or goal not in goals:
+        return info
+    return {**info, "success": bool(goals[goal])}
+
+
 # --------------------------------------------------------------------------------------------------- the loop
 
 
@@ -202,7 +213,7 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
         else:
             action = d.agent.act(obs, deterministic=False)
         next_obs, _env_reward, env_terminated, truncated, info = env.step(to_env_action(action, bounds, dtype))
-        decision = d.reward.step(next_obs, info, c.episode, ep_len + 1)
+        decision = d.reward.step(next_obs, direction_info(info, d.goal), c.episode, ep_len + 1)
         reward, success = float(decision.reward), bool(decision.success)
         terminated = success or bool(env_terminated)
         # a guarded positive waits for the guard's post-reset verdict before it enters the buffer
@@ -231,7 +242,7 @@ def forward_backward(env: Any, directions: tuple[Direction, Direction], cfg: For
         d.true_successes += int(bool(true))
         obs, info = env.reset()
         # a human's key is the verdict itself (nobody presses it on the reset frame): no guard for HumanReward
-        handover = fires(d.reward, obs, info, c.episode + 1) if guarded else success
+        handover = fires(d.reward, obs, direction_info(info, d.goal), c.episode + 1) if guarded else success
         if deferred:
             o, a, r, no, term, trunc = last
             if handover:

@@ -64,7 +64,8 @@ class ExpertDriven:
         return self.sac.update(batch)
 
 
-def make_run(forward_source: Any = None, **env_kw: Any) -> tuple[Any, tuple[Direction, Direction], list[Any]]:
+def make_run(forward_source: Any = None, backward_source: Any = None,
+             **env_kw: Any) -> tuple[Any, tuple[Direction, Direction], list[Any]]:
     env = make_twin_env("cube_relocate", obs_mode="state", scene_resets="first", task_reward=False, **env_kw)
     teleports: list[Any] = []
     real = env.robot.reset_scene
@@ -74,7 +75,8 @@ def make_run(forward_source: Any = None, **env_kw: Any) -> tuple[Any, tuple[Dire
     for name, task, goal, seed in (("forward", "cube_relocate", "in_zone_b", 0),
                                    ("backward", "cube_relocate_back", "in_zone_a", 1)):
         agent = ExpertDriven(env, task, spec, seed)
-        source = forward_source if (name == "forward" and forward_source is not None) else GoalReward(goal)
+        given = forward_source if name == "forward" else backward_source
+        source = given if given is not None else GoalReward(goal)
         dirs.append(Direction(name, agent, ReplayBuffer(spec, 1000, seed=seed), None, source, goal=goal))
     return env, (dirs[0], dirs[1]), teleports
 
@@ -125,6 +127,24 @@ def test_a_false_positive_is_not_handed_over() -> None:
     assert ends[0] == first["episode_length"] - 1 and f["rewards"][ends[0]] == 0.0  # episode 1's last step
     assert len(ends) == 2 and f["rewards"][ends[1]] == 1.0 and f["rewards"][valid].sum() == 1.0
     assert len(fwd.online) == fwd.steps  # nothing lost while the last transition waited for the verdict
+    env.close()
+
+
+def test_each_direction_sees_its_own_goal_as_the_true_success() -> None:
+    # the env's task is the forward one, so its info["success"] is "cube in zone B" whichever direction acts; the
+    # backward reward model (and so its audit's true_success) must see "cube in zone A" instead
+    seen: list[tuple[bool, bool, bool]] = []
+
+    def backward_goal(obs: Any, info: Any) -> bool:
+        seen.append((bool(info["success"]), bool(info["goals"]["in_zone_a"]), bool(info["goals"]["in_zone_b"])))
+        return bool(info["goals"]["in_zone_a"])
+
+    env, (fwd, bwd), _ = make_run(backward_source=PredicateReward(backward_goal))
+    episodes = list(forward_backward(env, (fwd, bwd), ForwardBackwardConfig(total_steps=300, learning_starts=1000,
+                                                                            seed=0), FBCounters()))
+    assert any(e["direction"] == "backward" and e["true_success"] for e in episodes)
+    assert seen and all(success == in_a for success, in_a, _ in seen)
+    assert any(success and not in_b for success, _, in_b in seen)  # a success the env's own task did not report
     env.close()
 
 
