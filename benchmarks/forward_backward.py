@@ -8,7 +8,7 @@ the backward task, each in an evaluation env of its own; the training env telepo
 only). Prints a table and writes benchmarks/results/forward_backward.{json,png} (`--reward classifier
 --obs-mode pixels`: forward_backward_classifier_pixels.{json,png}; `--demo-start tray`: ..._demos_tray.{json,png},
 the demos' cubes starting anywhere on the tray outside the direction's target zone, as the scenes a reset-free run
-leaves behind do, instead of in its start zone).
+leaves behind do, instead of in its start zone; `--label L` appends _L).
 
 Reward models (learners.reward_model, one per direction): `--reward env` (default) gives each direction the
 twin's TRUE success of its goal (cube resting and released in zone B / zone A), a privileged stand-in for the
@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel processes (1 core each)")
     p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
     args = p.parse_args(argv)
     if args.reward == "env" and (args.forward_classifier or args.backward_classifier):
         raise SystemExit("--forward-classifier / --backward-classifier go with --reward classifier")
@@ -215,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{run['teleports_after_first_reset']} teleports "
               f"after the first reset; {run['env_steps_done']} env steps in {run['wall_s'] / 60:.1f} min")
     name = ("forward_backward" + ("" if args.reward == "env" else f"_{args.reward}") + suffix
-            + ("" if args.demo_start == "zone" else f"_demos_{args.demo_start}"))
+            + ("" if args.demo_start == "zone" else f"_demos_{args.demo_start}")
+            + (f"_{args.label}" if args.label else ""))
     write_result(result, args.out / f"{name}.json", plot)
     return 0
 
