@@ -94,13 +94,13 @@ def fires(model: RewardModel, obs: Any, info: Mapping[str, Any], episode: int) -
     return bool(d.positive) and bool(d.predicate_ok)
 
 
-def direction_info(info: Mapping[str, Any], goal: str) -> Mapping[str, Any]:
+def direction_info(info: Mapping[str, Any], goal: str | None) -> Mapping[str, Any]:
     """`info` as the direction with goal `goal` sees it: "success" is that goal's true success
     (`info["goals"][goal]`) instead of the env task's (the forward task's, whichever direction acts), so what the
     reward model records as the true success (its audit's `true_success`) is the direction's own. Unchanged when
-    the env reports no such goal."""
+    the direction names no goal or the env reports no such goal."""
     goals = info.get("goals") if isinstance(info, Mapping) else None
-    if not isinstance(goals, Mapping) or goal not in goals:
+    if goal is None or not isinstance(goals, Mapping) or goal not in goals:
         return info
     return {**info, "success": bool(goals[goal])}
 
