@@ -99,15 +99,16 @@ _TWIN_PIXELS: dict[str, Any] = {
     "encoder": "conv", "state_select": ("state[0:3]", "state[5]", "state[12]"), "discount": 0.95,
     "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 32,
     "critic_updates_per_actor_update": 1, "ensemble_size": 2, "ensemble_subsample": 2}
+_PICK_PLACE_STATE: dict[str, Any] = {
+    "state_select": ("object", "state[0:3]", "state[5]", "state[12]"), "discount": 0.95, **_TWIN_COMMON,
+    "bc_q_filter": True, "n_step": 5}
+"""The state recipe of the grasping tasks (pick-cube, and cube-relocate's two directions)."""
 
 RECIPES: dict[str, Recipe] = {
     "twin-reach": Recipe(
         state={"state_select": ("object", "state[0:3]"), "discount": 0.9, **_TWIN_COMMON},
         pixels=_TWIN_PIXELS, updates_per_step=2),
-    "twin-pick-cube": Recipe(
-        state={"state_select": ("object", "state[0:3]", "state[5]", "state[12]"), "discount": 0.95, **_TWIN_COMMON,
-               "bc_q_filter": True, "n_step": 5},
-        pixels=_TWIN_PIXELS, updates_per_step=2),
+    "twin-pick-cube": Recipe(state=_PICK_PLACE_STATE, pixels=_TWIN_PIXELS, updates_per_step=2),
     # cube-relocate (both directions of the reset-free forward/backward run): pick-cube's state recipe, Q-filtered BC
     # included. Probes (forward task alone, with resets, 50 demos, 6k env steps, evaluation every 1k on 20 episodes):
     # the unfiltered BC term swung 0 / 65 / 60 / 0 / 40 / 45 % and its stochastic policy, the one a reset-free run
@@ -116,10 +117,7 @@ RECIPES: dict[str, Recipe] = {
     # (seed 1), stochastic 55 % at 6k (seed 0). Neither the HIL-SERL gripper head (0 / 65 / 65 / 35 / 60 / 30 %) nor
     # the Monte-Carlo lower bound (0 / 60 / 40 / 45 / 20 % at 5k) steadied the unfiltered recipe (seed 0 each).
     # benchmarks/forward_backward.py measures the recipe in the reset-free run.
-    "twin-cube-relocate": Recipe(
-        state={"state_select": ("object", "state[0:3]", "state[5]", "state[12]"), "discount": 0.95, **_TWIN_COMMON,
-               "bc_q_filter": True, "n_step": 5},
-        pixels=_TWIN_PIXELS, updates_per_step=2),
+    "twin-cube-relocate": Recipe(state=_PICK_PLACE_STATE, pixels=_TWIN_PIXELS, updates_per_step=2),
     # peg-insert (state): the twin recipe (its BC term kept) plus 5-step returns; the task locks the gripper
     # closed and its object observation is the peg's pose relative to the hole (README: the diagnosis and table)
     "twin-peg-insert": Recipe(
