@@ -161,3 +161,15 @@ def announce_agent_config(cfg: AgentConfig, out: str | Path, prefix: str, log: C
     path = save_agent_config(cfg, out)
     log(f"{prefix} agent config (in full: {path}; other fields: AgentConfig defaults): {describe_agent_config(cfg)}")
     return path
+
+
+def compile_what(agent: Any) -> str:
+    """What an agent's timed first update held, for the CLIs' one-line report: JAX tracing + XLA, torch.compile's
+    tracing + inductor, or the fallback to eager when torch.compile failed (SACAgent.compile_status)."""
+    status = str(getattr(agent, "compile_status", ""))
+    if status.startswith("eager"):
+        return f"{status}; training goes on eager"
+    if status == "compiled":
+        return ("torch.compile: tracing + inductor compilation of the losses + the update; cached on disk for the "
+                "next run")
+    return "JAX: tracing + XLA compilation + the update; cached on disk for the next run"

@@ -34,8 +34,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from learners.agent_options import add_set_option, announce_agent_config, parse_set, resolve_agent_config
+from learners.agent_options import add_set_option, announce_agent_config, compile_what, parse_set, resolve_agent_config
 from learners.config import BACKENDS, AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
+from learners.device_defaults import compile_default, settle
 from learners.learner import Learner, LearnerConfig, checkpoint_exists, set_torch_threads
 from learners.recipes import recipe_for
 from robot_rl.checkpoint import load_checkpoint
@@ -131,7 +132,10 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         base = AGENTS[args.agent]().ensemble_subsample
         overrides["ensemble_subsample"] = None if base is None else min(base, args.ensemble)
     overrides.update(device=args.device, seed=args.seed)
-    return resolve_agent_config(AGENTS[args.agent], machine, recipe, overrides, parse_set(args.set))
+    machine.update(compile_default(args.device, args.obs_mode == "pixels", args.agent))
+    set_fields = parse_set(args.set)
+    return settle(resolve_agent_config(AGENTS[args.agent], machine, recipe, overrides, set_fields), machine,
+                  explicit=(recipe, overrides, set_fields))
 
 
 def updates_per_transition(args: argparse.Namespace) -> float:
@@ -234,8 +238,8 @@ def main(argv: list[str]) -> int:
             learner.step(max_wait_s=0.05)
             if not compile_reported and learner.first_update_s is not None:
                 compile_reported = True
-                print(f"learner: first update {learner.first_update_s:.1f} s (JAX: tracing + XLA compilation + the "
-                      "update; cached on disk for the next run)", flush=True)
+                print(f"learner: first update {learner.first_update_s:.1f} s ({compile_what(learner.agent)})",
+                      flush=True)
             if not args.quiet and time.monotonic() - last >= 10.0:
                 last = time.monotonic()
                 st = learner.status()

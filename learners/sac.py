@@ -21,7 +21,9 @@ One class covers the family; the config picks the recipe (learners.config preset
   `grasp_penalty` (the flip penalty, set by envs.wrappers.GripperPenaltyWrapper); the continuous critic sees
   only the arm dims.
 
-The update is pure torch: no I/O, no clocks. Batches (learners.replay.ReplayBuffer.sample) are dicts of numpy
+The update is pure torch: no I/O, no clocks (with cfg.compile the first update is timed, `compile_s`, and a
+compiled loss that fails on its first forward or backward falls back to eager for good with a RuntimeWarning,
+`compile_status`). Batches (learners.replay.ReplayBuffer.sample) are dicts of numpy
 arrays or tensors: obs / next_obs (flat {slash/path: (B, ...)} or nested dicts, or a (B, ...) array for a Box
 observation), actions (B, A) in [-1, 1], rewards (B,), terminated (B,), optional grasp_penalty (B,) and
 intervention (B,) (human rows: the rows the optional behaviour-cloning term, cfg.bc_weight, imitates), and for
@@ -41,6 +43,8 @@ Usage::
 from __future__ import annotations
 
 import math
+import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -110,9 +114,18 @@ class SACAgent:
         self._critic_loss: Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]] = self._critic_loss_eager
         self._actor_loss: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = \
             self._actor_loss_eager
+        # torch.compile (cfg.compile): the compiled losses must prove themselves on their first forward + backward;
+        # one that fails there (no C++ compiler, an inductor error) falls back to eager for good, with a warning
+        self._unproven: set[str] = set()
+        self.compile_status = "off"
+        """'off', 'compiled' or 'eager (torch.compile failed: ...)'."""
+        self.compile_s: float | None = None
+        """With compile: seconds of the first update (tracing + inductor compilation + the update)."""
         if cfg.compile:
             self._critic_loss = torch.compile(self._critic_loss_eager)
             self._actor_loss = torch.compile(self._actor_loss_eager)
+            self._unproven = {"critic", "actor"}
+            self.compile_status = "compiled"
 
     # ------------------------------------------------------------------ acting / weights
     @property
@@ -266,6 +279,34 @@ class SACAgent:
         return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, mask.sum() / n_human
 
     # ------------------------------------------------------------------ update
+    def _loss_step(self, which: str, args: tuple[Any, ...], opt: torch.optim.Optimizer,
+                   params: Sequence[torch.Tensor]) -> tuple[tuple[Any, ...], torch.Tensor | None]:
+        """`which` ('critic' or 'actor') loss on `args`, then its optimizer step; returns (the loss function's
+        outputs, the gradient norm or None). A compiled loss that raises on its first forward or backward (before
+        any optimizer step) is dropped for the eager one, which then runs this step: a real error raises again."""
+        fn = self._critic_loss if which == "critic" else self._actor_loss
+        try:
+            out = fn(*args)
+            norm = self._step(opt, params, out[0])
+        except Exception as err:
+            if which not in self._unproven:
+                raise
+            self._fall_back_to_eager(err)
+            fn = self._critic_loss if which == "critic" else self._actor_loss
+            out = fn(*args)
+            norm = self._step(opt, params, out[0])
+        self._unproven.discard(which)
+        return out, norm
+
+    def _fall_back_to_eager(self, err: BaseException) -> None:
+        """Eager losses from now on (a compiled one failed before it ever ran), with one warning."""
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        self._critic_loss, self._actor_loss = self._critic_loss_eager, self._actor_loss_eager
+        self._unproven = set()
+        self.compile_status = f"eager (torch.compile failed: {type(err).__name__}: {reason})"
+        warnings.warn(f"torch.compile of the agent's losses failed, training continues eager (--set compile=false "
+                      f"skips compiling): {type(err).__name__}: {reason}", RuntimeWarning, stacklevel=3)
+
     def _step(self, opt: torch.optim.Optimizer, params: Sequence[torch.Tensor], loss: torch.Tensor,
               ) -> torch.Tensor | None:
         opt.zero_grad(set_to_none=True)
@@ -288,6 +329,14 @@ class SACAgent:
         """critic_updates_per_actor_update critic (+ target) updates on equal minibatches of `batch` (strided rows:
         minibatch i = rows i::k), then one actor + temperature update on the last; returns float metrics (critic
         metrics averaged)."""
+        if self.compile_s is None and self.cfg.compile:  # the first compiled update: timed (tracing + inductor)
+            t0 = time.perf_counter()
+            out = self._update(batch)
+            self.compile_s = time.perf_counter() - t0
+            return out
+        return self._update(batch)
+
+    def _update(self, batch: Mapping[str, Any]) -> dict[str, float]:
         cfg = self.cfg
         b = self._split_batch(batch)
         n = b["actions"].shape[0]
@@ -353,9 +402,9 @@ class SACAgent:
                     next_a, next_logp = self.policy.sample_actions(
                         next_feats, base_next[sl] if base_next is not None else None, noise)
                     target_in = torch.cat([target_feats, next_a], -1)
-            loss, info = self._critic_loss(feats, arm_all[sl], target_in, next_logp, b["returns"][sl],
-                                           b["bootstrap"][sl], members_all[i], alpha, b["target_floor"][sl])
-            norm = self._step(self.critic_opt, self._critic_params, loss)
+            (_, info), norm = self._loss_step(
+                "critic", (feats, arm_all[sl], target_in, next_logp, b["returns"][sl], b["bootstrap"][sl],
+                           members_all[i], alpha, b["target_floor"][sl]), self.critic_opt, self._critic_params)
             if norm is not None:
                 info["critic_grad_norm"] = norm.detach()
             critic_metrics.append(info)
@@ -374,10 +423,9 @@ class SACAgent:
         try:
             noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
             last = rows(k - 1)
-            actor_loss, logp, bc_loss, bc_share = self._actor_loss(
-                last_feats_detached, noise, alpha, arm_all[last], b["intervention"][last],
-                base_obs[last] if base_obs is not None else None)
-            self._step(self.actor_opt, self._actor_params, actor_loss)
+            (actor_loss, logp, bc_loss, bc_share), _ = self._loss_step(
+                "actor", (last_feats_detached, noise, alpha, arm_all[last], b["intervention"][last],
+                          base_obs[last] if base_obs is not None else None), self.actor_opt, self._actor_params)
         finally:
             self.critic.requires_grad_(True)
         entropy = -logp.detach().mean()

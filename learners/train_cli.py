@@ -76,10 +76,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from learners.agent_options import add_set_option, announce_agent_config, parse_set, resolve_agent_config
+from learners.agent_options import add_set_option, announce_agent_config, compile_what, parse_set, resolve_agent_config
 from learners.agents import LearnerAgent, make_agent
 from learners.config import BACKENDS, AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
-from learners.device_defaults import machine_defaults, notice
+from learners.device_defaults import machine_defaults, notice, settle
 from learners.loop import (
     LoopConfig,
     LoopCounters,
@@ -365,8 +365,10 @@ class TrainConfig(Config):
             over["backend"] = self.backend
         make = {"sac": sac_config, "hil-serl": hil_serl_config}.get(
             self.algo, drq_config if has_cameras else rlpd_state_config)
-        return resolve_agent_config(make, self.machine_defaults(has_cameras), self.recipe(has_cameras), over,
-                                    parse_set(self.agent_set))
+        machine, recipe, set_fields = self.machine_defaults(has_cameras), self.recipe(has_cameras), \
+            parse_set(self.agent_set)
+        return settle(resolve_agent_config(make, machine, recipe, over, set_fields), machine,
+                      explicit=(recipe, over, set_fields))
 
 
 def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None = None,
@@ -688,8 +690,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
         compile_s = getattr(run.agent, "compile_s", None)
         if first_update_s is None and compile_s is not None:
             first_update_s = float(compile_s)
-            log(f"[train] first update {first_update_s:.1f} s (JAX: tracing + XLA compilation + the update; "
-                "cached on disk for the next run)")
+            log(f"[train] first update {first_update_s:.1f} s ({compile_what(run.agent)})")
 
     def evaluate_now(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         nonlocal window, t0, updates0

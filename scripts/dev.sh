@@ -23,8 +23,9 @@ fi
 [ -n "$PY" ] || { echo "error: no python3.11 found; install it (apt-get install python3)" >&2; exit 1; }
 
 # Debian packages the runtime needs: EGL + Mesa's software rasteriser for headless MuJoCo rendering,
-# venv support for the interpreter, libusb for pyrealsense2 (RealSense cameras).
-APT_PKGS=(libegl1 libgl1 libgl1-mesa-dri libglib2.0-0 libusb-1.0-0)
+# venv support for the interpreter, libusb for pyrealsense2 (RealSense cameras), a C++ compiler and the Python
+# headers for torch.compile's CPU code (the learner's default on a CPU; without them it trains eager, and says so).
+APT_PKGS=(libegl1 libgl1 libgl1-mesa-dri libglib2.0-0 libusb-1.0-0 g++ python3-dev)
 
 apt_install_missing() {
   command -v dpkg-query >/dev/null 2>&1 || return 0

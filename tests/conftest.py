@@ -1,5 +1,6 @@
-"""Test-wide settings: headless EGL rendering and one BLAS/torch thread (2 shared cores in CI); the
-`close_remote_robots` fixture for tests that talk to robot servers."""
+"""Test-wide settings: headless EGL rendering, one BLAS/torch thread (2 shared cores in CI), and no torch.compile
+default (ROBOT_RL_COMPILE=0: a compile takes 20-70 s here; tests/test_compile_default.py runs the default itself);
+the `close_remote_robots` fixture for tests that talk to robot servers."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("ROBOT_RL_COMPILE", "0")
 
 
 @pytest.fixture
