@@ -52,7 +52,7 @@ from learners.classifier import ClassifierCard, read_card
 from learners.reward_model import AUDIT_PNG_PAD
 from robot_rl.episodes import Episode, episode_paths, save_episode
 from robot_rl.errors import ConfigError, EpisodeFileError, ShapeError
-from robot_rl.images import read_png
+from robot_rl.images import grid_size, read_png, ungrid_frames
 
 POSITIVES_FILE = "positives.jsonl"
 ACTION_DIM = 7
@@ -191,7 +191,7 @@ def png_cameras(row: AuditRow, card: ClassifierCard, width: int) -> tuple[str, .
         return row.cameras
     w = card.image_size[1]
     n = len(card.cameras)
-    if width == n * (w + AUDIT_PNG_PAD) + AUDIT_PNG_PAD:
+    if width == grid_size(1, n, card.image_size, AUDIT_PNG_PAD)[1]:
         return tuple(sorted(card.cameras))
     raise ConfigError(f"{row.where}: the row has no 'cameras' field (written before audit rows named their "
                       f"cameras) and its PNG ({width} px wide) does not fit the card's {n} camera(s) at width {w} "
@@ -204,27 +204,15 @@ def split_frame(img: np.ndarray, row: AuditRow, card: ClassifierCard) -> dict[st
     h, w = card.image_size
     pad = AUDIT_PNG_PAD
     cams = png_cameras(row, card, img.shape[1])
-    want = (h + 2 * pad, len(cams) * (w + pad) + pad)
-    if img.shape[:2] != want:
-        raise ConfigError(f"{row.where}: {row.image} is {img.shape[0]}x{img.shape[1]} px, expected "
-                          f"{want[0]}x{want[1]} for {len(cams)} camera(s) {list(cams)} at the card's image size "
-                          f"{h}x{w} + {pad} px padding")
-    mask = np.ones(img.shape[:2], bool)
-    for j in range(len(cams)):
-        x = pad + j * (w + pad)
-        mask[pad:pad + h, x:x + w] = False
-    if not (img[mask] == 255).all():
-        raise ConfigError(f"{row.where}: {row.image} does not have white {pad} px padding between {h}x{w} frames: "
-                          f"not an audit PNG of this classifier's image size")
+    try:
+        frames = ungrid_frames(img, 1, len(cams), (h, w), pad)[0]
+    except ShapeError as err:
+        raise ConfigError(f"{row.where}: {row.image}: {err} (camera(s) {list(cams)} at the card's image size): not "
+                          "an audit PNG of this classifier") from err
     missing = [c for c in card.cameras if c not in cams]
     if missing:
         raise ConfigError(f"{row.where}: {row.image} holds cameras {list(cams)}, not the card's {missing[0]!r}")
-    out = {}
-    for cam in card.cameras:
-        j = cams.index(cam)
-        x = pad + j * (w + pad)
-        out[cam] = np.ascontiguousarray(img[pad:pad + h, x:x + w])
-    return out
+    return {cam: frames[cams.index(cam)] for cam in card.cameras}
 
 
 def read_frame(row: AuditRow, card: ClassifierCard) -> dict[str, np.ndarray]:

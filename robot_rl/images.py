@@ -116,18 +116,58 @@ def write_png(path: str | os.PathLike[str], rgb_hw3: np.ndarray) -> Path:
     return out
 
 
+def grid_size(nrows: int, ncols: int, frame_hw: tuple[int, int], pad: int = 2) -> tuple[int, int]:
+    """(height, width) in pixels of a `grid_frames` image of nrows x ncols frames of frame_hw = (H, W)."""
+    h, w = frame_hw
+    return nrows * (h + pad) + pad, ncols * (w + pad) + pad
+
+
+def _cell_origin(i: int, j: int, frame_hw: tuple[int, int], pad: int) -> tuple[int, int]:
+    """(y, x) of the top-left pixel of cell (row i, column j) in a `grid_frames` image: the one layout definition
+    the writer (grid_frames) and the reader (ungrid_frames) share."""
+    return pad + i * (frame_hw[0] + pad), pad + j * (frame_hw[1] + pad)
+
+
 def grid_frames(rows: Sequence[Sequence[np.ndarray]], pad: int = 2) -> np.ndarray:
-    """Tile frames (each uint8 (H, W, 3), all the same size) into one image, rows x columns, white padding."""
+    """Tile frames (each uint8 (H, W, 3), all the same size) into one image, rows x columns, white padding
+    (`ungrid_frames` cuts them out again)."""
     if not rows or not rows[0]:
         raise ShapeError("grid_frames needs at least one frame")
     h, w, _ = np.asarray(rows[0][0]).shape
     ncol = max(len(r) for r in rows)
-    out = np.full((len(rows) * (h + pad) + pad, ncol * (w + pad) + pad, 3), 255, np.uint8)
+    out = np.full((*grid_size(len(rows), ncol, (h, w), pad), 3), 255, np.uint8)
     for i, row in enumerate(rows):
         for j, frame in enumerate(row):
             f = np.asarray(frame)
             if f.shape != (h, w, 3):
                 raise ShapeError(f"frame ({i},{j}) has shape {f.shape}, expected {(h, w, 3)}")
-            y, x = pad + i * (h + pad), pad + j * (w + pad)
+            y, x = _cell_origin(i, j, (h, w), pad)
             out[y : y + h, x : x + w] = f
+    return out
+
+
+def ungrid_frames(img: np.ndarray, nrows: int, ncols: int, frame_hw: tuple[int, int],
+                  pad: int = 2) -> list[list[np.ndarray]]:
+    """The inverse of `grid_frames`: the nrows x ncols frames (uint8 (H, W, 3) copies) of a grid image `img`
+    (uint8 (rows, cols, 3)). ShapeError when the image is not that grid's size or its padding is not white (not a
+    grid of frames of this size)."""
+    h, w = frame_hw
+    want = grid_size(nrows, ncols, frame_hw, pad)
+    if img.ndim != 3 or img.shape[:2] != want or img.shape[2] != 3:
+        raise ShapeError(f"image is {'x'.join(map(str, img.shape))}, expected {want[0]}x{want[1]}x3 for "
+                         f"{nrows}x{ncols} frames of {h}x{w} + {pad} px padding")
+    mask = np.ones(want, bool)
+    for i in range(nrows):
+        for j in range(ncols):
+            y, x = _cell_origin(i, j, frame_hw, pad)
+            mask[y : y + h, x : x + w] = False
+    if not (img[mask] == 255).all():
+        raise ShapeError(f"image does not have white {pad} px padding between {h}x{w} frames")
+    out = []
+    for i in range(nrows):
+        row = []
+        for j in range(ncols):
+            y, x = _cell_origin(i, j, frame_hw, pad)
+            row.append(np.ascontiguousarray(img[y : y + h, x : x + w]))
+        out.append(row)
     return out

@@ -245,11 +245,12 @@ def test_refusals_are_one_line(setup: dict[str, Any], tmp_path: Path, capsys: py
     assert "positives.jsonl: line 11: its PNG" in msg and "ep000002_t0003.png is missing" in msg
     (broken / "frames" / "ep000002_t0003.png").write_bytes(encode_png(np.zeros((20, 56, 3), np.uint8)))
     msg = refuse("--true-success", audit_dir=broken)  # the right size, but frames not where the padding says
-    assert "line 11: frames/ep000002_t0003.png does not have white 2 px padding between 16x16 frames" in msg
+    assert "line 11: frames/ep000002_t0003.png: image does not have white 2 px padding between 16x16 frames" in msg
     (broken / "frames" / "ep000002_t0003.png").write_bytes(encode_png(np.full((24, 56, 3), 255, np.uint8)))
     msg = refuse("--true-success", audit_dir=broken)
-    assert "line 11: frames/ep000002_t0003.png is 24x56 px, expected 20x56 for 3 camera(s)" in msg
-    assert "image size 16x16" in msg and not out.exists()  # frames 1-10 read fine: nothing of them stays
+    assert ("line 11: frames/ep000002_t0003.png: image is 24x56x3, expected 20x56x3 for 1x3 frames of 16x16 + 2 px "
+            "padding (camera(s)") in msg
+    assert "frames of 16x16" in msg and not out.exists()  # frames 1-10 read fine: nothing of them stays
 
     # --out already holds episode files
     write_labels(tmp_path / "full", 1, size=SIZE)

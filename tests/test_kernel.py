@@ -13,7 +13,7 @@ from robot_rl.cli import SUBCOMMANDS, main
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError, MissingExtraError, ShapeError, SpecMismatchError
 from robot_rl.extras import optional_import
-from robot_rl.images import encode_png, grid_frames, write_png
+from robot_rl.images import encode_png, grid_frames, grid_size, ungrid_frames, write_png
 from robot_rl.specs import ArraySpec, EnvSpec
 
 
@@ -115,6 +115,14 @@ def test_png_round_trip_and_grid(tmp_path) -> None:
     np.testing.assert_array_equal(_decode_png(path.read_bytes()), grid)
     with pytest.raises(ShapeError):
         encode_png(np.zeros((4, 4), np.float32))
+    # the inverse: the frames back, a short row's missing cell white; the wrong size or padding refused
+    back = ungrid_frames(grid, 2, 2, (8, 6), pad=1)
+    np.testing.assert_array_equal(np.stack([back[0][0], back[0][1], back[1][0]]), np.stack(frames))
+    assert (back[1][1] == 255).all() and grid_size(2, 2, (8, 6), pad=1) == grid.shape[:2]
+    with pytest.raises(ShapeError, match="expected 19x15x3 for 2x2 frames of 8x6"):
+        ungrid_frames(grid[:-1], 2, 2, (8, 6), pad=1)
+    with pytest.raises(ShapeError, match="white 2 px padding"):
+        ungrid_frames(np.roll(grid_frames([frames[:2]], pad=2), 1, axis=1), 1, 2, (8, 6), pad=2)
 
 
 def test_cli_help_and_unknown_command(capsys) -> None:
