@@ -24,7 +24,9 @@ waits for the learner's first report before its first step. Once the learner has
 Hardware-faithful envs (`env.unwrapped.faithful`, envs.env.FAITHFUL): the twin's true success (`info["success"]`)
 never leaves the actor. The per-step success flag of a transition and the episode stats sent to the learner carry
 the reward model's success (`info["reward_success"]`, False without one); the true success rate stays in this
-process's own stats (`true_success_rate`, not reported to the learner), for evaluation only.
+process's own stats (`true_success_rate`, not reported to the learner), for evaluation only. On hardware the env
+says its `info["success"]` is no measurement (robot_rl.reward_source.SUCCESS_UNKNOWN_INFO_KEY): transitions and
+episode stats then carry the reward model's success as well, and no true success is recorded.
 
 Usage::
 
@@ -52,6 +54,7 @@ import numpy as np
 from learners.policy import AgentConfig, Policy, build_policy
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError, ShapeError
+from robot_rl.reward_source import SUCCESS_UNKNOWN_INFO_KEY
 from robot_rl.specs import EnvSpec, flatten_value
 from robot_rl.transport import ActorStats
 from robot_rl.wire import TransitionChunk, Weights
@@ -584,9 +587,13 @@ class Actor:
         intervention = bool(info.get("intervention", False))
         stored = np.asarray(info["intervene_action"], np.float32) if intervention and "intervene_action" in info \
             else action
-        true_success = bool(info.get("success", False))
-        # faithful: what goes to the learner is the reward model's success, never the twin's privileged one
-        success = bool(info.get("reward_success", False)) if self.faithful else true_success
+        # hardware: info["success"] is a placeholder (no object state: SUCCESS_UNKNOWN_INFO_KEY), not a measurement
+        success_known = not info.get(SUCCESS_UNKNOWN_INFO_KEY, False)
+        true_success = bool(info.get("success", False)) if success_known else None
+        # faithful, or no true success at all: what goes to the learner is the reward model's success, never the
+        # twin's privileged one nor hardware's placeholder
+        success = (bool(info.get("reward_success", False)) if self.faithful or true_success is None
+                   else true_success)
         self.builder.add(stored, float(reward), bool(terminated), bool(truncated), intervention, success, next_obs)
         self.steps += 1
         self.ep_step += 1
@@ -601,7 +608,8 @@ class Actor:
             self._queue(self.builder.take(stats=stats))
             self.episodes += 1
             self.successes.append(float(success))
-            self.true_successes.append(float(true_success))
+            if true_success is not None:
+                self.true_successes.append(float(true_success))
             self.returns.append(self.ep_return)
             self.intervention_rates.append(self.ep_interventions / max(1, self.ep_step))
         elif self.builder.full:

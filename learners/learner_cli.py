@@ -226,6 +226,10 @@ def main(argv: list[str]) -> int:
         print(f"learner: listening on {endpoint.address} (task {args.task}, {args.obs_mode}, pid {os.getpid()})",
               flush=True)  # the first stdout line: robot-rl sim and the tests read the address from it
         announce_agent_config(learner.agent_cfg, args.out, prefix="learner:", log=lambda m: print(m, flush=True))
+        if learner.agent_cfg.compile and learner.agent_cfg.backend == "torch":
+            print("learner: torch.compile on (--set compile=false turns it off): the first update compiles the losses, "
+                  "~20-70 s on a CPU, while actors wait for weights (they may reconnect meanwhile; nothing is lost)",
+                  flush=True)
         if learner.resumed_from is not None:
             print(f"learner: resumed from {learner.resumed_from} at env_step {learner.received} (updates "
                   f"{learner.updates}, +{learner.replayed_chunks} inbox chunks)", flush=True)

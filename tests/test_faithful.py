@@ -19,6 +19,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -33,6 +34,7 @@ from envs.twin import TwinRobot, TwinRobotConfig
 from learners.config import drq_config, rlpd_state_config
 from learners.learner import Learner, LearnerConfig
 from learners.reward_model import RewardModelWrapper, image_shapes_of_space, make_reward_model
+from robot_rl.reward_source import SUCCESS_UNKNOWN_INFO_KEY
 from robot_rl.specs import EnvSpec
 from robot_rl.transport import InMemoryHub, TransportConfig
 from robot_rl.transport import memory as transport_memory
@@ -373,3 +375,44 @@ def test_a_faithful_run_selects_no_privileged_state_from_its_recipe() -> None:
     assert recipe.overrides("state")["state_select"][0] == "object"
     assert recipe.overrides("state", faithful=True)["state_select"] == ("state[0:3]", "state[5]", "state[12]")
     assert recipe.overrides("pixels", faithful=True) == recipe.overrides("pixels")
+
+
+class _PlaceholderSuccessEnv(gym.Env):  # type: ignore[type-arg]
+    """A hardware-like env: info["success"] is a placeholder False with SUCCESS_UNKNOWN_INFO_KEY, and a reward
+    model's verdict (info["reward_success"]) ends each episode on its 3rd step."""
+
+    observation_space = gym.spaces.Dict({"state": gym.spaces.Box(-1, 1, (3,), np.float32)})
+    action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, dict]:
+        self.t = 0
+        return {"state": np.zeros(3, np.float32)}, {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        self.t += 1
+        hit = self.t == 3
+        info = {"success": False, SUCCESS_UNKNOWN_INFO_KEY: True, "reward_success": hit}
+        return {"state": np.full(3, 0.1 * self.t, np.float32)}, float(hit), hit, False, info
+
+
+def test_on_hardware_the_actor_reports_the_reward_models_success_not_the_placeholder(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _PlaceholderSuccessEnv()
+    spec = EnvSpec.from_spaces("hw", env.observation_space, env.action_space, control_hz=10.0)
+    hub = InMemoryHub(TransportConfig(heartbeat_s=0.05, heartbeat_timeout_s=2.0, hello_retry_s=0.05, linger_ms=100,
+                                      poll_ms=10))
+    learner_ep = hub.bind_learner(spec)
+    actor_ep = hub.connect_actor(spec, "a0")
+    actor = Actor(env, actor_ep, ActorConfig(chunk_steps=3, seed=1, pace=False, report_every_s=0.01))
+    chunks: list[Any] = []
+    monkeypatch.setattr(actor, "_queue", chunks.append)
+    actor.start()
+    for _ in range(9):
+        actor.step()
+    st = actor.stats()
+    actor.close(flush_s=0.1)
+    actor_ep.close()
+    learner_ep.close()
+    assert np.concatenate([c.success for c in chunks]).tolist() == [False, False, True] * 3
+    assert [c.stats["success"] for c in chunks if c.stats] == [True] * 3
+    assert st["success_rate"] == 1.0 and len(actor.true_successes) == 0  # no placeholder counted as a failure
