@@ -46,6 +46,7 @@ import numpy as np
 from demos.rosbag_export import ExportError
 from robot_rl.episodes import Episode
 from robot_rl.extras import optional_import
+from robot_rl.lerobot_keys import feature_key, obs_key
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -71,32 +72,6 @@ def _ffmpeg() -> str:
     if exe is None:
         raise ExportError("LeRobot videos need an ffmpeg binary: put one on PATH or pip install 'robot-rl[export]'")
     return exe
-
-
-def feature_key(obs_key: str) -> str:
-    """Our observation key -> LeRobot's feature name."""
-    if obs_key == "state":
-        return "observation.state"
-    if obs_key == "object":
-        return "observation.environment_state"
-    if obs_key.startswith("images/"):
-        return "observation.images." + obs_key[len("images/"):]
-    return "observation." + obs_key.replace("/", ".")
-
-
-def obs_key(feature: str) -> str | None:
-    """LeRobot feature name -> our observation key (None for non-observation features)."""
-    if feature == "observation.state":
-        return "state"
-    if feature == "observation.environment_state":
-        return "object"
-    if feature.startswith("observation.images."):
-        return "images/" + feature[len("observation.images."):]
-    if feature.startswith("observation.image"):
-        return "images/" + (feature[len("observation.image"):].lstrip(".") or "image")
-    if feature.startswith("observation."):
-        return feature[len("observation."):].replace(".", "/")
-    return None
 
 
 def feature_stats(values: np.ndarray, image: bool = False) -> dict[str, list[Any]]:

@@ -14,7 +14,9 @@ Where a base comes from (`residual_base`; local only, nothing is downloaded):
 - a policy file written by `save_policy_file` (`robot-rl train-bc` writes OUT/policy.safetensors): safetensors
   weights with a JSON sidecar (policy.json: agent_config, spec) beside it;
 - `py:MODULE:FACTORY`: FACTORY(spec) from an importable module returns any callable with this interface (e.g. a
-  wrapper around a policy trained elsewhere).
+  wrapper around a policy trained elsewhere);
+- `lerobot:DIR`: a LeRobot policy checkpoint (pretrained_model directory), loaded with LeRobot's own API when the
+  lerobot package is installed (learners.lerobot_base; optional, never required).
 
 Usage::
 
@@ -41,6 +43,7 @@ BaseFn = Callable[[Any], Any]
 """A base policy: a batch of raw observations -> actions (B, A) or chunks (B, H, A) in [-1, 1] (numpy or torch)."""
 
 PY_PREFIX = "py:"
+LEROBOT_PREFIX = "lerobot:"
 POLICY_FILE_SUFFIX = ".safetensors"
 
 
@@ -84,6 +87,8 @@ def absolute_source(source: str) -> str:
     directory, and actors on the same machine find it); `py:` sources unchanged."""
     if source.startswith(PY_PREFIX):
         return source
+    if source.startswith(LEROBOT_PREFIX):
+        return LEROBOT_PREFIX + str(Path(source[len(LEROBOT_PREFIX):]).expanduser().resolve())
     return str(Path(source).expanduser().resolve())
 
 
@@ -174,7 +179,11 @@ def load_base_policy(source: str, spec: EnvSpec, device: torch.device | str = "c
         except (ImportError, AttributeError) as err:
             raise ConfigError(f"residual_base {source}: cannot import {attr!r} from {module!r} ({err})") from None
         return FrozenBase(factory(spec), action_dim, device, source)
+    if source.startswith(LEROBOT_PREFIX):
+        from learners.lerobot_base import load_lerobot_base
+
+        return FrozenBase(load_lerobot_base(source[len(LEROBOT_PREFIX):], spec, device), action_dim, device, source)
     if not Path(source).exists():
         raise ConfigError(f"residual_base {source}: no such run directory, checkpoint or policy file (or use "
-                          "py:MODULE:FACTORY)")
+                          "py:MODULE:FACTORY or lerobot:DIR)")
     return FrozenBase(_PolicyFn(load_run_policy(source, spec, device)), action_dim, device, source)
