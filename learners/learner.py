@@ -231,6 +231,7 @@ class Learner:
         self.interventions = 0
         self.updates = 0
         self.first_update_s: float | None = None  # seconds of the first update (JAX: tracing + XLA compilation)
+        self.compiling = False  # the first update is compiling (torch.compile / JAX): status.json says so
         self.weights_version = 0
         self.inbox_index = 0       # last inbox file written
         self.demo_transitions = 0
@@ -399,7 +400,13 @@ class Learner:
     # ------------------------------------------------------------------ learning
     def _update(self) -> None:
         batch = self.sampler.sample(self.agent.cfg.samples_per_update)
+        cfg = self.agent.cfg
+        if self.updates == 0 and (cfg.compile or cfg.backend == "jax"):
+            # the first update compiles (seconds to a minute) and blocks this loop: say so in status.json first
+            self.compiling = True
+            self.write_status()
         metrics = self.agent.update(batch)
+        self.compiling = False
         self.updates += 1
         if self.first_update_s is None:  # the JAX agent's first update traces and compiles
             compile_s = getattr(self.agent, "compile_s", None)
@@ -453,7 +460,7 @@ class Learner:
             "env_step_budget": self.env_step_budget, "elapsed_s": round(elapsed, 2), "done": self.done,
             "closed": self.closed, "resumed_from": str(self.resumed_from) if self.resumed_from else None,
             "replayed_chunks": self.replayed_chunks, "ledger": self.ledger.sessions(), "actors": actors,
-            "first_update_s": self.first_update_s,
+            "first_update_s": self.first_update_s, "compiling": self.compiling,
             "time": self.wall_clock(),
         }
 

@@ -115,7 +115,9 @@ def render_status(st: dict[str, Any], elapsed_s: float, task: str, max_steps: in
     head = (f"sim {task} | {fmt_count(st.get('env_step'))}/{fmt_count(max_steps)} env steps | "
             f"{fmt_duration(elapsed_s)} | success {fmt_rate(st.get('success_rate'))} (last "
             f"{st.get('episodes', 0) and min(20, st['episodes'])} ep, {st.get('episodes', 0)} total) | updates "
-            f"{fmt_count(st.get('updates'))} ({(st.get('updates_per_s') or 0.0):.1f}/s) | weights "
+            f"{fmt_count(st.get('updates'))} "
+            + ("(first update: compiling the learner's losses, ~20-70 s)" if st.get("compiling") else
+               f"({(st.get('updates_per_s') or 0.0):.1f}/s)") + " | weights "
             f"v{st.get('weights_version', 0)} | buffers online {fmt_count(st.get('online_size'))} demo "
             f"{fmt_count(st.get('demo_size'))}")
     lines = [head]

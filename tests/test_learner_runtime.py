@@ -594,3 +594,25 @@ def test_learner_stores_the_step_before_a_takeover_as_terminal(tmp_path: Path, t
     assert len(learner.online) == 6 and len(learner.demo) == 3 and not learner.demo.fields["terminated"].any()
     np.testing.assert_array_equal(batch["next_obs"]["state"][:, 0], batch["obs"]["state"][:, 0] + 1)
     learner.close()
+
+
+def test_status_says_the_first_update_is_compiling_while_it_blocks(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """With compile on, status.json says `compiling` before the first update (which blocks the loop for up to a
+    minute) and stops saying it after; `robot-rl sim` shows that instead of a rate of 0."""
+    from learners import sac
+
+    monkeypatch.setattr(sac.torch, "compile", lambda fn, *a, **k: fn)  # the flag's path, not a real compile
+    learner = Learner(SPEC, AGENT.replace(compile=True), lcfg(), ep := FakeEndpoint(), tmp_path, clock=Clock())
+    seen: list[Any] = []
+    update = learner.agent.update
+
+    def spy(batch: Any) -> Any:
+        seen.append(json.loads((tmp_path / "status.json").read_text())["compiling"])
+        return update(batch)
+
+    monkeypatch.setattr(learner.agent, "update", spy)
+    ep.deliver("a0", "s", 0, make_chunk(14))
+    drain(learner)
+    assert learner.updates == 2 and seen[0] is True  # written before the first update
+    assert learner.status()["compiling"] is False  # and no longer said once it is done

@@ -70,6 +70,8 @@ def test_sim_display_renders_status() -> None:
     assert "actor-0" in lines[1] and "alive" in lines[1] and "v599" in lines[1] and "0.50" in lines[1]
     assert "away" in lines[2] and "paused" in lines[2]
     assert render_status({}, 3.0, "t", 10)[0].endswith("waiting for the learner ...")
+    compiling = render_status({**st, "updates": 0, "compiling": True}, 40.0, "twin-pick-cube", 20000)[0]
+    assert "updates 0 (first update: compiling the learner's losses, ~20-70 s) | weights v600" in compiling
     rows = [{"env_step": 100, "wall_s": 10.0, "success_rate": 0.1}, {"env_step": 200, "wall_s": 20.0,
                                                                      "success_rate": 0.6}]
     assert milestones(rows) == {"0.25": {"env_step": 200, "wall_s": 20.0}, "0.5": {"env_step": 200, "wall_s": 20.0},
