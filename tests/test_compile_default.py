@@ -155,6 +155,9 @@ def test_torch_compile_matches_eager_without_graph_breaks() -> None:
     """The compiled losses give the eager numbers (3 updates, the BC term on) and dynamo traces each loss whole."""
     import torch._dynamo.utils as dynamo_utils
 
+    if device_defaults._compile_check() is not None:
+        pytest.skip(f"torch.compile cannot build code here: {device_defaults._compile_check()}")
+
     dynamo_utils.counters.clear()
     cfg = _cfg()
     eager, compiled = SACAgent(_spec(), cfg), SACAgent(_spec(), cfg.replace(compile=True))
