@@ -11,9 +11,10 @@ below too.
 torch.compile is on by default for the torch state agent (rlpd preset, no cameras) on a CPU, where it works:
 `compile_usable()` needs dynamo support for this Python and a C++ compiler for inductor's CPU code, and
 `ROBOT_RL_COMPILE=0` in the environment turns the default off (the test suite does; `--set compile=false` does it
-per run). Measured against the independent JAX update (benchmarks/learner_speed.py, README): eager 0.87x, compiled
-1.17x. The first update then takes ~20-70 s (tracing + inductor compilation, cached on disk for the next run), and a
-compile that fails on its first update falls back to eager with a warning (learners.sac.SACAgent.compile_status).
+per run). Measured against the independent JAX update (benchmarks/learner_speed.py, README): eager 0.82-0.87x,
+compiled 1.11-1.17x (two runs). The first update then takes ~20-70 s (tracing + inductor compilation, cached on disk
+for the next run), and a compile that fails on its first update falls back to eager with a warning
+(learners.sac.SACAgent.compile_status).
 Not on a GPU or with cameras (not measured there), not with backend=jax (JAX compiles anyway: `settle` drops it).
 
 These values sit right above the algorithm's defaults: a task recipe, an explicit flag or `--set FIELD=VALUE`
