@@ -156,18 +156,15 @@ def ungrid_frames(img: np.ndarray, nrows: int, ncols: int, frame_hw: tuple[int, 
     if img.ndim != 3 or img.shape[:2] != want or img.shape[2] != 3:
         raise ShapeError(f"image is {'x'.join(map(str, img.shape))}, expected {want[0]}x{want[1]}x3 for "
                          f"{nrows}x{ncols} frames of {h}x{w} + {pad} px padding")
-    mask = np.ones(want, bool)
-    for i in range(nrows):
-        for j in range(ncols):
-            y, x = _cell_origin(i, j, frame_hw, pad)
-            mask[y : y + h, x : x + w] = False
-    if not (img[mask] == 255).all():
-        raise ShapeError(f"image does not have white {pad} px padding between {h}x{w} frames")
+    mask = np.ones(want, bool)  # True on padding: every cell cleared as it is cut out
     out = []
     for i in range(nrows):
         row = []
         for j in range(ncols):
             y, x = _cell_origin(i, j, frame_hw, pad)
+            mask[y : y + h, x : x + w] = False
             row.append(np.ascontiguousarray(img[y : y + h, x : x + w]))
         out.append(row)
+    if not (img[mask] == 255).all():
+        raise ShapeError(f"image does not have white {pad} px padding between {h}x{w} frames")
     return out
