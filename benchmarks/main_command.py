@@ -81,23 +81,8 @@ def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[
         # the learner's agent: torch.compile on (the CPU default) or not (ROBOT_RL_COMPILE=0, --set compile=false)
         "compile": _read_json(out / "agent_config.json").get("compile"),
         "compile_env": os.environ.get("ROBOT_RL_COMPILE"),
-        "first_update_s": _first_update_s(out / "logs" / "learner.log"),
+        "first_update_s": _read_json(out / "status.json").get("first_update_s"),  # the learner's own record
     }
-
-
-def _first_update_s(log: Path) -> float | None:
-    """The learner's reported first update time (compilation included), from its log; None without one."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        if line.startswith("learner: first update "):
-            try:
-                return float(line.split()[3])
-            except (IndexError, ValueError):
-                return None
-    return None
 
 
 def print_table(row: dict[str, Any]) -> None:
