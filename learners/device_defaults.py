@@ -111,18 +111,19 @@ def settle(cfg: AgentConfig, layer: Mapping[str, Any], explicit: Iterable[Mappin
     return cfg
 
 
+_COMPILE_COST = "first update ~20-70 s while it compiles; --set compile=false turns it off"
+
+
 def notice(cfg: AgentConfig, layer: dict[str, Any]) -> str | None:
     """One line saying which CPU defaults the resolved `cfg` still uses (None when none is left: a recipe, a flag
     or --set replaced them all, or no layer applied)."""
     kept = {k: v for k, v in layer.items() if getattr(cfg, k) == v and k != "compile"}
     compiled = bool(layer.get("compile")) and cfg.compile
     if not kept:
-        return ("CPU learner: torch.compile on for the agent's losses (first update ~20-70 s while it compiles; "
-                "--set compile=false turns it off)") if compiled else None
+        return f"CPU learner: torch.compile on for the agent's losses ({_COMPILE_COST})" if compiled else None
     serl = AgentConfig(discount=0.99, critic_updates_per_actor_update=8)
     parts = ", ".join(f"{k}={'none' if v is None else v} (GPU/SERL: "
                       f"{'none' if getattr(serl, k) is None else getattr(serl, k)})" for k, v in kept.items())
-    comp = (", and torch.compile on for its losses (first update ~20-70 s while it compiles; --set compile=false "
-            "turns it off)") if compiled else ""
+    comp = f", and torch.compile on for its losses ({_COMPILE_COST})" if compiled else ""
     return (f"CPU learner: the state agent uses the CPU defaults {parts} so the learner keeps up with a 10 Hz actor "
             f"on one core{comp}; --set FIELD=VALUE overrides any of them")
