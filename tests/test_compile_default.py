@@ -19,7 +19,8 @@ from learners.config import AgentConfig
 from learners.device_defaults import COMPILE_ENV, compile_default, machine_defaults, notice, settle
 from learners.sac import SACAgent
 from learners.train_cli import TrainConfig
-from robot_rl.specs import ArraySpec, EnvSpec
+from tests.test_learners_agent import _batch as _agent_batch
+from tests.test_learners_agent import _spec
 
 
 @pytest.fixture
@@ -29,19 +30,11 @@ def compile_works(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(device_defaults, "_compile_check", lambda: None)
 
 
-def _spec() -> EnvSpec:
-    return EnvSpec("t", (ArraySpec("state", (5,), "float32"),), ArraySpec("action", (3,), "float32", -1.0, 1.0),
-                   10.0)
-
-
 def _batch(n: int, seed: int) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    return {"obs": {"state": rng.standard_normal((n, 5)).astype(np.float32)},
-            "next_obs": {"state": rng.standard_normal((n, 5)).astype(np.float32)},
-            "actions": rng.uniform(-1, 1, (n, 3)).astype(np.float32),
-            "rewards": rng.standard_normal(n).astype(np.float32),
-            "terminated": rng.random(n) < 0.1,
-            "intervention": rng.random(n) < 0.5}
+    """The agent tests' batch with human rows, so the BC term is in the compiled actor loss too."""
+    b = _agent_batch(n, seed=seed)
+    b["intervention"] = np.random.default_rng(seed + 100).random(n) < 0.5
+    return b
 
 
 def _cfg(**kw: Any) -> AgentConfig:
