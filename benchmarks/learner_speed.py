@@ -25,6 +25,14 @@ targets (`--ref-n-step`); the reference times its bare jitted update on batches 
     python benchmarks/learner_speed.py --device cpu --threads 1 --backends torch,jax --rounds 3
     python benchmarks/learner_speed.py --threads 2 --skip-image --compile --tag compile   # + torch.compile twins
 
+`--amp` adds a bf16 mixed-precision twin of every eager torch case (name + " [bf16]", AgentConfig.mixed_precision);
+`--prefetch` adds, for the state and image cases, the same update drawing every batch from replay buffers of
+`--prefetch-transitions` synthetic transitions ("[sampled]": sampling + copy in the timed loop) and the same through
+learners.prefetch.BatchPrefetcher ("[sampled+prefetch]": the next batch drawn, pinned and copied in a thread while
+the update runs), with the ratio of the two. On a GPU:
+
+    python benchmarks/learner_speed.py --device cuda --backends torch --compile --amp --prefetch --tag h100
+
 `--compile` adds a torch.compile twin of every torch case (name + " [compile]"), timed in the same rounds, with its
 first update (compilation) time and its ratios to the eager torch row and, on the reference config, to the
 reference. `--tag T` writes learner_speed_<device>_T.json instead of learner_speed_<device>.json.
@@ -55,6 +63,7 @@ from learners.agents import LearnerAgent, make_agent  # noqa: E402
 from learners.config import AgentConfig, drq_config, rlpd_state_config  # noqa: E402
 from learners.encoders import ResNet10, save_backbone_weights  # noqa: E402
 from learners.policy import resolve_device  # noqa: E402
+from learners.prefetch import BatchPrefetcher  # noqa: E402
 from learners.replay import MixedSampler, ReplayBuffer  # noqa: E402
 from learners.sac import SACAgent  # noqa: E402
 from robot_rl.specs import ArraySpec, EnvSpec  # noqa: E402
@@ -63,6 +72,14 @@ REFERENCE = ROOT.parent / "shared" / "reference" / "bench_jax.py"
 
 
 COMPILED = " [compile]"  # case-name suffix of the torch.compile twins (--compile)
+BF16 = " [bf16]"  # ... of the bf16 mixed-precision twins (--amp)
+SAMPLED = " [sampled]"  # ... of the cases timed with replay sampling (--prefetch)
+PREFETCHED = " [sampled+prefetch]"  # ... the same with learners.prefetch.BatchPrefetcher (--prefetch)
+
+
+def base_case(name: str) -> str:
+    """The case a twin belongs to: its name without the ' [...]' suffix."""
+    return name.split(" [")[0]
 
 
 def _sync(device: torch.device) -> None:
@@ -126,14 +143,20 @@ def _cpu_s() -> float:
     return t.user + t.system
 
 
-def time_updates(agent: LearnerAgent, batch: dict[str, Any] | MixedSampler, seconds: float, min_reps: int,
-                 warmup: int) -> tuple[float, int, float]:
+def time_updates(agent: LearnerAgent, batch: dict[str, Any] | MixedSampler | BatchPrefetcher, seconds: float,
+                 min_reps: int, warmup: int) -> tuple[float, int, float]:
     """(wall seconds per `agent.update`, calls timed, this process's CPU seconds per call) over >= `seconds` and
-    >= `min_reps` calls; `batch` a MixedSampler times `update(sampler.sample(rows))`, sampling included."""
+    >= `min_reps` calls; `batch` a MixedSampler times `update(sampler.sample(rows))`, sampling included, a
+    BatchPrefetcher `update(prefetcher.next())` (sampling and the copy overlapping the previous update)."""
     rows = agent.cfg.samples_per_update
 
     def one() -> None:
-        agent.update(batch.sample(rows) if isinstance(batch, MixedSampler) else batch)  # floats: synchronised
+        if isinstance(batch, MixedSampler):
+            agent.update(batch.sample(rows))  # floats: synchronised
+        elif isinstance(batch, BatchPrefetcher):
+            agent.update(batch.next())
+        else:
+            agent.update(batch)
 
     for _ in range(warmup):
         one()
@@ -157,24 +180,29 @@ def first_update_s(spec: EnvSpec, cfg: AgentConfig, batch: dict[str, Any]) -> fl
 def synthetic_sampler(spec: EnvSpec, n: int, n_step: int, seed: int) -> MixedSampler:
     """Online and demo buffers of `n` random transitions each (episodes of 100 steps), RLPD 50/50 mixing."""
     rng = np.random.default_rng(seed)
+
+    def frame() -> dict[str, np.ndarray]:
+        return {s.name: (rng.integers(0, 256, s.shape, dtype=np.uint8) if s.is_image
+                         else rng.standard_normal(s.shape).astype(np.float32)) for s in spec.observation}
+
     bufs = []
     for _ in range(2):
         buf = ReplayBuffer(spec, n + n // 100 + 2, seed=int(rng.integers(1 << 30)))
-        obs = {s.name: rng.standard_normal(s.shape).astype(np.float32) for s in spec.observation}
+        obs = frame()
         for t in range(n):
-            nxt = {s.name: rng.standard_normal(s.shape).astype(np.float32) for s in spec.observation}
+            nxt = frame()
             end = (t + 1) % 100 == 0
             buf.add(obs, rng.uniform(-1, 1, spec.action.shape).astype(np.float32), float(rng.random() < 0.05), nxt,
                     bool(end and rng.random() < 0.5), end)
-            obs = {s.name: rng.standard_normal(s.shape).astype(np.float32) for s in spec.observation} if end else nxt
+            obs = frame() if end else nxt
         bufs.append(buf)
     return MixedSampler(bufs[0], bufs[1], 0.5, n_step)
 
 
-def run_reference(python: str, utd: int, steps: int) -> dict[str, Any] | None:
+def run_reference(python: str, utd: int, steps: int, script: Path = REFERENCE) -> dict[str, Any] | None:
     """One run of the independent JAX reference (its own venv, with this process's XLA_FLAGS: single-threaded
     XLA when --threads 1); its JSON, or None when it failed."""
-    argv = [python, str(REFERENCE), "--task", "state", "--mode", "jit", "--no-infer", "--utd", str(utd),
+    argv = [python, str(script), "--task", "state", "--mode", "jit", "--no-infer", "--utd", str(utd),
             "--steps", str(steps), "--repeats", "1", "--warmup", "3"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, env=dict(os.environ))
     if proc.returncode != 0:
@@ -186,7 +214,8 @@ def run_reference(python: str, utd: int, steps: int) -> dict[str, Any] | None:
 class Case:
     """One workload on one backend: its agent and batch, timed once per round."""
 
-    def __init__(self, name: str, spec: EnvSpec, cfg: AgentConfig, sampler: MixedSampler | None = None) -> None:
+    def __init__(self, name: str, spec: EnvSpec, cfg: AgentConfig, sampler: MixedSampler | None = None,
+                 prefetch: bool = False) -> None:
         self.name, self.spec, self.cfg, self.sampler = name, spec, cfg, sampler
         self.batch = synthetic_batch(spec, cfg.samples_per_update, seed=0)
         if sampler is not None:  # the sampler's own rows (n-step columns included) for the first update
@@ -198,6 +227,7 @@ class Case:
                                     "encoder": cfg.encoder if spec.cameras else None,
                                     "frozen": cfg.freeze_encoder if spec.cameras else None,
                                     "compile": cfg.compile, "sampler_in_timing": sampler is not None,
+                                    "mixed_precision": cfg.mixed_precision, "prefetch": prefetch,
                                     "seconds_per_update_rounds": [], "cpu_seconds_per_update_rounds": []}
         if cfg.backend == "jax":
             self.row["first_update_cold_s"] = first_update_s(spec, cfg, self.batch)
@@ -207,10 +237,15 @@ class Case:
         self.agent.update(self.batch)
         if cfg.backend == "torch":  # with compile: tracing + inductor compilation of the losses
             self.row["first_update_s"] = time.perf_counter() - t0
+        self.prefetcher: BatchPrefetcher | None = None
+        if prefetch:
+            assert sampler is not None and isinstance(self.agent, SACAgent)
+            rows = cfg.samples_per_update
+            self.prefetcher = BatchPrefetcher(lambda: sampler.sample(rows), self.agent.device)
 
     def time(self, args: argparse.Namespace) -> None:
-        sec, _, cpu = time_updates(self.agent, self.sampler if self.sampler is not None else self.batch,
-                                   args.seconds, args.min_reps, args.warmup)
+        source = self.prefetcher or self.sampler or self.batch
+        sec, _, cpu = time_updates(self.agent, source, args.seconds, args.min_reps, args.warmup)
         self.row["seconds_per_update_rounds"].append(sec)
         self.row["cpu_seconds_per_update_rounds"].append(cpu)
 
@@ -241,10 +276,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--encoder", default="resnet10", choices=["resnet10", "conv"])
     p.add_argument("--compile", action="store_true",
                    help="also time each torch case with torch.compile on (case name + ' [compile]')")
+    p.add_argument("--amp", action="store_true",
+                   help="also time each eager torch case with mixed_precision=bf16 (case name + ' [bf16]')")
+    p.add_argument("--prefetch", action="store_true",
+                   help="also time the state and image cases drawing every batch from replay buffers, directly "
+                        "(' [sampled]') and through learners.prefetch ('[sampled+prefetch]')")
+    p.add_argument("--prefetch-transitions", type=int, default=2000,
+                   help="transitions in each of the online and demo buffers of --prefetch")
     p.add_argument("--tag", default="", help="suffix of the results file (learner_speed_<device>_<tag>.json)")
     p.add_argument("--skip-image", action="store_true")
     p.add_argument("--reference", default=str(ROOT / ".venv-jaxref" / "bin" / "python"),
                    help="python of the JAX reference's venv ('none': skip the reference case)")
+    p.add_argument("--reference-script", default=str(REFERENCE), help="the reference's bench_jax.py")
     p.add_argument("--ref-utd", type=int, default=20, help="UTD of the reference comparison")
     p.add_argument("--ref-steps", type=int, default=5, help="reference updates timed per round")
     p.add_argument("--ref-n-step", type=int, default=5, help="n-step targets of our side of the comparison")
@@ -303,25 +346,40 @@ def main(argv: list[str] | None = None) -> int:
             cases.append(Case(name, image_spec(args.image_size), img_cfg.replace(backend=b)))
         flops[name] = count_flops(SACAgent(image_spec(args.image_size), img_cfg),
                                   synthetic_batch(image_spec(args.image_size), img_cfg.samples_per_update, 0))
+    eager_torch = [c for c in cases if c.cfg.backend == "torch"]
     if args.compile:  # a compiled twin of every torch case, timed in the same rounds
-        cases += [Case(c.name + COMPILED, c.spec, c.cfg.replace(compile=True), c.sampler) for c in list(cases)
-                  if c.cfg.backend == "torch"]
+        cases += [Case(c.name + COMPILED, c.spec, c.cfg.replace(compile=True), c.sampler) for c in eager_torch]
+    if args.amp:  # a bf16 mixed-precision twin of every eager torch case
+        cases += [Case(c.name + BF16, c.spec, c.cfg.replace(mixed_precision="bf16"), c.sampler) for c in eager_torch]
+    if args.prefetch:  # replay sampling in the timing, without and with the prefetcher
+        for c in eager_torch:
+            if c.sampler is not None:
+                continue
+            sampler = synthetic_sampler(c.spec, args.prefetch_transitions, c.cfg.n_step, seed=2)
+            cases += [Case(c.name + SAMPLED, c.spec, c.cfg, sampler),
+                      Case(c.name + PREFETCHED, c.spec, c.cfg, sampler, prefetch=True)]
     refs: list[dict[str, Any]] = []
     for rnd in range(args.rounds):  # interleaved: every case (and the reference) once per round
         if ref_python is not None and "jax" in backends:
-            ref = run_reference(ref_python, args.ref_utd, args.ref_steps)
+            ref = run_reference(ref_python, args.ref_utd, args.ref_steps, Path(args.reference_script))
             if ref is not None:
                 refs.append(ref)
         for c in cases:
             c.time(args)
         print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
-    rows = [c.finish(peak, flops.get(c.name.removesuffix(COMPILED))) for c in cases]
+    for c in cases:
+        if c.prefetcher is not None:
+            c.prefetcher.close()
+    rows = [c.finish(peak, flops.get(base_case(c.name))) for c in cases]
     by = {(r["case"], r["backend"]): r for r in rows}
-    for r in rows:  # JAX rows and compiled torch rows against the eager torch row of the same case
-        torch_row = by.get((r["case"].removesuffix(COMPILED), "torch"))
+    for r in rows:  # JAX rows and the twins against the eager torch row of the same case
+        torch_row = by.get((base_case(r["case"]), "torch"))
         if torch_row is not None and torch_row is not r:
             r["ratio_to_torch"] = r["updates_per_s"] / torch_row["updates_per_s"]
             r["ratio_to_torch_cpu"] = r["critic_updates_per_cpu_s"] / torch_row["critic_updates_per_cpu_s"]
+        sampled = by.get((base_case(r["case"]) + SAMPLED, r["backend"]))
+        if r["case"].endswith(PREFETCHED) and sampled is not None:
+            r["ratio_to_sampled"] = r["updates_per_s"] / sampled["updates_per_s"]
     reference: dict[str, Any] | None = None
     if refs:
         rates = [x["critic_updates_per_s_median"] for x in refs]
@@ -332,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                      "version": refs[0].get("version"), "first_step_s": refs[0].get("warmup_step_s", [None])[0],
                      "others_cores": [x.get("others_cores") for x in refs]}
         for r in rows:
-            if r["case"].removesuffix(COMPILED) == ref_name:
+            if base_case(r["case"]) == ref_name:
                 r["ratio_to_reference"] = r["critic_updates_per_s"] / reference["critic_updates_per_s"]
                 r["ratio_to_reference_cpu"] = r["critic_updates_per_cpu_s"] / reference["critic_updates_per_cpu_s"]
     header = (f"{'case':<40} {'backend':<7} {'batch':>5} {'utd':>4} {'update/s':>9} {'critic upd/s':>12} "
@@ -352,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
               else f"{'':>13}")
         fc = (f"{r['first_update_cold_s']:>10.1f} / {r['first_update_cached_s']:.1f} s"
               if "first_update_cold_s" in r else f"{r['first_update_s']:>10.1f} s" if r["compile"] else "")
+        if "ratio_to_sampled" in r:
+            fc += f" {r['ratio_to_sampled']:.2f}x the [sampled] row"
         print(f"{r['case']:<40} {r['backend']:<7} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} "
               f"{r['updates_per_s']:>9.2f} {r['critic_updates_per_s']:>12.2f} {r['critic_updates_per_cpu_s']:>9.2f} "
               f"{gf} {vt} {vr} {fc}")

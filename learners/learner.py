@@ -58,6 +58,7 @@ from learners.agents import make_agent
 from learners.config import AgentConfig
 from learners.inbox import Inbox, SeqLedger
 from learners.learner_status import ActorRecord, LearnerOutputs, UpdateMeans, actor_status, mean_or_none
+from learners.prefetch import BatchSource
 from learners.replay import ReplayBuffer, sampler_for, takeover_terminated
 from learners.state import TrainingRun
 from robot_rl.checkpoint import latest_checkpoint
@@ -217,6 +218,8 @@ class Learner:
         self.online = ReplayBuffer(spec, cfg.capacity, seed=cfg.seed)
         self.demo = ReplayBuffer(spec, cfg.demo_capacity, seed=cfg.seed + 1)
         self.sampler = sampler_for(self.online, self.demo, cfg.demo_ratio, self.agent.cfg)
+        rows = self.agent.cfg.samples_per_update
+        self.batches = BatchSource(lambda: self.sampler.sample(rows), self.agent)  # prefetched on a GPU
         self.inbox = Inbox(self.out / "inbox", fsync=cfg.inbox_fsync)
         self.outputs = LearnerOutputs(self.out, title=f"{spec.task} (learner)", tensorboard=cfg.tensorboard)
         self.ledger = SeqLedger()
@@ -399,7 +402,7 @@ class Learner:
 
     # ------------------------------------------------------------------ learning
     def _update(self) -> None:
-        batch = self.sampler.sample(self.agent.cfg.samples_per_update)
+        batch = self.batches.next()
         cfg = self.agent.cfg
         if self.updates == 0 and (cfg.compile or cfg.backend == "jax"):
             # the first update compiles (seconds to a minute) and blocks this loop: say so in status.json first
@@ -562,6 +565,7 @@ class Learner:
         """Final checkpoint, metrics row, plot and status; closes the TensorBoard writer (not the endpoint)."""
         if self.closed:
             return
+        self.batches.close()
         self.log_metrics()
         self.checkpoint()
         self.closed = True

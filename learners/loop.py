@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from learners.prefetch import BatchSource
 from learners.replay import ReplayBuffer, ReplayEmptyError, route_transition, sampler_for
 from robot_rl.config import Config, require
 
@@ -155,48 +156,52 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
     prev_intervention = False
     sums: dict[str, float] = {}
     n_metrics = 0
-    for step in range(c.env_step + 1, cfg.total_steps + 1):
-        c.env_step = step
-        if step <= cfg.start_steps:
-            action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
-        else:
-            action = agent.act(obs, deterministic=False)
-        next_obs, reward, terminated, truncated, info = env.step(to_env_action(action, bounds, dtype))
-        intervention = bool(info.get("intervention", False)) if isinstance(info, dict) else False
-        if intervention and "intervene_action" in info:  # the human's action, in env units -> [-1, 1]
-            action = from_env_action(np.asarray(info["intervene_action"]), bounds)
-        penalty = float(info.get("grasp_penalty", 0.0)) if isinstance(info, dict) else 0.0
-        if intervention and not prev_intervention and cfg.takeover_terminal and ep_len > 0:
-            online.terminate_last()
-        prev_intervention = intervention
-        route_transition(online, demo, obs, action, float(reward), next_obs, bool(terminated), bool(truncated),
-                         intervention, penalty)
-        ep_return += float(reward)
-        ep_len += 1
-        obs = next_obs
-        if len(online) >= cfg.learning_starts:
-            if c.updates == 0 and on_learning_start is not None and cfg.updates_per_step > 0:
-                on_learning_start()
-            for _ in range(cfg.updates_per_step):
-                metrics = agent.update(sampler.sample(rows))
-                c.updates += 1
-                n_metrics += 1
-                for k, v in metrics.items():
-                    sums[k] = sums.get(k, 0.0) + v
-        if terminated or truncated:
-            out: dict[str, Any] = {"env_step": step, "episode": c.episode, "episode_return": ep_return,
-                                   "episode_length": ep_len, "updates": c.updates}
-            if isinstance(info, dict) and "success" in info:
-                out["success"] = bool(info["success"])
-            if isinstance(info, dict) and "intervention_rate" in info:  # envs.wrappers.InterventionWrapper
-                out["intervention_rate"] = float(info["intervention_rate"])
-            if n_metrics:
-                out.update({k: v / n_metrics for k, v in sums.items()})
-            c.episode += 1
-            yield out
-            ep_return, ep_len, sums, n_metrics, prev_intervention = 0.0, 0, {}, 0, False
-            if step < cfg.total_steps:
-                obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
+    source = BatchSource(lambda: sampler.sample(rows), agent)  # prefetched on a GPU (learners.prefetch)
+    try:
+        for step in range(c.env_step + 1, cfg.total_steps + 1):
+            c.env_step = step
+            if step <= cfg.start_steps:
+                action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+            else:
+                action = agent.act(obs, deterministic=False)
+            next_obs, reward, terminated, truncated, info = env.step(to_env_action(action, bounds, dtype))
+            intervention = bool(info.get("intervention", False)) if isinstance(info, dict) else False
+            if intervention and "intervene_action" in info:  # the human's action, in env units -> [-1, 1]
+                action = from_env_action(np.asarray(info["intervene_action"]), bounds)
+            penalty = float(info.get("grasp_penalty", 0.0)) if isinstance(info, dict) else 0.0
+            if intervention and not prev_intervention and cfg.takeover_terminal and ep_len > 0:
+                online.terminate_last()
+            prev_intervention = intervention
+            route_transition(online, demo, obs, action, float(reward), next_obs, bool(terminated), bool(truncated),
+                             intervention, penalty)
+            ep_return += float(reward)
+            ep_len += 1
+            obs = next_obs
+            if len(online) >= cfg.learning_starts:
+                if c.updates == 0 and on_learning_start is not None and cfg.updates_per_step > 0:
+                    on_learning_start()
+                for _ in range(cfg.updates_per_step):
+                    metrics = agent.update(source.next())
+                    c.updates += 1
+                    n_metrics += 1
+                    for k, v in metrics.items():
+                        sums[k] = sums.get(k, 0.0) + v
+            if terminated or truncated:
+                out: dict[str, Any] = {"env_step": step, "episode": c.episode, "episode_return": ep_return,
+                                       "episode_length": ep_len, "updates": c.updates}
+                if isinstance(info, dict) and "success" in info:
+                    out["success"] = bool(info["success"])
+                if isinstance(info, dict) and "intervention_rate" in info:  # envs.wrappers.InterventionWrapper
+                    out["intervention_rate"] = float(info["intervention_rate"])
+                if n_metrics:
+                    out.update({k: v / n_metrics for k, v in sums.items()})
+                c.episode += 1
+                yield out
+                ep_return, ep_len, sums, n_metrics, prev_intervention = 0.0, 0, {}, 0, False
+                if step < cfg.total_steps:
+                    obs, _ = env.reset(seed=cfg.seed) if c.env_step == 0 else env.reset()
+    finally:
+        source.close()
 
 
 def train_offline(agent: Agent, demo: ReplayBuffer, updates: int, counters: LoopCounters | None = None,
@@ -225,16 +230,21 @@ def train_offline(agent: Agent, demo: ReplayBuffer, updates: int, counters: Loop
         on_learning_start()
     sums: dict[str, float] = {}
     n = 0
-    while c.offline_updates < updates:
-        metrics = agent.update(sampler.sample(rows))
-        c.updates += 1
-        c.offline_updates += 1
-        n += 1
-        for k, v in metrics.items():
-            sums[k] = sums.get(k, 0.0) + v
-        if c.offline_updates % report_every == 0 or c.offline_updates == updates:
-            yield {"updates": c.updates, "offline_updates": c.offline_updates, **{k: v / n for k, v in sums.items()}}
-            sums, n = {}, 0
+    source = BatchSource(lambda: sampler.sample(rows), agent)  # prefetched on a GPU (learners.prefetch)
+    try:
+        while c.offline_updates < updates:
+            metrics = agent.update(source.next())
+            c.updates += 1
+            c.offline_updates += 1
+            n += 1
+            for k, v in metrics.items():
+                sums[k] = sums.get(k, 0.0) + v
+            if c.offline_updates % report_every == 0 or c.offline_updates == updates:
+                yield {"updates": c.updates, "offline_updates": c.offline_updates,
+                       **{k: v / n for k, v in sums.items()}}
+                sums, n = {}, 0
+    finally:
+        source.close()
 
 
 def evaluate_episodes(env: Any, agent: Actor, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,

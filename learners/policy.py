@@ -80,7 +80,9 @@ class TanhGaussianActor(nn.Module):
 
 def tanh_gaussian(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor | None,
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reparameterised tanh-Gaussian sample and its log-probability (summed over the last axis)."""
+    """Reparameterised tanh-Gaussian sample and its log-probability (summed over the last axis); float32 whatever
+    the inputs' precision (bf16 under mixed precision)."""
+    mean, log_std = mean.float(), log_std.float()
     eps = torch.zeros_like(mean) if noise is None else noise
     u = mean + log_std.exp() * eps
     log_prob = (-0.5 * eps.pow(2) - log_std - 0.5 * _LOG_2PI).sum(-1)

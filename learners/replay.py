@@ -28,12 +28,14 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -74,8 +76,24 @@ class ReplayConfig(Config):
         require(0.0 <= self.demo_ratio <= 1.0, "demo_ratio", self.demo_ratio, "must be in [0, 1]")
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run a ReplayBuffer method under the buffer's lock (writers and a prefetch thread's sampling never
+    interleave: learners.prefetch)."""
+
+    @functools.wraps(method)
+    def wrapper(self: ReplayBuffer, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class ReplayBuffer:
-    """Frame-sharing ring buffer of transitions for one EnvSpec (see the module docstring)."""
+    """Frame-sharing ring buffer of transitions for one EnvSpec (see the module docstring). Thread-safe: writes,
+    sampling and state snapshots hold `lock` (a re-entrant lock)."""
 
     def __init__(self, spec: EnvSpec, capacity: int, seed: int = 0) -> None:
         if capacity < 2:
@@ -83,6 +101,7 @@ class ReplayBuffer:
         if len(spec.action.shape) != 1:
             raise ShapeError(f"replay needs a 1-D action, got shape {spec.action.shape}")
         self.spec = spec
+        self.lock = threading.RLock()
         self.capacity = int(capacity)
         self.obs_specs = {s.name: s for s in spec.observation}
         self.frames: dict[str, np.ndarray] = {
@@ -135,6 +154,7 @@ class ReplayBuffer:
     def _frame_equals(self, slot: int, flat: Mapping[str, np.ndarray]) -> bool:
         return all(np.array_equal(self.frames[name][slot], arr) for name, arr in flat.items())
 
+    @_locked
     def add(self, obs: Any, action: Any, reward: float, next_obs: Any, terminated: bool, truncated: bool,
             intervention: bool = False, grasp_penalty: float = 0.0) -> int:
         """Store one transition (obs nested dict / array as the env returned it); returns its slot."""
@@ -169,6 +189,7 @@ class ReplayBuffer:
             self._fill_returns(slot)
         return slot
 
+    @_locked
     def terminate_last(self) -> bool:
         """Relabel the most recently added transition as `terminated` (no bootstrap past it) and end its segment;
         e.g. the policy step after which a human took over (learners.loop, `takeover_terminal`). False when
@@ -183,6 +204,7 @@ class ReplayBuffer:
         return True
 
     # ------------------------------------------------------------------ Monte-Carlo returns
+    @_locked
     def track_returns(self, discount: float) -> None:
         """Keep each transition's Monte-Carlo return: the discounted sum of the rewards from it to the end of its
         stored episode, known (and `gather` reports it: `mc_returns`, `mc_valid`) once that episode has
@@ -210,10 +232,12 @@ class ReplayBuffer:
                 break
             s = prev
 
+    @_locked
     def end_segment(self) -> None:
         """Force the next `add` to start a new segment (e.g. after an actor reconnects)."""
         self._open = False
 
+    @_locked
     def add_episode(self, episode: Any, only_interventions: bool = False) -> int:
         """Add every step of a robot_rl.episodes.Episode (or anything with .observations {path: (T+1, ...)},
         .actions, .rewards, .terminated, .truncated, .intervention); returns the number of transitions added."""
@@ -234,6 +258,7 @@ class ReplayBuffer:
         return added
 
     # ------------------------------------------------------------------ sampling
+    @_locked
     def sample_indices(self, n: int) -> np.ndarray:
         """`n` uniformly random valid transition slots (with replacement)."""
         if self._count == 0:
@@ -250,6 +275,7 @@ class ReplayBuffer:
         idx[bad] = valid[self.rng.integers(0, valid.size, size=int(bad.sum()))]
         return idx
 
+    @_locked
     def gather(self, idx: np.ndarray, n_step: int = 1) -> Batch:
         """The transitions at slots `idx` as a batch dict of numpy arrays.
 
@@ -293,6 +319,7 @@ class ReplayBuffer:
         batch["next_obs"] = {name: arr[nxt] for name, arr in self.frames.items()}
         return batch
 
+    @_locked
     def sample(self, n: int, n_step: int = 1) -> Batch:
         return self.gather(self.sample_indices(n), n_step)
 
@@ -302,6 +329,7 @@ class ReplayBuffer:
         total = sum(a.nbytes for a in self.frames.values()) + self.actions.nbytes + self.valid.nbytes
         return int(total + sum(a.nbytes for a in self.fields.values()))
 
+    @_locked
     def state_arrays(self) -> dict[str, np.ndarray]:
         """The buffer's filled part and counters as plain arrays (no objects; np.savez-able)."""
         n = self._filled
@@ -316,6 +344,7 @@ class ReplayBuffer:
         out["meta_json"] = np.array(json.dumps(meta))
         return out
 
+    @_locked
     def load_state_arrays(self, arrays: Mapping[str, Any]) -> None:
         """Restore `state_arrays()`; ShapeError (nothing changed) if the spec, capacity or shapes differ."""
         try:

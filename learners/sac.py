@@ -21,6 +21,10 @@ One class covers the family; the config picks the recipe (learners.config preset
   `grasp_penalty` (the flip penalty, set by envs.wrappers.GripperPenaltyWrapper); the continuous critic sees
   only the arm dims.
 
+Mixed precision (cfg.mixed_precision='bf16'): the update's forward passes run under torch.autocast(bfloat16); the
+networks' outputs are cast back to float32 before any loss, target, log-probability or minimum, and backward + the
+optimizer steps run outside autocast on float32 weights (no loss scaling: bf16 has float32's exponent range).
+
 The update is pure torch: no I/O, no clocks (with cfg.compile the first update is timed, `compile_s`, and a
 compiled loss that fails on its first forward or backward falls back to eager for good with a RuntimeWarning,
 `compile_status`). Batches (learners.replay.ReplayBuffer.sample) are dicts of numpy
@@ -42,6 +46,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
@@ -70,6 +75,10 @@ class SACAgent:
         self.cfg = cfg = cfg or AgentConfig()
         self.spec = spec
         self.device = resolve_device(cfg.device)
+        if cfg.mixed_precision == "bf16" and not (self.device.type == "cpu" or (
+                self.device.type == "cuda" and torch.cuda.is_bf16_supported())):
+            raise ConfigError(f"mixed_precision=bf16 needs a CPU or a CUDA GPU with bfloat16 (Ampere or newer); "
+                              f"device {self.device} has none: use --set mixed_precision=off")
         self.policy: Policy = build_policy(spec, cfg, device=self.device)
         self.encoder = self.policy.encoder
         self.actor = self.policy.actor
@@ -164,7 +173,7 @@ class SACAgent:
         output of an MSE critic, the expected value over the bins of an hl_gauss one. target=True: the target
         critics."""
         net = self.target_critic if target else self.critic
-        out = net(x, members)
+        out = net(x, members).float()  # float32 also under bf16 mixed precision
         return self.hl_gauss.expected(out) if self.hl_gauss is not None else out.squeeze(-1)
 
     # ------------------------------------------------------------------ batches
@@ -239,7 +248,7 @@ class SACAgent:
                 tq = tq - alpha * next_logp
             td = returns + bootstrap * tq
             target = torch.maximum(td, floor)
-        out = self.critic(torch.cat([feats, arm], -1))  # (N, B, 1) or (N, B, bins)
+        out = self.critic(torch.cat([feats, arm], -1)).float()  # (N, B, 1) or (N, B, bins)
         hl = self.hl_gauss
         if hl is not None:  # cross-entropy toward the target's Gaussian over the bins, mean over members and rows
             q = hl.expected(out)
@@ -262,6 +271,7 @@ class SACAgent:
         """base_actions: the frozen base policy's actions with a residual base (cfg.residual_base), else None; the
         critic, the BC term and its Q filter all see the executed action (base + bounded correction)."""
         mean, log_std = self.actor(self.policy.actor_input(feats, base_actions))
+        mean = mean.float()
         out, logp = tanh_gaussian(mean, log_std, noise)
         a = self.policy.combine(base_actions, out)
         q = self.q_values(torch.cat([feats, a], -1)).mean(0)  # mean over the ensemble (SERL, REDQ)
@@ -310,12 +320,24 @@ class SACAgent:
     def _step(self, opt: torch.optim.Optimizer, params: Sequence[torch.Tensor], loss: torch.Tensor,
               ) -> torch.Tensor | None:
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        norm = None
-        if self.cfg.grad_clip_norm is not None:
-            norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip_norm)
-        opt.step()
+        with self._no_autocast():  # backward and the optimizer outside autocast (its ops follow the forward's)
+            loss.backward()
+            norm = None
+            if self.cfg.grad_clip_norm is not None:
+                norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip_norm)
+            opt.step()
         return norm
+
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """bf16 autocast for the forward passes with cfg.mixed_precision='bf16', else nothing."""
+        if self.cfg.mixed_precision == "bf16":
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _no_autocast(self) -> contextlib.AbstractContextManager[Any]:
+        if self.cfg.mixed_precision == "bf16":
+            return torch.autocast(device_type=self.device.type, enabled=False)
+        return contextlib.nullcontext()
 
     def _features(self, bfeats: dict[str, torch.Tensor] | None, images: dict[str, torch.Tensor],
                   state: torch.Tensor | None, sl: slice, target: bool = False) -> torch.Tensor:
@@ -331,10 +353,12 @@ class SACAgent:
         metrics averaged)."""
         if self.compile_s is None and self.cfg.compile:  # the first compiled update: timed (tracing + inductor)
             t0 = time.perf_counter()
-            out = self._update(batch)
+            with self._autocast():
+                out = self._update(batch)
             self.compile_s = time.perf_counter() - t0
             return out
-        return self._update(batch)
+        with self._autocast():
+            return self._update(batch)
 
     def _update(self, batch: Mapping[str, Any]) -> dict[str, float]:
         cfg = self.cfg
@@ -453,9 +477,9 @@ class SACAgent:
         idx = gripper_index(b["actions"][sl, -1])
         with torch.no_grad():  # double DQN: online argmax, target value
             best = self.gripper(next_feats).argmax(-1, keepdim=True)
-            next_q = self.target_gripper(target_feats).gather(-1, best).squeeze(-1)
+            next_q = self.target_gripper(target_feats).float().gather(-1, best).squeeze(-1)
             target = b["returns"][sl] + b["grasp_penalty_returns"][sl] + b["bootstrap"][sl] * next_q
-        q = self.gripper(feats).gather(-1, idx.unsqueeze(-1)).squeeze(-1)
+        q = self.gripper(feats).float().gather(-1, idx.unsqueeze(-1)).squeeze(-1)
         loss = (q - target).pow(2).mean()
         self._step(self.gripper_opt, list(self.gripper.parameters()), loss)
         return {"gripper_loss": loss.detach(), "gripper_q_mean": q.detach().mean()}

@@ -1,0 +1,179 @@
+"""Batch prefetch (learners.prefetch) and bf16 mixed precision (AgentConfig.mixed_precision), on a CPU.
+
+The CUDA halves (pinned memory, the side stream, bf16 on a GPU) are measured by benchmarks/learner_speed.py
+(--prefetch, --amp) where a GPU is present; here: the logic (which batches, in which order, errors, thread safety,
+what becomes a tensor) and the numerics of bf16 autocast against float32 on the same batch.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from learners.config import AgentConfig
+from learners.loop import LoopCounters, train_offline
+from learners.prefetch import BatchPrefetcher, BatchSource, batch_to_device, prefetch_enabled
+from learners.replay import MixedSampler, ReplayBuffer, ReplayEmptyError
+from learners.sac import SACAgent
+from robot_rl.errors import ConfigError
+from robot_rl.specs import ArraySpec, EnvSpec
+from tests.test_learners_agent import _batch, _cfg, _spec
+
+
+def _filled_buffer(n: int, seed: int = 0, obs_dim: int = 5) -> ReplayBuffer:
+    """Transitions whose fields are tied to each other: reward = obs[0], next_obs = obs + 1, action = obs[:3] / 100."""
+    buf = ReplayBuffer(_spec(obs_dim), n + n // 10 + 4, seed=seed)
+    _add(buf, 0, n)
+    return buf
+
+
+def _add(buf: ReplayBuffer, start: int, n: int, obs_dim: int = 5) -> None:
+    for t in range(start, start + n):
+        obs = np.full(obs_dim, float(t), np.float32)
+        buf.add({"state": obs}, obs[:3] / 100.0, float(t), {"state": obs + 1.0}, False, (t + 1) % 10 == 0)
+
+
+def _consistent(batch: dict) -> bool:
+    obs, nxt = np.asarray(batch["obs"]["state"]), np.asarray(batch["next_obs"]["state"])
+    return bool(np.all(nxt == obs + 1.0) and np.all(np.asarray(batch["rewards"]) == obs[:, 0])
+                and np.allclose(np.asarray(batch["actions"]), obs[:, :3] / 100.0))
+
+
+def test_prefetched_batches_are_the_direct_batches_in_order() -> None:
+    direct = MixedSampler(_filled_buffer(200, seed=3), _filled_buffer(50, seed=4), 0.5)
+    ahead = MixedSampler(_filled_buffer(200, seed=3), _filled_buffer(50, seed=4), 0.5)
+    with BatchPrefetcher(lambda: ahead.sample(32), "cpu") as pf:
+        for _ in range(6):
+            want, got = direct.sample(32), pf.next()
+            for key in ("actions", "rewards", "terminated"):
+                np.testing.assert_array_equal(got[key], want[key])
+            np.testing.assert_array_equal(got["obs"]["state"], want["obs"]["state"])
+
+
+def test_a_sampling_error_reaches_next_and_stays() -> None:
+    empty = ReplayBuffer(_spec(), 10)
+    pf = BatchPrefetcher(lambda: empty.sample(4), "cpu")
+    with pytest.raises(ReplayEmptyError):
+        pf.next(timeout=10)
+    with pytest.raises(ReplayEmptyError):
+        pf.next(timeout=10)
+    pf.close()
+    closed = BatchPrefetcher(lambda: _filled_buffer(20).sample(4), "cpu")
+    closed.close()
+    with pytest.raises(RuntimeError, match="after close"):
+        closed.next()
+
+
+def test_sampling_in_the_thread_while_the_caller_adds_never_sees_a_torn_row() -> None:
+    buf = _filled_buffer(50)
+    batches: list[dict] = []
+    with BatchPrefetcher(lambda: buf.sample(64), "cpu") as pf:
+        stop = threading.Event()
+
+        def consume() -> None:
+            while not stop.is_set():
+                batches.append(pf.next(timeout=10))
+
+        t = threading.Thread(target=consume)
+        t.start()
+        _add(buf, 50, 3000)  # wraps the ring buffer many times while the thread samples
+        stop.set()
+        t.join(timeout=30)
+    assert len(batches) > 5
+    assert all(_consistent(b) for b in batches)
+
+
+def test_batch_to_device_moves_the_agent_columns_only() -> None:
+    batch = _batch(6)
+    batch["mc_returns"] = np.zeros(6, np.float32)
+    batch["obs"] = {"state": batch["obs"]["state"], "cam": {"front": np.zeros((6, 4, 4, 3), np.uint8)}}
+    out = batch_to_device(batch, torch.device("cpu"), pin=False)
+    assert isinstance(out["actions"], torch.Tensor) and isinstance(out["rewards"], torch.Tensor)
+    assert isinstance(out["obs"]["cam"]["front"], torch.Tensor) and out["obs"]["cam"]["front"].dtype == torch.uint8
+    assert isinstance(out["mc_returns"], np.ndarray)  # read as numpy by learners.replay.mc_floor
+    np.testing.assert_array_equal(out["next_obs"]["state"].numpy(), batch["next_obs"]["state"])
+    assert out["terminated"].dtype == torch.bool
+
+
+def test_prefetch_default_is_cuda_torch_without_a_residual_base() -> None:
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert prefetch_enabled(AgentConfig(), cuda) and not prefetch_enabled(AgentConfig(), cpu)
+    assert prefetch_enabled(AgentConfig(prefetch=True), cpu)
+    assert not prefetch_enabled(AgentConfig(prefetch=False), cuda)
+    assert not prefetch_enabled(AgentConfig(residual_base="runs/bc"), cuda)
+    assert not prefetch_enabled(AgentConfig(backend="jax"), cuda)
+    assert not prefetch_enabled(AgentConfig(backend="jax", prefetch=True), cuda)
+
+
+def test_training_through_the_prefetcher_equals_training_without_it() -> None:
+    """The offline loop with prefetch=True (on a CPU: sampling in the thread) trains on the same batches in the same
+    order as without it: the same weights after the same updates."""
+    weights = []
+    for prefetch in (False, True):
+        agent = SACAgent(_spec(), _cfg(prefetch=prefetch, seed=5))
+        source_enabled = BatchSource(lambda: {}, agent).enabled
+        assert source_enabled is prefetch
+        list(train_offline(agent, _filled_buffer(120, seed=9), updates=12, counters=LoopCounters(),
+                           report_every=4))
+        weights.append(agent.trainable_state())
+    assert weights[0].keys() == weights[1].keys()
+    for key in weights[0]:
+        np.testing.assert_array_equal(weights[0][key], weights[1][key])
+
+
+# ------------------------------------------------------------------------------------------- mixed precision
+def test_bf16_update_tracks_float32_on_the_same_batch() -> None:
+    batch = _batch(16, seed=2)
+    metrics, agents = [], []
+    for mp in ("off", "bf16"):
+        agent = SACAgent(_spec(), _cfg(mixed_precision=mp, seed=1))
+        metrics.append(agent.update(batch))
+        agents.append(agent)
+    for key in ("critic_loss", "q_mean", "actor_loss", "entropy"):
+        assert np.isfinite(metrics[1][key])
+        assert metrics[1][key] == pytest.approx(metrics[0][key], rel=0.05, abs=0.02), key
+    assert metrics[1]["critic_loss"] != metrics[0]["critic_loss"]  # bf16 really ran: not bit-identical
+    for (name, p32), (_, p16) in zip(agents[0].critic.named_parameters(), agents[1].critic.named_parameters(),
+                                     strict=True):
+        assert p16.dtype == torch.float32, name  # weights (and so the optimizer state) stay float32
+        torch.testing.assert_close(p16, p32, rtol=0.0, atol=5e-3)  # one Adam step of lr 3e-4 from the same init
+    state = agents[1].critic_opt.state[next(iter(agents[1].critic.parameters()))]
+    assert state["exp_avg"].dtype == torch.float32
+
+
+def test_bf16_with_images_hl_gauss_and_the_gripper_head() -> None:
+    spec = EnvSpec("img", (ArraySpec("images/front", (16, 16, 3), "uint8", 0, 255),
+                           ArraySpec("state", (4,), "float32")),
+                   ArraySpec("action", (4,), "float32", -1.0, 1.0), 10.0)
+    rng = np.random.default_rng(0)
+
+    def obs() -> dict:
+        return {"images/front": rng.integers(0, 256, (8, 16, 16, 3), dtype=np.uint8),
+                "state": rng.standard_normal((8, 4)).astype(np.float32)}
+
+    batch = {"obs": obs(), "next_obs": obs(), "actions": np.concatenate(
+        [rng.uniform(-1, 1, (8, 3)), rng.choice([-1.0, 0.0, 1.0], (8, 1))], 1).astype(np.float32),
+        "rewards": rng.random(8).astype(np.float32), "terminated": np.zeros(8, bool)}
+    cfg = AgentConfig(encoder="conv", conv_channels=(8, 8), image_latent_dim=16, hidden_dims=(16,), batch_size=8,
+                      critic_updates_per_actor_update=1, ensemble_size=2, critic_loss="hl_gauss", gripper_head=True,
+                      device="cpu", mixed_precision="bf16")
+    agent = SACAgent(spec, cfg)
+    for _ in range(2):
+        m = agent.update(batch)
+    assert all(np.isfinite(v) for v in m.values())
+    assert {"critic_loss", "gripper_loss", "hl_gauss_clipped_share"} <= m.keys()
+    assert all(p.dtype == torch.float32 for p in agent.encoder.parameters())
+    a = agent.act({"images/front": batch["obs"]["images/front"][0], "state": batch["obs"]["state"][0]})
+    assert a.dtype == np.float32 and a.shape == (4,)
+
+
+def test_mixed_precision_values_are_checked() -> None:
+    with pytest.raises(ConfigError, match="mixed_precision"):
+        AgentConfig(mixed_precision="fp16")
+    from learners.agents import make_agent
+
+    with pytest.raises(ConfigError, match="mixed_precision"):
+        make_agent(_spec(), _cfg(backend="jax", mixed_precision="bf16"))
