@@ -277,6 +277,9 @@ class AgentConfig(Config):
                     f"cannot be derived with hl_gauss_bins={self.hl_gauss_bins} <= 6 x hl_gauss_sigma_ratio="
                     f"{self.hl_gauss_sigma_ratio} (the 3-sigma margins take every bin); set v_min,v_max or more bins")
         require(self.backend in BACKENDS, "backend", self.backend, f"must be one of {BACKENDS}")
+        require(not (self.prefetch and self.residual_base is not None), "prefetch", self.prefetch,
+                "cannot be true with a residual_base (the base policy reads the raw numpy observations; leave "
+                "prefetch unset)")
         require(self.mixed_precision in MIXED_PRECISION, "mixed_precision", self.mixed_precision,
                 f"must be one of {MIXED_PRECISION}")
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")

@@ -21,8 +21,9 @@ every input feature the policy declares must be an observation of this env with 
 Not supported: language-conditioned policies (they get no task string) and policies that need an observation
 history (the base sees one observation).
 
-Tested against a stand-in package with LeRobot 0.4's signatures (tests/fake_lerobot), not the real one: lerobot
-0.4.4 requires torch < 2.11 and torchvision, which do not install beside this project's torch here.
+Tested against a stand-in package with LeRobot 0.4's signatures (tests/fake_lerobot) in CI, and against the real
+lerobot 0.4.4 in a venv of its own (it requires torch < 2.11 and torchvision, which do not install beside this
+project's torch): tests/test_lerobot_base.py's real-package test, skipped where lerobot is not installed (README).
 
 Usage::
 

@@ -1,7 +1,8 @@
 """A LeRobot policy checkpoint as a residual base (`residual_base=lerobot:DIR`, learners.lerobot_base), against a
 stand-in package with LeRobot 0.4's names and signatures (tests/fake_lerobot; the real lerobot 0.4.4 needs
 torch < 2.11 and torchvision): observation keys and image layout as LeRobot's features, pre-processor ->
-predict_action_chunk -> first action -> post-processor, the agent acting as that base, refusals in one line."""
+predict_action_chunk -> first action -> post-processor, the agent acting as that base, refusals in one line. The
+last test runs against the real package where it is installed (a venv of its own: README)."""
 
 from __future__ import annotations
 
@@ -144,3 +145,54 @@ def test_without_lerobot_the_error_says_what_to_do(tmp_path: Path) -> None:
     d = _checkpoint(tmp_path)
     with pytest.raises(ConfigError, match=r"the lerobot package is not importable .*pip install lerobot.*py:MODULE"):
         load_base_policy(f"lerobot:{d}", _spec())
+
+
+def test_a_real_lerobot_act_checkpoint_as_the_base(tmp_path: Path) -> None:
+    """Against the real package, where it is installed (not in CI: lerobot 0.4.x pins torch < 2.11; README says how
+    this was run): an ACT policy with random weights and dataset statistics, saved as `lerobot-train` saves a
+    checkpoint (policy, pre- and post-processor), loads as a base whose actions are LeRobot's own `select_action`
+    (after a reset: the chunk's first action) through its processors; the residual agent then starts as that base."""
+    import importlib.util
+
+    if importlib.util.find_spec("lerobot") is None or "fake_lerobot" in str(importlib.util.find_spec("lerobot")):
+        pytest.skip("the real lerobot package is not installed")
+    from lerobot.configs.types import FeatureType, PolicyFeature
+    from lerobot.policies.act.configuration_act import ACTConfig
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from lerobot.policies.factory import make_pre_post_processors
+
+    cfg = ACTConfig(input_features={"observation.images.front": PolicyFeature(FeatureType.VISUAL, (3, IMG[0], IMG[1])),
+                                    "observation.state": PolicyFeature(FeatureType.STATE, (4,))},
+                    output_features={"action": PolicyFeature(FeatureType.ACTION, (3,))}, chunk_size=5,
+                    n_action_steps=5, pretrained_backbone_weights=None, dim_model=32, n_heads=2, dim_feedforward=64,
+                    n_encoder_layers=1, n_decoder_layers=1, latent_dim=8, device="cpu")
+    torch.manual_seed(0)
+    policy = ACTPolicy(cfg)
+    stats = {"observation.images.front": {"mean": torch.full((3, 1, 1), 0.4), "std": torch.full((3, 1, 1), 0.2)},
+             "observation.state": {"mean": torch.full((4,), 0.5), "std": torch.full((4,), 2.0)},
+             "action": {"mean": torch.tensor([0.1, -0.1, 0.0]), "std": torch.tensor([0.2, 0.3, 0.1])}}
+    pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
+    d = tmp_path / "pretrained_model"
+    policy.save_pretrained(d)
+    pre.save_pretrained(d)
+    post.save_pretrained(d)
+
+    base = load_base_policy(f"lerobot:{d}", _spec(), device="cpu")
+    obs = _obs(3, seed=4)
+    got = base(obs).numpy()
+    policy.eval()
+    want = []
+    for i in range(3):  # LeRobot's own inference: one observation at a time, select_action after a reset
+        policy.reset()
+        batch = {"observation.images.front": torch.as_tensor(obs["images/front"][i:i + 1]).permute(0, 3, 1, 2)
+                 .float() / 255.0, "observation.state": torch.as_tensor(obs["state"][i:i + 1])}
+        with torch.no_grad():
+            want.append(post(policy.select_action(pre(batch))).numpy()[0])
+    np.testing.assert_allclose(got, np.clip(np.stack(want), -1.0, 1.0), rtol=1e-4, atol=1e-5)
+    assert np.abs(got).max() > 1e-3  # not a degenerate all-zero policy
+
+    agent = SACAgent(_spec(), AgentConfig(residual_base=f"lerobot:{d}", hidden_dims=(16, 16), ensemble_size=2,
+                                          batch_size=8, device="cpu", encoder="conv", conv_channels=(4, 4),
+                                          image_latent_dim=8, proprio_latent_dim=4))
+    act = agent.act({k: v[0] for k, v in obs.items()}, deterministic=True)
+    np.testing.assert_allclose(act, np.clip(want[0], -1.0, 1.0), atol=1e-5)

@@ -170,6 +170,12 @@ def test_bf16_with_images_hl_gauss_and_the_gripper_head() -> None:
     assert a.dtype == np.float32 and a.shape == (4,)
 
 
+def test_prefetch_with_a_residual_base_is_refused() -> None:
+    with pytest.raises(ConfigError, match="prefetch"):
+        AgentConfig(prefetch=True, residual_base="runs/bc")
+    assert AgentConfig(prefetch=False, residual_base="runs/bc").prefetch is False
+
+
 def test_mixed_precision_values_are_checked() -> None:
     with pytest.raises(ConfigError, match="mixed_precision"):
         AgentConfig(mixed_precision="fp16")
