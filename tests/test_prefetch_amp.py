@@ -8,6 +8,7 @@ what becomes a tensor) and the numerics of bf16 autocast against float32 on the 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,3 +184,26 @@ def test_mixed_precision_values_are_checked() -> None:
 
     with pytest.raises(ConfigError, match="mixed_precision"):
         make_agent(_spec(), _cfg(backend="jax", mixed_precision="bf16"))
+
+
+def test_the_distributed_learner_trains_through_the_prefetcher_and_stops_it(tmp_path: Path) -> None:
+    """Learner with prefetch=True (on a CPU: the thread samples while the learner stores): the update-to-data hold
+    counts as without it, the checkpoint and resume work, close() stops the thread."""
+    from learners.learner import Learner
+    from tests.test_learner_runtime import AGENT, SPEC, Clock, FakeEndpoint, drain, lcfg, make_chunk
+
+    ep = FakeEndpoint()
+    learner = Learner(SPEC, AGENT.replace(prefetch=True), lcfg(checkpoint_every=10), ep, tmp_path, clock=Clock())
+    assert learner.batches.enabled
+    for i in range(5):
+        ep.deliver("a0", "s", 8 * i, make_chunk(8, start=8 * i))
+        drain(learner)
+    assert learner.received == 40 and learner.updates == learner.target_updates == 15  # floor(0.5 * (40 - 10))
+    prefetcher = learner.batches._prefetcher
+    assert prefetcher is not None and prefetcher._thread.is_alive()
+    learner.close()
+    assert not prefetcher._thread.is_alive() and learner.batches._prefetcher is None
+    resumed = Learner(SPEC, AGENT.replace(prefetch=True), lcfg(), FakeEndpoint(), tmp_path, resume=True,
+                      clock=Clock())
+    assert resumed.received == 40 and len(resumed.online) == 40
+    resumed.close()
