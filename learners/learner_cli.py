@@ -36,7 +36,7 @@ from typing import Any
 
 from learners.agent_options import add_set_option, announce_agent_config, compile_what, parse_set, resolve_agent_config
 from learners.config import BACKENDS, AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
-from learners.device_defaults import compile_default, settle
+from learners.device_defaults import compile_default, gpu_notice, settle
 from learners.learner import Learner, LearnerConfig, checkpoint_exists, set_torch_threads
 from learners.recipes import recipe_for
 from robot_rl.checkpoint import load_checkpoint
@@ -230,6 +230,9 @@ def main(argv: list[str]) -> int:
             print("learner: torch.compile on (--set compile=false turns it off): the first update compiles the losses, "
                   "~20-70 s on a CPU, while actors wait for weights (they may reconnect meanwhile; nothing is lost)",
                   flush=True)
+        cuda_notice = gpu_notice(learner.agent_cfg, bool(spec.cameras))
+        if cuda_notice:
+            print(f"learner: {cuda_notice}", flush=True)
         if learner.resumed_from is not None:
             print(f"learner: resumed from {learner.resumed_from} at env_step {learner.received} (updates "
                   f"{learner.updates}, +{learner.replayed_chunks} inbox chunks)", flush=True)

@@ -79,7 +79,7 @@ import torch
 from learners.agent_options import add_set_option, announce_agent_config, compile_what, parse_set, resolve_agent_config
 from learners.agents import LearnerAgent, make_agent
 from learners.config import BACKENDS, AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
-from learners.device_defaults import machine_defaults, notice, settle
+from learners.device_defaults import gpu_notice, machine_defaults, notice, settle
 from learners.loop import (
     LoopConfig,
     LoopCounters,
@@ -638,6 +638,9 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
     cpu_notice = notice(run.agent.cfg, cfg.machine_defaults(has_cameras=bool(run.spec.cameras)))
     if cpu_notice and ckpt is None:
         log(f"[train] {cpu_notice}")
+    cuda_notice = gpu_notice(run.agent.cfg, bool(run.spec.cameras))
+    if cuda_notice and ckpt is None:
+        log(f"[train] {cuda_notice}")
     offline_note = cfg.offline_bc_note(bool(run.spec.cameras), run.agent.cfg)
     if offline_note and ckpt is None:
         log(f"[train] {offline_note}")

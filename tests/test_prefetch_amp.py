@@ -207,3 +207,14 @@ def test_the_distributed_learner_trains_through_the_prefetcher_and_stops_it(tmp_
                       clock=Clock())
     assert resumed.received == 40 and len(resumed.online) == 40
     resumed.close()
+
+
+def test_the_gpu_notice_is_for_the_torch_state_agent_on_cuda_only() -> None:
+    from learners.device_defaults import gpu_notice
+
+    msg = gpu_notice(AgentConfig(device="cuda"), has_cameras=False)
+    assert msg is not None and "--backend jax" in msg
+    assert gpu_notice(AgentConfig(device="cuda:1"), has_cameras=False) == msg
+    assert gpu_notice(AgentConfig(device="cpu"), has_cameras=False) is None
+    assert gpu_notice(AgentConfig(device="cuda"), has_cameras=True) is None
+    assert gpu_notice(AgentConfig(device="cuda", backend="jax"), has_cameras=False) is None
