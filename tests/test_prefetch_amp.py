@@ -218,3 +218,47 @@ def test_the_gpu_notice_is_for_the_torch_state_agent_on_cuda_only() -> None:
     assert gpu_notice(AgentConfig(device="cpu"), has_cameras=False) is None
     assert gpu_notice(AgentConfig(device="cuda"), has_cameras=True) is None
     assert gpu_notice(AgentConfig(device="cuda", backend="jax"), has_cameras=False) is None
+
+
+# ------------------------------------------------------------------------- on a GPU (skipped without CUDA, as in CI)
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@cuda
+def test_on_cuda_prefetched_batches_arrive_whole_while_the_gpu_is_busy() -> None:
+    """Pinned memory, the side stream and the event: each batch read on the current stream equals the direct batch,
+    also when the current stream is busy (a missing wait would read half-copied memory)."""
+    direct = MixedSampler(_filled_buffer(300, seed=3), _filled_buffer(80, seed=4), 0.5)
+    ahead = MixedSampler(_filled_buffer(300, seed=3), _filled_buffer(80, seed=4), 0.5)
+    busy = torch.randn(2048, 2048, device="cuda")
+    with BatchPrefetcher(lambda: ahead.sample(256), "cuda") as pf:
+        for _ in range(20):
+            for _ in range(5):
+                busy = torch.tanh(busy @ busy)  # queue work on the current stream
+            got, want = pf.next(), direct.sample(256)
+            assert got["actions"].is_cuda and got["obs"]["state"].is_cuda
+            np.testing.assert_array_equal(got["obs"]["state"].cpu().numpy(), want["obs"]["state"])
+            np.testing.assert_array_equal(got["rewards"].cpu().numpy(), want["rewards"])
+            assert _consistent({k: (v.cpu().numpy() if isinstance(v, torch.Tensor) else
+                                    {n: t.cpu().numpy() for n, t in v.items()} if isinstance(v, dict) else v)
+                                for k, v in got.items()})
+
+
+@cuda
+def test_on_cuda_training_through_the_prefetcher_matches_training_without_it() -> None:
+    weights = []
+    for prefetch in (False, True):
+        agent = SACAgent(_spec(), _cfg(prefetch=prefetch, seed=5, device="cuda"))
+        assert BatchSource(lambda: {}, agent).enabled is prefetch
+        list(train_offline(agent, _filled_buffer(120, seed=9), updates=12, counters=LoopCounters(), report_every=4))
+        weights.append(agent.trainable_state())
+    for key in weights[0]:
+        np.testing.assert_allclose(weights[1][key], weights[0][key], rtol=1e-5, atol=1e-6)
+
+
+@cuda
+def test_on_cuda_bf16_tracks_float32() -> None:
+    batch = _batch(16, seed=2)
+    m = [SACAgent(_spec(), _cfg(mixed_precision=mp, seed=1, device="cuda")).update(batch) for mp in ("off", "bf16")]
+    for key in ("critic_loss", "q_mean", "actor_loss", "entropy"):
+        assert m[1][key] == pytest.approx(m[0][key], rel=0.05, abs=0.02), key
