@@ -491,14 +491,23 @@ class FrankyRobot:
         """Notice a motion that ended by itself (a reflex): record the error."""
         if self._tracker is None or self._error or self._estopped.is_set():
             return
+        current = ""
         if self._robot.is_in_control:
-            return
+            # the state can report the reflex before franky's motion thread has ended (measured on a loaded machine:
+            # current_errors set, is_in_control still True): the motion is ending, so wait for it briefly and treat
+            # it as ended either way, so that state(), tracking and command() agree with the reported error
+            current = errors_text(getattr(self._robot.state, "current_errors", None))
+            if not current:
+                return
         why = "the impedance tracker stopped"
         try:
-            self._robot.join_motion()
+            if current:
+                self._robot.join_motion(1.0)  # bounded: the reflex ends the motion within milliseconds
+            else:
+                self._robot.join_motion()
         except Exception as err:
             why = f"{type(err).__name__}: {err}"
-        current = errors_text(getattr(self._robot.state, "current_errors", None))
+        current = errors_text(getattr(self._robot.state, "current_errors", None)) or current
         self._error = f"motion aborted: {why}" + (f" (errors: {current})" if current else "")
         self._tracker = None
         self._alive.clear()
