@@ -33,19 +33,21 @@ from typing import Any
 import numpy as np
 import torch
 
+from learners.config import AgentConfig
+
 TENSOR_COLUMNS = ("actions", "rewards", "terminated", "grasp_penalty", "intervention", "n_rewards", "n_grasp_penalty",
                   "n_steps")
 """Batch columns moved to the device (besides the obs / next_obs leaves)."""
 
 
-def prefetch_enabled(cfg: Any, device: torch.device) -> bool:
+def prefetch_enabled(cfg: AgentConfig, device: torch.device) -> bool:
     """AgentConfig.prefetch resolved: its value when set, else on for the torch backend on a CUDA device without a
     residual base."""
-    value = getattr(cfg, "prefetch", None)
-    if value is not None:
-        return bool(value) and getattr(cfg, "backend", "torch") == "torch"
-    return (device.type == "cuda" and getattr(cfg, "backend", "torch") == "torch"
-            and getattr(cfg, "residual_base", None) is None)
+    if cfg.backend != "torch":
+        return False
+    if cfg.prefetch is not None:
+        return bool(cfg.prefetch)
+    return device.type == "cuda" and cfg.residual_base is None
 
 
 def batch_to_device(batch: Mapping[str, Any], device: torch.device, pin: bool) -> dict[str, Any]:

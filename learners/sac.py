@@ -351,14 +351,12 @@ class SACAgent:
         """critic_updates_per_actor_update critic (+ target) updates on equal minibatches of `batch` (strided rows:
         minibatch i = rows i::k), then one actor + temperature update on the last; returns float metrics (critic
         metrics averaged)."""
-        if self.compile_s is None and self.cfg.compile:  # the first compiled update: timed (tracing + inductor)
-            t0 = time.perf_counter()
-            with self._autocast():
-                out = self._update(batch)
-            self.compile_s = time.perf_counter() - t0
-            return out
+        t0 = time.perf_counter()
         with self._autocast():
-            return self._update(batch)
+            out = self._update(batch)
+        if self.compile_s is None and self.cfg.compile:  # the first compiled update: timed (tracing + inductor)
+            self.compile_s = time.perf_counter() - t0
+        return out
 
     def _update(self, batch: Mapping[str, Any]) -> dict[str, float]:
         cfg = self.cfg
