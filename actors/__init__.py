@@ -5,5 +5,5 @@ Modules:
                       control thread, swapped between steps), evaluate
 - `actors.actor_cli`  `robot-rl actor` (twin in process or env over a robot server; --evaluate CKPT)
 
-Imports from learners are limited to `learners.policy` (see ../shared/DESIGN.md, layering).
+Imports from learners are limited to `learners.agents.policy` (see ../shared/DESIGN.md, layering).
 """

@@ -51,7 +51,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from learners.policy import AgentConfig, Policy, build_policy
+from learners.agents.policy import AgentConfig, Policy, build_policy
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.reward_source import SUCCESS_UNKNOWN_INFO_KEY
@@ -62,7 +62,7 @@ from robot_rl.wire import TransitionChunk, Weights
 log = logging.getLogger("robot_rl.actor")
 
 CONFIG_ARRAY = "meta/agent_config"
-"""Weights entry with the learner's AgentConfig as JSON bytes (see learners.learner)."""
+"""Weights entry with the learner's AgentConfig as JSON bytes (see learners.distributed.learner)."""
 PUBLISHED_AT_ARRAY = "meta/published_at"
 """Weights entry with the learner's publish time (wall-clock seconds)."""
 

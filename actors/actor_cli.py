@@ -101,16 +101,16 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
                    reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
                    evaluation: bool = False) -> Any:
     """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
-    classifier or human `reward`, wrapped in learners.reward_model.RewardModelWrapper (outermost); `task_config`
+    classifier or human `reward`, wrapped in learners.rewards.reward_model.RewardModelWrapper (outermost); `task_config`
     (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server.
     `faithful`: the hardware-faithful mode (envs.env.FAITHFUL; for an `evaluation` env only its observation: no
     object state). A classifier `reward` in state mode: the env renders the card's cameras (at the card's size, or
     `image_size`; over a robot server at the size it serves) into info["reward_images"], never into the
-    observation (learners.reward_model.reward_camera_overrides). A faithful acting env needs a reward model
+    observation (learners.rewards.reward_model.reward_camera_overrides). A faithful acting env needs a reward model
     (`reward` classifier:DIR or human): ConfigError for 'env', whose reward would be 0 on every step."""
     from envs.env import FAITHFUL
     from envs.presets import make_env, twin_task
-    from learners.reward_model import (
+    from learners.rewards.reward_model import (
         RewardModelWrapper,
         camera_shapes_of_env,
         env_overrides,
@@ -151,7 +151,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         raise ConfigError(f"--reward {reward} with --obs-mode state (the env renders the card's cameras): {err}",
                           ) from None
     if intervene == "scripted":
-        from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
+        from envs.twin.scripted_human import ScriptedHuman, ScriptedHumanConfig
         from envs.wrappers import InterventionWrapper
 
         human = ScriptedHumanConfig(task=twin_task(task), seed=seed, press_success=kind == "human")
@@ -182,7 +182,7 @@ def run_evaluation(args: argparse.Namespace) -> int:
     """--evaluate: deterministic episodes with a checkpoint's policy."""
     import numpy as np
 
-    from learners.policy import AgentConfig, build_policy
+    from learners.agents.policy import AgentConfig, build_policy
     from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 
     path = Path(args.evaluate)

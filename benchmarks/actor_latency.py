@@ -3,7 +3,7 @@
 An actor (actors.actor.Actor, this process) steps a static env at 10 Hz, real time, for `--seconds` per row and
 streams transitions (one chunk per 100-step episode) to a learner endpoint in a second process, which
 acknowledges them and publishes fresh policy weights every `--publish-every` seconds (the trainable state of a
-real learners.sac agent, plus the config / publish-time entries the learner adds). Per control step the actor
+real learners.agents.sac agent, plus the config / publish-time entries the learner adds). Per control step the actor
 times:
 - policy: `policy.act(obs)` (torch, 1 thread, CPU);
 - rest:   everything else the actor does around the env step: the weight swap (a pointer exchange; weights are
@@ -53,8 +53,8 @@ def make_spec(pixels: bool) -> EnvSpec:
 
 
 def agent_config(pixels: bool) -> Any:
-    from learners.config import rlpd_state_config
-    from learners.learner_cli import PIXEL_DEFAULTS, STATE_DEFAULTS
+    from learners.agents.config import rlpd_state_config
+    from learners.cli.learner import PIXEL_DEFAULTS, STATE_DEFAULTS
 
     return rlpd_state_config(device="cpu", **(PIXEL_DEFAULTS if pixels else STATE_DEFAULTS))
 
@@ -99,9 +99,9 @@ def learner_role(config_path: str, address_file: str) -> None:
     import torch
 
     torch.set_num_threads(1)
-    from learners.config import AgentConfig
-    from learners.learner import CONFIG_ARRAY, PUBLISHED_AT_ARRAY, config_bytes
-    from learners.sac import SACAgent
+    from learners.agents.config import AgentConfig
+    from learners.agents.sac import SACAgent
+    from learners.distributed.learner import CONFIG_ARRAY, PUBLISHED_AT_ARRAY, config_bytes
     from robot_rl.transport import bind_learner
 
     cfg = json.loads(Path(config_path).read_text())

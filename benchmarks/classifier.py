@@ -17,7 +17,7 @@ Per image size:
    the predicate and the TRUE success): 30 scripted-expert episodes, 30 near-miss episodes (10 per kind) and
    30 noisy-expert episodes (action noise 0.5: some succeed, some fail). For k = 1..4: episodes the gate would
    end without true success (false ends), successful episodes it never ends (misses), and the delay after the
-   true success. This is the measurement behind learners.reward_model.DEFAULT_GATE_K.
+   true success. This is the measurement behind learners.rewards.reward_model.DEFAULT_GATE_K.
 
 Run: `nice -n 10 python benchmarks/classifier.py [--sizes 64 128] [--quick]`. Writes
 benchmarks/results/classifier.json (+ prints the tables). Label files go to --work (default: a temp dir).
@@ -57,7 +57,7 @@ KS = (1, 2, 3, 4)
 
 
 def record(out: Path, frames: int, size: int, seed: int) -> dict[str, Any]:
-    from demos import labels_cli
+    from demos.cli import record_labels as labels_cli
 
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()) as buf:
@@ -83,11 +83,11 @@ def per_kind_false_positives(ev: Any, threshold: float) -> dict[str, Any]:
 def live_episodes(size: int, classifier_dir: Path, episodes: int, seed0: int = 70_000) -> list[dict[str, Any]]:
     """Twin episodes (expert / near miss / noisy expert): per frame the classifier's probability, the proprio
     predicate and the TRUE success; the env does not end episodes on success (the expert keeps holding)."""
-    from envs.experts import ScriptedExpert
-    from envs.near_miss import NEAR_MISS_KINDS, NearMissOperator
     from envs.presets import make_env
-    from learners.classifier import load_classifier
-    from learners.reward_model import ClassifierReward
+    from envs.twin.experts import ScriptedExpert
+    from envs.twin.near_miss import NEAR_MISS_KINDS, NearMissOperator
+    from learners.rewards.classifier import load_classifier
+    from learners.rewards.reward_model import ClassifierReward
 
     loaded = load_classifier(classifier_dir)
     model = ClassifierReward(loaded)
@@ -122,7 +122,7 @@ def live_episodes(size: int, classifier_dir: Path, episodes: int, seed0: int = 7
 
 
 def live_gate_table(eps: list[dict[str, Any]], threshold: float, use_predicate: bool) -> list[dict[str, Any]]:
-    from learners.classifier_metrics import first_gated_index
+    from learners.rewards.metrics import first_gated_index
 
     rows = []
     for k in KS:
@@ -157,10 +157,10 @@ def live_gate_table(eps: list[dict[str, Any]], threshold: float, use_predicate: 
 def run_size(size: int, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from learners.classifier import ClassifierModelConfig, load_classifier
-    from learners.classifier_cli import evaluate_classifier
-    from learners.classifier_train import TrainClassifierConfig, gate_table, train_classifier
-    from learners.reward_model import ProprioPredicate
+    from learners.cli.train_classifier import evaluate_classifier
+    from learners.rewards.classifier import ClassifierModelConfig, load_classifier
+    from learners.rewards.reward_model import ProprioPredicate
+    from learners.rewards.training import TrainClassifierConfig, gate_table, train_classifier
 
     torch.set_num_threads(1)
     train_dir, test_dir, cls_dir = work / f"train{size}", work / f"test{size}", work / f"cls{size}"
@@ -182,7 +182,7 @@ def run_size(size: int, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     loaded = load_classifier(cls_dir)
     card = loaded.card
     ev = evaluate_classifier(loaded, [test_dir], worst=8, k_values=KS)
-    from learners.classifier_cli import write_worst_sheet
+    from learners.cli.train_classifier import write_worst_sheet
 
     write_worst_sheet(ev, card.threshold, RESULTS / f"classifier_worst_{size}.png")
     test_m = ev.metrics["labels"]
@@ -190,7 +190,7 @@ def run_size(size: int, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     live = live_episodes(size, cls_dir, args.live_episodes)
     live_s = time.perf_counter() - t0
-    from learners.classifier_metrics import expected_calibration_error
+    from learners.rewards.metrics import expected_calibration_error
 
     result = {
         "image_size": size, "cameras": card.cameras, "recording": rec,
@@ -214,7 +214,7 @@ def run_size(size: int, work: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_size(r: dict[str, Any]) -> None:
-    from learners.classifier_metrics import format_calibration_table, format_metrics_table
+    from learners.rewards.metrics import format_calibration_table, format_metrics_table
 
     s, tr = r["image_size"], r["training"]
     print(f"\n=== {s}x{s}, cameras {r['cameras']}: trained {tr['steps']} steps (best {tr['best_step']}) in "

@@ -10,7 +10,7 @@ only). Prints a table and writes benchmarks/results/forward_backward.{json,png} 
 the demos' cubes starting anywhere on the tray outside the direction's target zone, as the scenes a reset-free run
 leaves behind do, instead of in its start zone; `--label L` appends _L).
 
-Reward models (learners.reward_model, one per direction): `--reward env` (default) gives each direction the
+Reward models (learners.rewards.reward_model, one per direction): `--reward env` (default) gives each direction the
 twin's TRUE success of its goal (cube resting and released in zone B / zone A), a privileged stand-in for the
 learned classifiers hardware needs; `--reward classifier` takes `--forward-classifier DIR --backward-classifier
 DIR` (trained with `robot-rl train-classifier` on labels recorded with `robot-rl record-labels --task
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from learners.recipes import recipe_for
+    from learners.agents.recipes import recipe_for
 
     work = args.work or Path(tempfile.mkdtemp(prefix="forward_backward_"))
     suffix = "" if args.obs_mode == "state" else f"_{args.obs_mode}"

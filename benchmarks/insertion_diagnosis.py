@@ -109,7 +109,7 @@ def expert_rows(task: str, noise_levels: list[float], episodes: int) -> list[dic
     """The scripted expert under action noise (seeds 0.. : noise 0 replays the demos' episodes)."""
     import gymnasium
 
-    from envs.experts import ScriptedExpert
+    from envs.twin.experts import ScriptedExpert
     from robot_rl.presets import get_preset
 
     preset = get_preset(task)
@@ -219,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.expert_only:
         from sample_efficiency import record_demos  # benchmarks/ is on sys.path (this script's directory)
 
-        from learners import train_cli
-        from learners.loop import LoopConfig, train_online
+        from learners.cli import train as train_cli
+        from learners.training.online import LoopConfig, train_online
 
         work = args.work or Path(tempfile.mkdtemp(prefix="insertion_diagnosis_"))
         demos = record_demos(args.task, "state", None, args.demos, work / f"demos_{args.task}_state")
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = train_cli.TrainConfig(**{f: getattr(ns, f) for f in train_cli.TrainConfig.__dataclass_fields__})
         run = train_cli.build_run(cfg)
         if sets:  # AgentConfig fields beyond robot-rl train's flags
-            from learners.sac import SACAgent
+            from learners.agents.sac import SACAgent
 
             run.agent = SACAgent(run.spec, run.agent.cfg.replace(**sets))
         result["agent_config"] = run.agent.cfg.to_dict()

@@ -3,8 +3,8 @@
 Each condition trains RLPD (state observations, scripted demos in the demo buffer) with the same seeds; the
 "interventions" condition wraps the training env in `InterventionWrapper(env, ScriptedHuman)` — the scripted
 human takes over when the policy drifts from the expert's path, and the taken-over transitions go to both the
-online and the demo buffer (HIL-SERL routing in learners.loop). Both use the task's training recipe
-(learners.recipes, what `robot-rl train --task T` uses). Evaluation always runs the bare, deterministic policy
+online and the demo buffer (HIL-SERL routing in learners.training.online). Both use the task's training recipe
+(learners.agents.recipes, what `robot-rl train --task T` uses). Evaluation always runs the bare, deterministic policy
 on a clean env (no human), on the same env seeds for both conditions. Prints a table, writes
 benchmarks/results/interventions.json and interventions.png.
 
@@ -37,13 +37,13 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
     import torch
 
     from envs.presets import make_env, twin_task
-    from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
+    from envs.twin.scripted_human import ScriptedHuman, ScriptedHumanConfig
     from envs.wrappers import GripperPenaltyWrapper, InterventionConfig, InterventionWrapper
-    from learners.config import rlpd_state_config
-    from learners.loop import LoopConfig, LoopCounters, evaluate_episodes, train_online
-    from learners.recipes import recipe_for
-    from learners.replay import ReplayBuffer
-    from learners.sac import SACAgent
+    from learners.agents.config import rlpd_state_config
+    from learners.agents.recipes import recipe_for
+    from learners.agents.sac import SACAgent
+    from learners.replay.buffer import ReplayBuffer
+    from learners.training.online import LoopConfig, LoopCounters, evaluate_episodes, train_online
     from robot_rl.episodes import load_dir
     from robot_rl.specs import EnvSpec
 
@@ -103,7 +103,8 @@ def main() -> None:
     p.add_argument("--only", choices=("with", "without"), default=None, help="run one condition only")
     p.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     p.add_argument("--takeover-terminal", action=argparse.BooleanOptionalAction, default=True,
-                   help="relabel the policy step before each takeover as terminal (learners.loop; default on)")
+                   help="relabel the policy step before each takeover as terminal (learners.training.online; "
+                        "default on)")
     p.add_argument("--cos-threshold", type=float, default=-0.3,
                    help="human: a step drifts when cos(policy, expert translation) is below this")
     p.add_argument("--patience", type=int, default=10, help="human: drifting steps before it takes over")
@@ -112,7 +113,7 @@ def main() -> None:
     args = p.parse_args()
     args.seed_list = list(range(args.first_seed, args.first_seed + args.seeds))
     args.conditions = [c == "with" for c in ([args.only] if args.only else ["without", "with"])]
-    from demos.record_cli import main as record
+    from demos.cli.record_demos import main as record
 
     human_cfg = {"cos_threshold": args.cos_threshold, "patience_steps": args.patience,
                  "takeover_steps": args.takeover, "max_intervention_fraction": args.budget}
@@ -143,7 +144,7 @@ def main() -> None:
         print(f"{'mean ' + ('with' if intervene else 'without'):<26}{'':>5}  "
               + "  ".join(f"{m:.0%}" for m in mean) + (f"   (intervention rate {rate:.2f})" if intervene else ""))
     RESULTS.mkdir(exist_ok=True)
-    from learners.recipes import recipe_for
+    from learners.agents.recipes import recipe_for
 
     recipe = recipe_for(args.task)
     out = {"benchmark": "interventions", "task": args.task, "args": vars(args), "human": human_cfg, "runs": runs,

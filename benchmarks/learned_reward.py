@@ -66,9 +66,9 @@ def train_classifier_for(task: str, work: Path, image_size: int, frames: int, ca
     exists."""
     import torch
 
-    from demos import labels_cli
-    from learners.classifier import ClassifierModelConfig
-    from learners.classifier_train import TrainClassifierConfig, train_classifier
+    from demos.cli import record_labels as labels_cli
+    from learners.rewards.classifier import ClassifierModelConfig
+    from learners.rewards.training import TrainClassifierConfig, train_classifier
 
     cls_dir, labels = work / f"cls{image_size}", [work / f"labels{image_size}"]
     if (cls_dir / "card.json").is_file():
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from learners.recipes import recipe_for
+    from learners.agents.recipes import recipe_for
 
     work = args.work or Path(tempfile.mkdtemp(prefix="learned_reward_"))
     cls_dir = args.classifier or train_classifier_for(args.task, work, args.classifier_size, args.label_frames)
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     episodes = sum(int(s.get("episodes", 0)) for s in fm)
     false_ends = sum(int(s.get("ended_without_true_success", 0)) for s in fm)
     ended = sum(int(s.get("ended_by_model", 0)) for s in fm)
-    from learners.classifier import load_classifier
+    from learners.rewards.classifier import load_classifier
 
     card = load_classifier(cls_dir).card
     recipe = recipe_for(args.task)

@@ -12,7 +12,7 @@ torch.utils.flop_counter: matmuls and convolutions, forward + backward) as a fra
 GFLOP/s measured in the same run on the same device. Prints a table; writes JSON to benchmarks/results/.
 
 Backends (`--backends torch,jax`, the same cases in the same run, interleaved over `--rounds` rounds; medians):
-every case runs on each backend (learners.agents.make_agent); the JAX rows also give the first update's time
+every case runs on each backend (learners.agents.agent.make_agent); the JAX rows also give the first update's time
 (tracing + XLA compilation) with an empty persistent compilation cache ("cold") and again from the cache
 ("cached"), and the ratio to torch. A third case compares our JAX update with the independent JAX reference
 (`../shared/reference/bench_jax.py`, run from its own venv, `--reference PYTHON`, default .venv-jaxref/bin/python)
@@ -28,7 +28,8 @@ targets (`--ref-n-step`); the reference times its bare jitted update on batches 
 `--amp` adds a bf16 mixed-precision twin of every eager torch case (name + " [bf16]", AgentConfig.mixed_precision);
 `--prefetch` adds, for the state and image cases, the same update drawing every batch from replay buffers of
 `--prefetch-transitions` synthetic transitions ("[sampled]": sampling + copy in the timed loop) and the same through
-learners.prefetch.BatchPrefetcher ("[sampled+prefetch]": the next batch drawn, pinned and copied in a thread while
+learners.replay.prefetch.BatchPrefetcher ("[sampled+prefetch]": the next batch drawn, pinned and copied in a thread
+while
 the update runs), with the ratio of the two. On a GPU:
 
     python benchmarks/learner_speed.py --device cuda --backends torch --compile --amp --prefetch --tag h100
@@ -59,13 +60,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from learners.agents import LearnerAgent, make_agent  # noqa: E402
-from learners.config import AgentConfig, drq_config, rlpd_state_config  # noqa: E402
-from learners.encoders import ResNet10, save_backbone_weights  # noqa: E402
-from learners.policy import resolve_device  # noqa: E402
-from learners.prefetch import BatchPrefetcher  # noqa: E402
-from learners.replay import MixedSampler, ReplayBuffer  # noqa: E402
-from learners.sac import SACAgent  # noqa: E402
+from learners.agents.agent import LearnerAgent, make_agent  # noqa: E402
+from learners.agents.config import AgentConfig, drq_config, rlpd_state_config  # noqa: E402
+from learners.agents.encoders import ResNet10, save_backbone_weights  # noqa: E402
+from learners.agents.policy import resolve_device  # noqa: E402
+from learners.agents.sac import SACAgent  # noqa: E402
+from learners.replay.buffer import MixedSampler, ReplayBuffer  # noqa: E402
+from learners.replay.prefetch import BatchPrefetcher  # noqa: E402
 from robot_rl.specs import ArraySpec, EnvSpec  # noqa: E402
 
 REFERENCE = ROOT.parent / "shared" / "reference" / "bench_jax.py"
@@ -74,7 +75,7 @@ REFERENCE = ROOT.parent / "shared" / "reference" / "bench_jax.py"
 COMPILED = " [compile]"  # case-name suffix of the torch.compile twins (--compile)
 BF16 = " [bf16]"  # ... of the bf16 mixed-precision twins (--amp)
 SAMPLED = " [sampled]"  # ... of the cases timed with replay sampling (--prefetch)
-PREFETCHED = " [sampled+prefetch]"  # ... the same with learners.prefetch.BatchPrefetcher (--prefetch)
+PREFETCHED = " [sampled+prefetch]"  # ... the same with learners.replay.prefetch.BatchPrefetcher (--prefetch)
 
 
 def base_case(name: str) -> str:
@@ -280,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="also time each eager torch case with mixed_precision=bf16 (case name + ' [bf16]')")
     p.add_argument("--prefetch", action="store_true",
                    help="also time the state and image cases drawing every batch from replay buffers, directly "
-                        "(' [sampled]') and through learners.prefetch ('[sampled+prefetch]')")
+                        "(' [sampled]') and through learners.replay.prefetch ('[sampled+prefetch]')")
     p.add_argument("--prefetch-transitions", type=int, default=2000,
                    help="transitions in each of the online and demo buffers of --prefetch")
     p.add_argument("--tag", default="", help="suffix of the results file (learner_speed_<device>_<tag>.json)")
@@ -299,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    if args.threads == 1 and "XLA_FLAGS" not in os.environ:  # ours (learners.jax_agent does it too) and the reference
+    if args.threads == 1 and "XLA_FLAGS" not in os.environ:
+        # ours (learners.agents.jax.agent does it too) and the reference
         os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     backends = args.backends.split(",") if args.backends else ["torch"]
     if args.backends is None:

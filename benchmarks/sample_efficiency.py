@@ -1,12 +1,12 @@
 """Sample efficiency: evaluation success rate vs env steps of `robot-rl train` (RLPD + scripted demos), per seed.
 
 For each seed this records nothing new (the demos are recorded once with `robot-rl record-demos`, scripted expert,
-seed 0) and runs the real training entry point (`learners.train_cli.main`) into its own run directory, then reads
+seed 0) and runs the real training entry point (`learners.cli.train.main`) into its own run directory, then reads
 that run's metrics.jsonl (one row per evaluation: deterministic policy, `--eval-episodes` episodes). Prints a table
 (success per evaluation and seed, the first env step at >= 90 % success), writes JSON and a PNG (one curve per
 seed + the mean) to benchmarks/results/.
 
-Training uses the task's recipe (learners.recipes, the same as `robot-rl train --task T` with no
+Training uses the task's recipe (learners.agents.recipes, the same as `robot-rl train --task T` with no
 flags); anything after `--` goes to `robot-rl train` and wins. Modes:
 
     python benchmarks/sample_efficiency.py                                  # TwinPickCube, state, 3 seeds, 20k steps
@@ -64,7 +64,7 @@ def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int
                  more: tuple[str, ...] = ()) -> Path:
     """Scripted demos via `robot-rl record-demos` (skipped when `out` already holds enough episodes); `more`: extra
     record-demos flags (e.g. ("--cube-start", "tray"))."""
-    from demos import record_cli
+    from demos.cli import record_demos as record_cli
     from robot_rl.episodes import episode_paths
 
     have = len(episode_paths(out)) if out.is_dir() else 0
@@ -81,7 +81,7 @@ def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int
 def run_seed(train_argv: list[str], out: Path) -> dict[str, Any]:
     """One `robot-rl train` run in this process; its metrics rows, wall time and CPU time (this process's, all
     threads: `train` steps the env, updates and evaluates in one process)."""
-    from learners import train_cli
+    from learners.cli import train as train_cli
 
     t0, c0 = time.perf_counter(), time.process_time()
     if train_cli.main([*train_argv, "--out", str(out)]) != 0:
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     image_size = args.image_size if pixels else None
     demos = record_demos(args.task, args.obs_mode, image_size,
                          args.demos, work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}")
-    from learners.recipes import recipe_for
+    from learners.agents.recipes import recipe_for
 
     task_recipe = recipe_for(args.task)
     recipe = {"agent": task_recipe.overrides(args.obs_mode), "updates_per_step": task_recipe.updates_per_step}

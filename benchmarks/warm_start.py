@@ -1,7 +1,7 @@
 """Warm start without keeping offline data (WSRL, Zhou et al. 2024): does success dip at the offline-to-online
 switch, by how much, and how long until it is back?
 
-Per seed, with the real entry point (`learners.train_cli.main`, i.e. `robot-rl train`):
+Per seed, with the real entry point (`learners.cli.train.main`, i.e. `robot-rl train`):
 
 1. data, recorded once for all seeds: `--demos` scripted demonstrations (`robot-rl record-demos`, human rows) and
    `--rollouts` recorded rollouts of a noisy scripted policy (Gaussian noise `--rollout-noise` on the arm actions,
@@ -54,8 +54,8 @@ from robot_rl.metrics import read_metrics  # noqa: E402
 def record_rollouts(task: str, episodes: int, noise: float, out: Path, seed: int = 100_000) -> Path:
     """`episodes` rollouts of the scripted expert with Gaussian noise `noise` on its arm actions (failures kept),
     saved with intervention = False (not human rows); skipped when `out` already holds enough episodes."""
-    from demos.record_cli import make_recording_env, record_episode
-    from demos.teleop import make_device
+    from demos.cli.record_demos import make_recording_env, record_episode
+    from demos.devices.teleop import make_device
     from robot_rl.episodes import episode_paths, save_episode
     from robot_rl.presets import get_preset
 
@@ -106,7 +106,7 @@ def switch_stats(rows: list[dict[str, Any]], window: int) -> dict[str, Any]:
 
 def run_seed(offline_argv: list[str], warm_argv: list[str], offline_out: Path, warm_out: Path) -> dict[str, Any]:
     """The offline phase, then the warm start from it, in this process; both runs' metrics rows and wall times."""
-    from learners import train_cli
+    from learners.cli import train as train_cli
 
     t0 = time.perf_counter()
     if not (offline_out / "checkpoints").is_dir():  # a finished offline phase in --work is reused
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from learners.recipes import recipe_for
+    from learners.agents.recipes import recipe_for
 
     work = args.work or Path(tempfile.mkdtemp(prefix="warm_start_"))
     demos = record_demos(args.task, "state", None, args.demos, work / f"demos_{args.task}_state")

@@ -22,8 +22,8 @@ The InterventionWrapper must be outside the RelativeFrameWrapper (the human comm
 intervention wrapper converts that into the policy's frame through the wrappers below it); the other order is
 refused with a `ConfigError`. Keep the InterventionWrapper outside any TimeLimit so it sees episode ends.
 
-Devices are duck-typed (`InterventionDevice`): demos' teleop devices (`demos.teleop.make_device(...)`) and
-`envs.scripted_human.ScriptedHuman` both fit, without envs importing demos.
+Devices are duck-typed (`InterventionDevice`): demos' teleop devices (`demos.devices.teleop.make_device(...)`) and
+`envs.twin.scripted_human.ScriptedHuman` both fit, without envs importing demos.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ class InterventionCommand(Protocol):
 
     @property
     def events(self) -> Collection[str]:
-        """Events this poll: "intervene", "success", "failure", "rerecord", "quit" (see demos.teleop.EVENTS)."""
+        """Events this poll: "intervene", "success", "failure", "rerecord", "quit" (see demos.devices.teleop.EVENTS)."""
         ...
 
     def action(self) -> np.ndarray:
@@ -247,12 +247,13 @@ class InterventionDevice(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class HumanCommand:
-    """One poll of an operator's device: demos' teleop devices (demos.teleop) and envs.scripted_human return it.
+    """One poll of an operator's device: demos' teleop devices (demos.devices.teleop) and envs.twin.scripted_human
+    return it.
 
     delta_ee (6,): [dx, dy, dz, drx, dry, drz] in [-1, 1], base frame (scaled by the env's action scale).
     gripper: +1 close, -1 open, 0 keep.
     active: the operator is giving input now (any non-zero axis or button): an intervention when a policy runs.
-    events: subset of demos.teleop.EVENTS reported this poll.
+    events: subset of demos.devices.teleop.EVENTS reported this poll.
     """
 
     delta_ee: np.ndarray
@@ -294,7 +295,7 @@ class InterventionWrapper(gymnasium.Wrapper[dict[str, Any], np.ndarray, dict[str
 
     info keys every step: "intervention" (bool), "intervene_action" (7,) float32 on intervention steps: the
     executed action in the policy's frame (exactly what was passed down, so storing it and replaying it through
-    the same stack reproduces the motion; learners.loop stores it instead of the policy's), "policy_action"
+    the same stack reproduces the motion; learners.training.online stores it instead of the policy's), "policy_action"
     (7,) float32 (what the policy proposed), "events" (sorted tuple of the device's events: "success",
     "failure", "quit", ...; they do not end the episode here). At the end of an episode: "intervention_rate"
     (intervention steps / episode length), "intervention_steps", "interventions" (number of takeovers).
@@ -438,7 +439,7 @@ class GripperPenaltyConfig(Config):
 class GripperPenaltyWrapper(gymnasium.Wrapper[dict[str, Any], np.ndarray, dict[str, Any], np.ndarray]):
     """HIL-SERL's gripper flip penalty: `info["grasp_penalty"]` = `penalty` on steps where the env's gripper
     command actually changed (RobotEnv's `info["gripper_changed"]`, so a flip refused by the env's debounce is
-    not penalised), 0.0 on every other step. The reward itself is unchanged; learners.loop stores the penalty
+    not penalised), 0.0 on every other step. The reward itself is unchanged; learners.training.online stores the penalty
     with the transition for the gripper critic.
 
     Usage::

@@ -19,30 +19,31 @@ from collections.abc import Sequence
 
 # name -> (module with `main(argv: list[str]) -> int`, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "tasks": ("envs.tasks_cli", "list the named task presets (for --task)"),
-    "demo": ("envs.demo_cli", "run the scripted expert on the MuJoCo twin and write a PNG strip of camera frames"),
-    "train": ("learners.train_cli", "train an agent in one process (twin preset or any gymnasium env)"),
-    "eval": ("learners.eval_cli", "evaluate a checkpoint: success rate and mean return as one JSON line"),
-    "train-bc": ("learners.bc_cli", "behaviour cloning on demo episodes, evaluated in the env (also a residual base)"),
+    "tasks": ("envs.cli.tasks", "list the named task presets (for --task)"),
+    "demo": ("envs.cli.demo", "run the scripted expert on the MuJoCo twin and write a PNG strip of camera frames"),
+    "train": ("learners.cli.train", "train an agent in one process (twin preset or any gymnasium env)"),
+    "eval": ("learners.cli.eval", "evaluate a checkpoint: success rate and mean return as one JSON line"),
+    "train-bc": ("learners.cli.train_bc", "behaviour cloning on demo episodes, evaluated in the env (also a "
+                 "residual base)"),
     "keys": ("robot_rl.keys_cli", "generate CURVE keys for learner/actor links beyond loopback"),
-    "record-demos": ("demos.record_cli", "record teleop (or scripted) demonstration episodes to a directory"),
-    "episodes": ("demos.episodes_cli", "inspect, export (PNG strip / mp4) or replay recorded episode files"),
-    "record-labels": ("demos.labels_cli", "record success/failure labelled frames for a reward classifier"),
-    "train-classifier": ("learners.classifier_cli", "train a reward classifier on record-labels episodes (by episode "
-                         "split, threshold for a target precision)"),
-    "eval-classifier": ("learners.classifier_eval_cli", "evaluate a reward classifier on new labels: metrics table and "
-                        "a PNG of the worst false positives / negatives"),
-    "audit-labels": ("learners.audit_labels_cli", "a classifier's audit frames + verdicts -> label episodes (hard "
+    "record-demos": ("demos.cli.record_demos", "record teleop (or scripted) demonstration episodes to a directory"),
+    "episodes": ("demos.cli.episodes", "inspect, export (PNG strip / mp4) or replay recorded episode files"),
+    "record-labels": ("demos.cli.record_labels", "record success/failure labelled frames for a reward classifier"),
+    "train-classifier": ("learners.cli.train_classifier", "train a reward classifier on record-labels episodes "
+                         "(by episode split, threshold for a target precision)"),
+    "eval-classifier": ("learners.cli.eval_classifier", "evaluate a reward classifier on new labels: metrics table "
+                        "and a PNG of the worst false positives / negatives"),
+    "audit-labels": ("learners.cli.audit_labels", "a classifier's audit frames + verdicts -> label episodes (hard "
                      "negatives) for train-classifier --labels OLD NEW"),
-    "robot-server": ("envs.robot_server_cli", "serve a robot (MuJoCo twin, franky, ROS 2) over ZeroMQ for RemoteRobot"),
-    "ros2-twin": ("envs.ros2.twin_cli", "the MuJoCo twin as a ROS 2 node with a Cartesian impedance controller's API"),
-    "learner": ("learners.learner_cli", "the distributed learner: transitions in from actors, weights out"),
+    "robot-server": ("envs.cli.robot_server", "serve a robot (MuJoCo twin, franky, ROS 2) over ZeroMQ for RemoteRobot"),
+    "ros2-twin": ("envs.cli.ros2_twin", "the MuJoCo twin as a ROS 2 node with a Cartesian impedance controller's API"),
+    "learner": ("learners.cli.learner", "the distributed learner: transitions in from actors, weights out"),
     "actor": ("actors.actor_cli", "an actor: step the env (twin or robot server) with the learner's latest policy"),
     "sim": ("supervisor.sim_cli", "train in simulation: twin robot servers + learner + N actors, one progress view"),
-    "estop": ("envs.estop_cli", "stop a robot server's robot now (any client; latches until the server restarts)"),
-    "check-hardware": ("envs.hardware.check_cli", "read the arm and cameras, print a table, move nothing"),
-    "safety-box": ("envs.hardware.safety_box_cli", "record the workspace box by hand-guiding; save a task config"),
-    "cameras": ("envs.hardware.cameras_cli", "real cameras: list them, a framing PNG strip, a short recording"),
+    "estop": ("envs.cli.estop", "stop a robot server's robot now (any client; latches until the server restarts)"),
+    "check-hardware": ("envs.cli.check_hardware", "read the arm and cameras, print a table, move nothing"),
+    "safety-box": ("envs.cli.safety_box", "record the workspace box by hand-guiding; save a task config"),
+    "cameras": ("envs.cli.cameras", "real cameras: list them, a framing PNG strip, a short recording"),
 }
 
 

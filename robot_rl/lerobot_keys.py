@@ -1,5 +1,5 @@
 """Our observation keys <-> LeRobot's feature names: one mapping for the LeRobot dataset export / import
-(demos.lerobot_dataset) and a LeRobot policy as a residual base (learners.lerobot_base).
+(demos.formats.lerobot) and a LeRobot policy as a residual base (learners.agents.lerobot_base).
 
 `state` <-> `observation.state`, `object` <-> `observation.environment_state`, `images/NAME` <->
 `observation.images.NAME` (and LeRobot's single-camera `observation.image` -> `images/image`), any other KEY <->

@@ -11,7 +11,7 @@ Usage::
     preset.make_kwargs(obs_mode="state")                  # env kwargs with overrides applied
 
 A task's training recipe (AgentConfig overrides, updates per env step) is not here: it lives beside AgentConfig
-in learners.recipes, typed and checked against AgentConfig's fields (the kernel stays free of torch).
+in learners.agents.recipes, typed and checked against AgentConfig's fields (the kernel stays free of torch).
 
 A task that can be trained reset-free (`robot-rl train --forward-backward`) names its backward direction
 (`TaskPreset.forward_backward`): the preset of the reverse task (its demos and recipe) and the env's goal names

@@ -1,5 +1,5 @@
 """The `--reward` vocabulary shared by every command that takes it (`train`, `actor`, `sim`): where training rewards
-come from. The reward models themselves live in learners.reward_model; this module only parses the flag, so
+come from. The reward models themselves live in learners.rewards.reward_model; this module only parses the flag, so
 processes that do not import learners (`robot-rl sim`'s supervisor) check it the same way.
 
 - "env": the env's own reward and termination (on the twin: `Task.success`, privileged);

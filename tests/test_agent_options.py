@@ -1,4 +1,4 @@
-"""Typed task recipes (learners.recipes) and the one way to set any AgentConfig field (learners.agent_options):
+"""Typed task recipes (learners.agents.recipes) and the one way to set any AgentConfig field (learners.agents.options):
 `--set FIELD=VALUE` parsing by field type, one-line errors, and the resolution order defaults < recipe < flags <
 --set as `robot-rl train` and `robot-rl learner` apply it."""
 
@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from learners import learner_cli
-from learners.agent_options import (
+from learners.agents.config import AgentConfig, rlpd_state_config
+from learners.agents.options import (
     AGENT_CONFIG_FILE,
     announce_agent_config,
     parse_set,
     parse_value,
     resolve_agent_config,
 )
-from learners.config import AgentConfig, rlpd_state_config
-from learners.recipes import DEFAULT_RECIPE, RECIPES, Recipe, recipe_for
-from learners.train_cli import TrainConfig
+from learners.agents.recipes import DEFAULT_RECIPE, RECIPES, Recipe, recipe_for
+from learners.cli import learner as learner_cli
+from learners.cli.train import TrainConfig
 from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS
 
@@ -166,7 +166,7 @@ def test_announce_prints_the_changes_and_saves_the_whole_config(tmp_path: Path) 
 
 
 def test_cpu_defaults_apply_to_the_state_rlpd_agent_on_a_cpu_only_and_are_announced() -> None:
-    from learners.device_defaults import CPU_STATE_DEFAULTS, machine_defaults, notice
+    from learners.agents.device_defaults import CPU_STATE_DEFAULTS, machine_defaults, notice
 
     assert machine_defaults("cpu", has_cameras=False, agent="rlpd") == CPU_STATE_DEFAULTS
     for device, cams, agent in (("cuda", False, "rlpd"), ("cpu", True, "rlpd"), ("cpu", False, "sac")):

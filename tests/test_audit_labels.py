@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from learners.audit_labels import ACTION_DIM
-from learners.classifier import CARD_FILE, load_classifier
-from learners.classifier_data import load_labels
-from learners.classifier_train import gate_table
-from learners.reward_model import ClassifierReward, RewardAudit, RewardDecision, default_predicate
+from learners.rewards.audit import ACTION_DIM
+from learners.rewards.classifier import CARD_FILE, load_classifier
+from learners.rewards.labels import load_labels
+from learners.rewards.reward_model import ClassifierReward, RewardAudit, RewardDecision, default_predicate
+from learners.rewards.training import gate_table
 from robot_rl.cli import main as cli
 from robot_rl.episodes import load_episode
 from robot_rl.errors import ShapeError

@@ -1,5 +1,5 @@
-"""Behaviour-cloning pre-training (`robot-rl train-bc`, learners.bc_cli), the base-policy interface
-(learners.base_policy) and residual RL on a frozen base (AgentConfig.residual_base): on a small point-reaching env
+"""Behaviour-cloning pre-training (`robot-rl train-bc`, learners.cli.train_bc), the base-policy interface
+(learners.agents.residual) and residual RL on a frozen base (AgentConfig.residual_base): on a small point-reaching env
 built here whose scripted expert BC can clone, and on synthetic bases."""
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ import pytest
 import torch
 from point_reach import ENV_ID, PointReachEnv, point_reach_spec, record_point_reach
 
-from learners import bc_cli, eval_cli, train_cli
-from learners.base_policy import load_base_policy, load_run_policy
-from learners.config import AgentConfig
-from learners.loop import evaluate_episodes
-from learners.policy import build_policy
-from learners.sac import SACAgent
+from learners.agents.config import AgentConfig
+from learners.agents.policy import build_policy
+from learners.agents.residual import load_base_policy, load_run_policy
+from learners.agents.sac import SACAgent
+from learners.cli import eval as eval_cli
+from learners.cli import train as train_cli
+from learners.cli import train_bc as bc_cli
+from learners.training.online import evaluate_episodes
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.cli import main as cli_main
 from robot_rl.errors import ConfigError, SpecMismatchError

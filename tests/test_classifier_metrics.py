@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from learners.classifier_metrics import (
+from learners.rewards.metrics import (
     binary_metrics,
     calibration_table,
     expected_calibration_error,

@@ -18,11 +18,11 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 pytest.importorskip("mujoco")
 pytest.importorskip("torch")
 
-from demos import labels_cli
-from learners.classifier import load_classifier
-from learners.classifier_data import load_labels
-from learners.classifier_metrics import binary_metrics, roc_auc
-from learners.reward_model import RewardModelWrapper
+from demos.cli import record_labels as labels_cli
+from learners.rewards.classifier import load_classifier
+from learners.rewards.labels import load_labels
+from learners.rewards.metrics import binary_metrics, roc_auc
+from learners.rewards.reward_model import RewardModelWrapper
 from robot_rl import cli
 from robot_rl.errors import ConfigError
 from tests.test_reward_classifier import constant_classifier
@@ -93,9 +93,9 @@ def test_mismatched_inputs_are_one_line_errors(twin: dict[str, Path], capsys: py
 
 
 def test_classifier_reward_ends_scripted_pick_cube_episodes_on_the_twin(twin: dict[str, Path]) -> None:
-    from envs.experts import ScriptedExpert
     from envs.presets import make_env
-    from learners.reward_model import image_shapes_of_space, make_reward_model
+    from envs.twin.experts import ScriptedExpert
+    from learners.rewards.reward_model import image_shapes_of_space, make_reward_model
 
     base = make_env("twin-pick-cube", image_size=SIZE, terminate_on_success=False)
     model = make_reward_model(f"classifier:{twin['cls']}", image_shapes_of_space(base.observation_space),
@@ -126,8 +126,8 @@ def test_train_takes_rewards_from_the_classifier(tmp_path: Path, capsys: pytest.
     """A classifier that calls every frame a success (gate k=2): `robot-rl train --reward classifier:DIR` stores
     reward 1 and a termination every second step, the env no longer ends episodes itself, evaluation keeps
     the env's own reward, and the positives are in the audit log."""
-    from learners import train_cli
-    from learners.loop import LoopConfig, train_online
+    from learners.cli import train as train_cli
+    from learners.training.online import LoopConfig, train_online
 
     cls = constant_classifier(tmp_path / "always", 0.999, size=SIZE, k=2, cameras=("images/front", "images/wrist"))
     cfg = train_cli.TrainConfig(task="twin-reach", obs_mode="pixels", image_size=SIZE, reward=f"classifier:{cls}",
@@ -159,7 +159,7 @@ def test_train_takes_rewards_from_the_classifier(tmp_path: Path, capsys: pytest.
 
 def test_actor_env_with_classifier_and_human_rewards(tmp_path: Path) -> None:
     from actors.actor_cli import make_actor_env
-    from envs.experts import ScriptedExpert
+    from envs.twin.experts import ScriptedExpert
 
     with pytest.raises(ConfigError, match=r"--reward human: .* add --intervene"):
         make_actor_env("twin-pick-cube", "state", None, None, reward="human")

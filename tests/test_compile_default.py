@@ -1,4 +1,5 @@
-"""torch.compile as the CPU default of the torch state agent (learners.device_defaults, learners.sac): where the
+"""torch.compile as the CPU default of the torch state agent (learners.agents.device_defaults, learners.agents.sac):
+where the
 default applies and where not, the fallback to eager when compiling fails, compiled == eager numerically, and
 `robot-rl train` with no flags really training compiled (the rest of the suite runs with ROBOT_RL_COMPILE=0, see
 conftest.py, because every compile costs 20-70 s on the CI machine)."""
@@ -14,11 +15,13 @@ import numpy as np
 import pytest
 import torch
 
-from learners import device_defaults, learner_cli, sac, train_cli
-from learners.config import AgentConfig
-from learners.device_defaults import COMPILE_ENV, compile_default, machine_defaults, notice, settle
-from learners.sac import SACAgent
-from learners.train_cli import TrainConfig
+from learners.agents import device_defaults, sac
+from learners.agents.config import AgentConfig
+from learners.agents.device_defaults import COMPILE_ENV, compile_default, machine_defaults, notice, settle
+from learners.agents.sac import SACAgent
+from learners.cli import learner as learner_cli
+from learners.cli import train as train_cli
+from learners.cli.train import TrainConfig
 from tests.test_learners_agent import _batch as _agent_batch
 from tests.test_learners_agent import _spec
 

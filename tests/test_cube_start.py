@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from demos import record_cli
+from demos.cli import record_demos as record_cli
 from envs.env import make_twin_env
 from envs.tasks import RELOCATE_ZONE_A_M, RELOCATE_ZONE_B_M, in_zone
 from envs.twin.model import RELOCATE_START_XY, RELOCATE_TRAY_XY

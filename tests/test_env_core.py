@@ -21,9 +21,9 @@ from gymnasium.utils.env_checker import check_env
 from controllers.safety import contains
 from controllers.transforms import axis_angle_to_quat, orientation_error, quat_mul, quat_slerp
 from envs.env import STATE_DIM, RobotEnv, RobotEnvConfig
-from envs.experts import ScriptedExpert
 from envs.robot import Cameras, Robot, RobotState
 from envs.tasks import PickCubeTask, get_task
+from envs.twin.experts import ScriptedExpert
 from robot_rl.errors import ConfigError, SafetyError, ShapeError
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*Box observation space m.*:UserWarning")

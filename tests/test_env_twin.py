@@ -165,7 +165,7 @@ def test_nan_action_raises_safety_error_and_holds() -> None:
 
 
 def test_success_terminates_reach() -> None:
-    from envs.experts import ScriptedExpert
+    from envs.twin.experts import ScriptedExpert
 
     env = make_twin_env("reach", obs_mode="state")
     env.reset(seed=4)

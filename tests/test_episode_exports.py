@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from demos.episodes_cli import main as episodes_main
-from demos.rosbag_export import ExportError
+from demos.cli.episodes import main as episodes_main
+from demos.formats.rosbag import ExportError
 from robot_rl.episodes import Episode, load_dir, save_episode
 
 pytest.importorskip("rosbags", reason="the `export` extra is not installed (pip install 'robot-rl[export]')")
@@ -60,7 +60,7 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 def test_mcap_export_reads_back(episodes_dir: Path, tmp_path: Path) -> None:
     from controllers.transforms import euler_xyz_to_quat
-    from demos.rosbag_export import read_bag
+    from demos.formats.rosbag import read_bag
 
     rc, _out, err = run("export", str(episodes_dir), "--mcap", str(tmp_path / "bags"), "--fps", "10")
     assert rc == 0, err
@@ -196,7 +196,7 @@ def test_lerobot_v2_dataset_import(tmp_path: Path) -> None:
         "codebase_version": "v2.1", "fps": 30, "features": feats, "chunks_size": 1000,
         "data_path": "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet",
         "video_path": "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"}))
-    from demos.lerobot_dataset import import_lerobot
+    from demos.formats.lerobot import import_lerobot
 
     eps = import_lerobot(root)
     assert [e.length for e in eps] == [3, 4]
@@ -238,7 +238,7 @@ def test_against_the_lerobot_package(episodes_dir: Path, tmp_path: Path) -> None
                        "observation.images.front": ep.observations["images/front"][t], "task": "reach"})
     new.save_episode()
     new.finalize()
-    from demos.lerobot_dataset import import_lerobot
+    from demos.formats.lerobot import import_lerobot
 
     [back] = import_lerobot(written)
     assert back.length == ep.length and np.allclose(back.actions, ep.actions)

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from demos import episodes_cli, record_cli
-from demos.episodes_cli import (
+from demos.cli import episodes as episodes_cli
+from demos.cli import record_demos as record_cli
+from demos.cli.episodes import (
     EXIT_DRIFT,
     EXIT_ERROR,
     EXIT_OK,
@@ -237,7 +238,7 @@ def test_export_video_reports_an_ffmpeg_failure(recordings: dict[str, Path], tmp
 
 def test_export_video_falls_back_to_png_without_ffmpeg(recordings: dict[str, Path], tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from demos import episodes_cli
+    from demos.cli import episodes as episodes_cli
 
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -253,7 +254,7 @@ def test_export_video_writes_a_real_mp4_that_decodes_back(recordings: dict[str, 
     """Through a real ffmpeg (the imageio-ffmpeg wheel of the video/dev extras): encode, decode, compare."""
     import subprocess
 
-    from demos import episodes_cli
+    from demos.cli import episodes as episodes_cli
 
     ffmpeg = episodes_cli.bundled_ffmpeg()
     if ffmpeg is None:

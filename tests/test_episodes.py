@@ -96,7 +96,7 @@ def test_non_finite_values_are_refused_naming_file_field_and_row(tmp_path, field
 def test_train_refuses_demos_whose_only_episode_has_nan_actions(tmp_path, capsys) -> None:
     """`robot-rl train --demos` used to load NaN demo actions without complaint: now the file is skipped with a
     warning naming it and the field, and a demo directory with no usable episode is a one-line error."""
-    from learners import train_cli
+    from learners.cli import train as train_cli
     from robot_rl.episodes import episode_to_arrays
     from robot_rl.errors import ConfigError
 

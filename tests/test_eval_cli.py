@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from learners import train_cli
+from learners.cli import train as train_cli
 from robot_rl.checkpoint import latest_checkpoint, save_checkpoint
 from robot_rl.cli import main
 from robot_rl.episodes import Episode, save_episode

@@ -16,7 +16,7 @@ pytest.importorskip("gymnasium")
 pytest.importorskip("mujoco")
 
 from envs.env import make_twin_env
-from envs.experts import ScriptedExpert, hand_yaw, run_episode, wrap
+from envs.twin.experts import ScriptedExpert, hand_yaw, run_episode, wrap
 
 EPISODES = 100
 
@@ -87,7 +87,7 @@ def test_expert_actions_are_valid_and_noise_is_seeded() -> None:
 
 
 def test_yaw_helpers() -> None:
-    from envs.experts import down_at_yaw
+    from envs.twin.experts import down_at_yaw
 
     for yaw in (-2.0, -0.3, 0.0, 1.2, 3.0):
         assert hand_yaw(down_at_yaw(yaw)) == pytest.approx(yaw, abs=1e-9)

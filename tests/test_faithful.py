@@ -7,7 +7,8 @@ real learner over the in-memory transport, every frame crossing the link is capt
 learner's replay buffer and its counters are scanned. The same run without the faithful mode must show the
 sentinel and the rewards (the scan can fail).
 
-The reward then comes from a reward model (learners.reward_model): a faithful pixel actor with a classifier reward
+The reward then comes from a reward model (learners.rewards.reward_model): a faithful pixel actor with a classifier
+reward
 (a saved classifier that calls every frame a success, gated over k = 2 frames) sends the classifier's rewards,
 terminations and success flags, none of the (poisoned, always true) task success, and still no sentinel.
 """
@@ -31,9 +32,9 @@ from envs.env import FAITHFUL, RobotEnv, RobotEnvConfig, make_twin_env
 from envs.robot import RobotState
 from envs.tasks import PickCubeTask
 from envs.twin import TwinRobot, TwinRobotConfig
-from learners.config import drq_config, rlpd_state_config
-from learners.learner import Learner, LearnerConfig
-from learners.reward_model import RewardModelWrapper, image_shapes_of_space, make_reward_model
+from learners.agents.config import drq_config, rlpd_state_config
+from learners.distributed.learner import Learner, LearnerConfig
+from learners.rewards.reward_model import RewardModelWrapper, image_shapes_of_space, make_reward_model
 from robot_rl.reward_source import SUCCESS_UNKNOWN_INFO_KEY
 from robot_rl.specs import EnvSpec
 from robot_rl.transport import InMemoryHub, TransportConfig
@@ -145,7 +146,7 @@ def run_actor_learner(faithful: bool, tmp_path: Path, monkeypatch: pytest.Monkey
                       classifier: Path | None = None) -> tuple[list[bytes], Learner, Actor, list[Any]]:
     """A (poisoned) actor streaming `steps` transitions to a real learner; returns the captured wire frames, the
     learner, the actor and the chunks the actor sent. `classifier`: a pixel env whose reward is that classifier's
-    (learners.reward_model, as `robot-rl actor --reward classifier:DIR` wraps it)."""
+    (learners.rewards.reward_model, as `robot-rl actor --reward classifier:DIR` wraps it)."""
     captured = capture_wire_frames(monkeypatch)
     env: Any
     if classifier is None:
@@ -257,8 +258,8 @@ def test_faithful_is_one_switch_on_the_twin_and_its_presets() -> None:
 def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_path: Path) -> None:
     from actors.actor_cli import build_parser as actor_parser
     from actors.actor_cli import make_actor_env
-    from learners.learner_cli import build_parser as learner_parser
-    from learners.learner_cli import env_spec
+    from learners.cli.learner import build_parser as learner_parser
+    from learners.cli.learner import env_spec
     from supervisor.sim_cli import Sim, build_parser
 
     sim = Sim(build_parser().parse_args(["--task", "twin-pick-cube", "--faithful", "--reward", "human", "--intervene",
@@ -283,7 +284,7 @@ def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_pa
 def test_sim_passes_reward_to_every_actor_and_not_to_the_evaluation(tmp_path: Path) -> None:
     from actors.actor_cli import build_parser as actor_parser
     from actors.actor_cli import make_actor_env
-    from learners.reward_model import ClassifierReward
+    from learners.rewards.reward_model import ClassifierReward
     from supervisor.sim_cli import Sim, build_parser
     from tests.test_reward_classifier import constant_classifier
 
@@ -343,8 +344,8 @@ def test_actor_refuses_faithful_without_a_reward_model() -> None:
 def test_train_faithful_learns_from_the_classifier_and_evaluates_with_the_true_success(tmp_path: Path) -> None:
     """`robot-rl train --faithful --reward classifier:DIR`: the training env is hardware-faithful and wrapped in
     the reward model (its rewards, never the task's); the evaluation env drops the object observation only."""
-    from learners import train_cli
-    from learners.loop import LoopConfig, train_online
+    from learners.cli import train as train_cli
+    from learners.training.online import LoopConfig, train_online
     from tests.test_reward_classifier import constant_classifier
 
     size = 32  # the smallest the learner's conv encoder takes
@@ -369,7 +370,7 @@ def test_train_faithful_learns_from_the_classifier_and_evaluates_with_the_true_s
 
 
 def test_a_faithful_run_selects_no_privileged_state_from_its_recipe() -> None:
-    from learners.recipes import recipe_for
+    from learners.agents.recipes import recipe_for
 
     recipe = recipe_for("twin-pick-cube")
     assert recipe.overrides("state")["state_select"][0] == "object"

@@ -1,9 +1,9 @@
-"""Reset-free forward/backward training on twin-cube-relocate (learners.forward_backward).
+"""Reset-free forward/backward training on twin-cube-relocate (learners.training.forward_backward).
 
 A few hundred env steps with real SAC agents learning from their own buffers, while the scripted expert of each
 direction picks the actions (so the cube really goes A -> B -> A ... within the test's budget): both directions
 run, they switch, the scene is never teleported after the first reset, and a false positive of the reward model
-is caught by the hand-over guard. Each direction's reward is a learners.reward_model.RewardModel (the env's true
+is caught by the hand-over guard. Each direction's reward is a learners.rewards.reward_model.RewardModel (the env's true
 goal, a predicate, a classifier).
 """
 
@@ -20,10 +20,13 @@ pytest.importorskip("mujoco")
 pytest.importorskip("torch")
 
 from envs.env import make_twin_env
-from envs.experts import ScriptedExpert
 from envs.tasks import RELOCATE_ZONE_A_M, RELOCATE_ZONE_B_M, in_zone
-from learners.config import rlpd_state_config
-from learners.forward_backward import (
+from envs.twin.experts import ScriptedExpert
+from learners.agents.config import rlpd_state_config
+from learners.agents.sac import SACAgent
+from learners.replay.buffer import ReplayBuffer
+from learners.rewards.reward_model import ClassifierReward, GoalReward, HumanReward, PredicateReward
+from learners.training.forward_backward import (
     Direction,
     FBCounters,
     ForwardBackwardConfig,
@@ -31,9 +34,6 @@ from learners.forward_backward import (
     fires,
     forward_backward,
 )
-from learners.replay import ReplayBuffer
-from learners.reward_model import ClassifierReward, GoalReward, HumanReward, PredicateReward
-from learners.sac import SACAgent
 from robot_rl.errors import ConfigError
 from robot_rl.specs import EnvSpec
 
@@ -242,7 +242,8 @@ def test_train_refuses_what_it_cannot_run_in_one_line(tmp_path: Path, capsys: py
 
 
 def test_train_forward_backward_writes_a_run_both_policies_can_be_evaluated_from(tmp_path: Path) -> None:
-    from learners import eval_cli, train_cli
+    from learners.cli import eval as eval_cli
+    from learners.cli import train as train_cli
     from robot_rl.metrics import read_metrics
 
     out = tmp_path / "fb"

@@ -1,4 +1,5 @@
-"""Any gymnasium env as a new user meets it (learners.gym_compat, `robot-rl train --env-id`): small envs built here,
+"""Any gymnasium env as a new user meets it (learners.training.gym_compat, `robot-rl train --env-id`): small envs built
+here,
 each with one trait of a third-party env: success under another info key, action bounds far wider than the demos'
 actions, and readings of very different scales (a gripper at 0-255 beside positions in metres)."""
 
@@ -13,11 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from learners import eval_cli, train_cli
-from learners.config import AgentConfig
-from learners.gym_compat import auto_action_box, demo_action_warning, parse_action_scale
-from learners.policy import build_policy
-from learners.sac import SACAgent
+from learners.agents.config import AgentConfig
+from learners.agents.policy import build_policy
+from learners.agents.sac import SACAgent
+from learners.cli import eval as eval_cli
+from learners.cli import train as train_cli
+from learners.training.gym_compat import auto_action_box, demo_action_warning, parse_action_scale
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.episodes import Episode, save_episode
 from robot_rl.errors import ConfigError

@@ -1,5 +1,5 @@
 """Classification critic (AgentConfig.critic_loss='hl_gauss', Farebrother et al. 2024): the projection of a scalar
-target onto the value bins (learners.nets.HLGauss), the cross-entropy loss and the expected-value readers of the
+target onto the value bins (learners.agents.nets.HLGauss), the cross-entropy loss and the expected-value readers of the
 agent against hand computations, learning a regression-like batch, config validation, checkpoints, the actor-side
 policy, and the JAX backend's refusal."""
 
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from learners.agent_options import parse_set
-from learners.agents import make_agent
-from learners.config import AgentConfig
-from learners.nets import HLGauss
-from learners.policy import build_policy, tanh_gaussian
-from learners.sac import SACAgent
+from learners.agents.agent import make_agent
+from learners.agents.config import AgentConfig
+from learners.agents.nets import HLGauss
+from learners.agents.options import parse_set
+from learners.agents.policy import build_policy, tanh_gaussian
+from learners.agents.sac import SACAgent
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import ArraySpec, EnvSpec
 

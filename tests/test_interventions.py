@@ -14,8 +14,8 @@ pytest.importorskip("mujoco")
 
 from controllers.transforms import quat_to_mat
 from envs.env import make_twin_env
-from envs.experts import ScriptedExpert
-from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig, cosine
+from envs.twin.experts import ScriptedExpert
+from envs.twin.scripted_human import ScriptedHuman, ScriptedHumanConfig, cosine
 from envs.wrappers import (
     HumanCommand,
     InterventionConfig,
@@ -342,7 +342,7 @@ def test_observe_policy_action_checks_its_shape() -> None:
 
 
 def test_demos_teleop_device_plugs_in_without_envs_importing_demos() -> None:
-    from demos.teleop import make_device
+    from demos.devices.teleop import make_device
 
     device = make_device("scripted", task="twin-reach", seed=0)  # always active: the human drives everything
     env = InterventionWrapper(RelativeFrameWrapper(reach_env()), device)

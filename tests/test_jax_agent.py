@@ -1,4 +1,4 @@
-"""The JAX learner backend (learners.jax_agent) against the torch agent (learners.sac).
+"""The JAX learner backend (learners.agents.jax.agent) against the torch agent (learners.agents.sac).
 
 - Numerics: the same parameters, batch and random draws give the same losses, metrics and parameter changes
   (online networks, targets, temperature) in both backends, to float32 tolerance, for the state RLPD update (UTD
@@ -24,13 +24,13 @@ import pytest
 pytest.importorskip("jax")
 torch = pytest.importorskip("torch")
 
-from learners.agents import make_agent  # noqa: E402
-from learners.config import AgentConfig  # noqa: E402
-from learners.encoders import ResNet10, save_backbone_weights  # noqa: E402
-from learners.jax_agent import JaxSACAgent  # noqa: E402
-from learners.jax_nets import ParamMap  # noqa: E402
-from learners.policy import build_policy  # noqa: E402
-from learners.sac import SACAgent  # noqa: E402
+from learners.agents.agent import make_agent  # noqa: E402
+from learners.agents.config import AgentConfig  # noqa: E402
+from learners.agents.encoders import ResNet10, save_backbone_weights  # noqa: E402
+from learners.agents.jax.agent import JaxSACAgent  # noqa: E402
+from learners.agents.jax.nets import ParamMap  # noqa: E402
+from learners.agents.policy import build_policy  # noqa: E402
+from learners.agents.sac import SACAgent  # noqa: E402
 from robot_rl import wire  # noqa: E402
 from robot_rl.errors import ConfigError, ShapeError  # noqa: E402
 from robot_rl.specs import ArraySpec, EnvSpec  # noqa: E402
@@ -79,7 +79,7 @@ def _batch(spec: EnvSpec, n: int, seed: int = 0, n_step: int = 0) -> dict[str, A
 def _torch_draws(agent: SACAgent, spec: EnvSpec) -> dict[str, Any]:
     """The random numbers the torch agent's next update() will draw, in its order (from a copy of its
     generator): image shifts (obs cameras, then next_obs cameras), the target subsets, the target-action noise,
-    then the actor noise (learners.sac.SACAgent.update's order)."""
+    then the actor noise (learners.agents.sac.SACAgent.update's order)."""
     cfg = agent.cfg
     g = torch.Generator()
     g.set_state(agent.generator.get_state())
@@ -277,7 +277,7 @@ def test_unsupported_options_are_refused_by_name(monkeypatch: pytest.MonkeyPatch
     spec = _spec()
     with pytest.raises(ConfigError, match="compile"):
         make_agent(spec, _cfg(backend="jax", compile=True))
-    from learners import jax_agent
+    from learners.agents.jax import agent as jax_agent
 
     # an option the JAX agent does not mirror (as a new torch-only option would be) is named, not ignored
     monkeypatch.setattr(jax_agent, "SUPPORTED_OPTIONS", jax_agent.SUPPORTED_OPTIONS - {"backup_entropy"})
@@ -296,7 +296,7 @@ def test_make_agent_picks_the_backend() -> None:
 
 def test_missing_jax_is_one_line_naming_the_extra() -> None:
     code = ("import sys\nsys.modules['jax'] = None\nsys.modules['jaxlib'] = None\n"
-            "from learners.agents import make_agent\nfrom learners.config import AgentConfig\n"
+            "from learners.agents.agent import make_agent\nfrom learners.agents.config import AgentConfig\n"
             "from robot_rl.specs import ArraySpec, EnvSpec\n"
             "spec = EnvSpec('t', (ArraySpec('state', (3,), 'float32'),), ArraySpec('a', (2,), 'float32', -1.0, 1.0),"
             " 10.0)\n"

@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from demos import episodes_cli, labels_cli
-from demos.labels_cli import (
+from demos.cli import episodes as episodes_cli
+from demos.cli import record_labels as labels_cli
+from demos.cli.record_labels import (
     BackOutAfterSuccess,
     EventLabeler,
     InfoLabeler,
@@ -21,7 +22,7 @@ from demos.labels_cli import (
     make_labeler,
     record_segment,
 )
-from demos.teleop import ScriptedTeleop
+from demos.devices.teleop import ScriptedTeleop
 from envs.wrappers import HumanCommand
 from robot_rl.episodes import episode_paths, load_dir
 from robot_rl.errors import ConfigError, UnknownTaskError

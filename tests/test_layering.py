@@ -2,7 +2,8 @@
 
 Rules: robot_rl imports none of the other packages (except robot_rl/cli.py, lazily); controllers ->
 robot_rl; envs -> controllers, robot_rl; learners -> robot_rl only (never envs, controllers, rclpy, zmq);
-actors -> envs, robot_rl and learners.policy / learners.reward_model; demos -> envs, robot_rl; supervisor ->
+actors -> envs, robot_rl and learners.agents.policy / learners.rewards.reward_model; demos -> envs, robot_rl;
+supervisor ->
 robot_rl only (it runs everything else as child processes, so it never imports torch, mujoco, gymnasium or zmq).
 Hardware/heavy packages are imported lazily (inside functions), never at module top level.
 """
@@ -21,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "controllers": {"robot_rl", "controllers"},
     "envs": {"robot_rl", "controllers", "envs"},
     "learners": {"robot_rl", "learners"},
-    "actors": {"robot_rl", "envs", "actors", "learners.policy", "learners.reward_model"},
+    "actors": {"robot_rl", "envs", "actors", "learners.agents.policy", "learners.rewards.reward_model"},
     "demos": {"robot_rl", "envs", "demos"},
     "supervisor": {"robot_rl", "supervisor"},
 }
@@ -30,7 +31,8 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     "supervisor": {"torch", "mujoco", "gymnasium", "numba", "zmq", "rclpy"},
 }
 # learners works on any gymnasium env but only the training entry point imports gymnasium, lazily
-# the JAX learner backend (learners.jax_agent, learners.jax_nets) imports jax only when a backend=jax agent is built
+# the JAX learner backend (learners.agents.jax.agent, learners.agents.jax.nets) imports jax only when a backend=jax
+# agent is built
 LAZY_IN_PACKAGE: dict[str, set[str]] = {"learners": {"gymnasium", "jax", "jaxlib", "flax", "optax"},
                                         "robot_rl": {"torch", "gymnasium", "mujoco"}}
 LAZY_ONLY = {"rclpy", "pyrealsense2", "franky", "cv2", "pygame", "pyspacemouse", "pynput", "wandb", "hid",
@@ -72,7 +74,7 @@ def test_imports_respect_layering(path: Path) -> None:
                 continue  # the front door imports the subcommand it runs, lazily
             allowed = ALLOWED[pkg]
             ok = root in allowed or any(mod == a or mod.startswith(a + ".") for a in allowed)
-            # `from learners import policy` shows up as both "learners" and "learners.policy"
+            # `from learners import policy` shows up as both "learners" and "learners.agents.policy"
             if not ok and pkg == "actors" and mod == "learners":
                 continue
             assert ok, f"{path.relative_to(ROOT)} imports {mod}: {pkg} may import only {sorted(allowed)}"

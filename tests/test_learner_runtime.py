@@ -1,4 +1,5 @@
-"""learners.learner (distributed learner logic, with learners.inbox and learners.learner_status) and actors.actor
+"""learners.distributed.learner (distributed learner logic, with learners.distributed.inbox and
+learners.distributed.status) and actors.actor
 (actor loop) in one process over InMemoryHub: the update-to-data hold, weight versions, duplicates, durability
 across a crash, per-actor stats, chunks, weight swaps and pacing. Tiny networks; a fake clock where time matters."""
 
@@ -13,9 +14,9 @@ import numpy as np
 import pytest
 
 from actors.actor import Actor, ActorConfig, ChunkBuilder, PolicySwap, config_from_weights
-from learners.config import rlpd_state_config
-from learners.inbox import Inbox, SeqLedger
-from learners.learner import CONFIG_ARRAY, Learner, LearnerConfig, RunExistsError, checkpoint_exists
+from learners.agents.config import rlpd_state_config
+from learners.distributed.inbox import Inbox, SeqLedger
+from learners.distributed.learner import CONFIG_ARRAY, Learner, LearnerConfig, RunExistsError, checkpoint_exists
 from robot_rl.specs import ArraySpec, EnvSpec
 from robot_rl.transport import Delivery, InMemoryHub, LearnerStats, TransportConfig
 from robot_rl.wire import TransitionChunk, Transitions, Weights
@@ -275,7 +276,7 @@ def test_per_actor_stats_and_outputs(tmp_path: Path) -> None:
 
 
 def test_update_means_average_between_metrics_rows_and_start_over() -> None:
-    from learners.learner_status import UpdateMeans
+    from learners.distributed.status import UpdateMeans
 
     means = UpdateMeans()
     assert means.pop() == {}
@@ -398,7 +399,7 @@ def test_chunk_builder_writes_images_and_casts_or_refuses_other_inputs() -> None
 @pytest.mark.parametrize("backend", ["torch", "jax"])
 def test_actor_streams_episodes_and_swaps_weights_between_steps(tmp_path: Path, backend: str) -> None:
     """The actor runs the torch policy whichever backend the learner trains with (JAX: published under the torch
-    names, learners.jax_agent)."""
+    names, learners.agents.jax.agent)."""
     if backend == "jax":
         pytest.importorskip("jax")
     hub = InMemoryHub(FAST)
@@ -523,7 +524,7 @@ def test_learner_refuses_an_existing_run_without_resume(tmp_path: Path, capsys: 
 
 
 def test_learner_cli_agent_options() -> None:
-    from learners.learner_cli import agent_config, build_parser
+    from learners.cli.learner import agent_config, build_parser
     from robot_rl.errors import ConfigError
 
     def cfg(*extra: str) -> Any:
@@ -550,7 +551,7 @@ def test_learner_cli_agent_options() -> None:
 def test_learner_cli_prints_and_saves_its_agent_config_and_a_failed_start_does_not_block_the_retry(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("mujoco")
-    from learners import learner_cli
+    from learners.cli import learner as learner_cli
     from robot_rl.errors import ConfigError
 
     class StopAtOnce(Learner):  # start up, then stop: close() writes the final checkpoint
@@ -600,7 +601,7 @@ def test_status_says_the_first_update_is_compiling_while_it_blocks(tmp_path: Pat
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """With compile on, status.json says `compiling` before the first update (which blocks the loop for up to a
     minute) and stops saying it after; `robot-rl sim` shows that instead of a rate of 0."""
-    from learners import sac
+    from learners.agents import sac
 
     monkeypatch.setattr(sac.torch, "compile", lambda fn, *a, **k: fn)  # the flag's path, not a real compile
     learner = Learner(SPEC, AGENT.replace(compile=True), lcfg(), ep := FakeEndpoint(), tmp_path, clock=Clock())

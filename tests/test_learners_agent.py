@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from learners.config import AgentConfig
-from learners.policy import build_policy, tanh_gaussian
-from learners.sac import SACAgent
+from learners.agents.config import AgentConfig
+from learners.agents.policy import build_policy, tanh_gaussian
+from learners.agents.sac import SACAgent
 from robot_rl.errors import ShapeError
 from robot_rl.specs import ArraySpec, EnvSpec
 
@@ -188,11 +188,12 @@ def test_grad_clipping_reports_norm() -> None:
 
 def test_policy_module_imports_no_critic_replay_or_env_code() -> None:
     code = (
-        "import sys; import learners.policy\n"
-        "bad = [m for m in ('learners.sac', 'learners.replay', 'learners.loop', 'gymnasium', 'zmq', 'mujoco',"
-        " 'envs', 'controllers') if m in sys.modules]\n"
+        "import sys; import learners.agents.policy\n"
+        "bad = [m for m in ('learners.agents.sac', 'learners.replay.buffer', 'learners.training.online', 'gymnasium',"
+        " 'zmq', 'mujoco', 'envs', 'controllers') if m in sys.modules]\n"
         "assert not bad, bad\n"
-        "import learners.sac, learners.replay, learners.loop, learners.config, learners.encoders\n"
+        "import learners.agents.sac, learners.replay.buffer, learners.training.online\n"
+        "import learners.agents.config, learners.agents.encoders\n"
         "bad = [m for m in ('gymnasium', 'zmq', 'mujoco', 'envs', 'controllers', 'rclpy') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
@@ -234,8 +235,8 @@ class _FakeImageEnv:
 
 
 def test_train_online_with_dict_images_routes_interventions_and_rescales_actions() -> None:
-    from learners.loop import LoopConfig, evaluate, train_online
-    from learners.replay import ReplayBuffer
+    from learners.replay.buffer import ReplayBuffer
+    from learners.training.online import LoopConfig, evaluate, train_online
 
     env = _FakeImageEnv()
     spec = EnvSpec.from_spaces("fake", env.observation_space, env.action_space, 10.0)
@@ -257,8 +258,8 @@ def test_train_online_with_dict_images_routes_interventions_and_rescales_actions
 
 @pytest.mark.parametrize("takeover_terminal", [False, True])
 def test_takeover_terminal_relabels_the_policy_step_before_each_takeover(takeover_terminal: bool) -> None:
-    from learners.loop import LoopConfig, train_online
-    from learners.replay import ReplayBuffer
+    from learners.replay.buffer import ReplayBuffer
+    from learners.training.online import LoopConfig, train_online
 
     env = _FakeImageEnv()  # interventions at steps 3, 6, 9 of each 10-step episode (1-based), truncated at 10
     spec = EnvSpec.from_spaces("fake", env.observation_space, env.action_space, 10.0)
@@ -280,7 +281,7 @@ def test_takeover_terminal_relabels_the_policy_step_before_each_takeover(takeove
 
 
 def test_terminate_last_relabels_only_an_open_transition() -> None:
-    from learners.replay import ReplayBuffer
+    from learners.replay.buffer import ReplayBuffer
 
     spec = _spec()
     buf = ReplayBuffer(spec, 10)
@@ -373,7 +374,7 @@ def test_q_filter_clones_only_where_the_critic_prefers_the_human_action() -> Non
 
 
 def test_state_select_feeds_only_the_chosen_elements() -> None:
-    from learners.obs import ObsLayout
+    from learners.agents.obs import ObsLayout
     from robot_rl.errors import ConfigError
 
     spec = EnvSpec("t", (ArraySpec("object", (3,), "float32"), ArraySpec("state", (19,), "float32")),

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-import learners.sac as sac_module
-from learners.config import AgentConfig
-from learners.encoders import (
+import learners.agents.sac as sac_module
+from learners.agents.config import AgentConfig
+from learners.agents.encoders import (
     ConvBackbone,
     ResNet10,
     load_backbone_weights,
@@ -19,8 +19,8 @@ from learners.encoders import (
     resnet10_keys,
     save_backbone_weights,
 )
-from learners.policy import build_policy
-from learners.sac import SACAgent
+from learners.agents.policy import build_policy
+from learners.agents.sac import SACAgent
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import ArraySpec, EnvSpec
 

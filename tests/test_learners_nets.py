@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from learners.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
-from learners.nets import EnsembleMLP, soft_update
-from learners.sac import SACAgent
+from learners.agents.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
+from learners.agents.nets import EnsembleMLP, soft_update
+from learners.agents.sac import SACAgent
 from robot_rl.errors import ConfigError
 from robot_rl.specs import ArraySpec, EnvSpec
 

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 import torch
 
-from learners.config import AgentConfig
-from learners.loop import LoopConfig, evaluate, train_online
-from learners.replay import ReplayBuffer
-from learners.sac import SACAgent
+from learners.agents.config import AgentConfig
+from learners.agents.sac import SACAgent
+from learners.replay.buffer import ReplayBuffer
+from learners.training.online import LoopConfig, evaluate, train_online
 from robot_rl.specs import EnvSpec
 
 

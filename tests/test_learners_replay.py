@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from learners.replay import MixedSampler, ReplayBuffer, ReplayEmptyError, concat_batches, route_transition
+from learners.replay.buffer import MixedSampler, ReplayBuffer, ReplayEmptyError, concat_batches, route_transition
 from robot_rl.episodes import Episode
 from robot_rl.errors import ShapeError
 from robot_rl.specs import ArraySpec, EnvSpec
@@ -254,8 +254,8 @@ def test_n_step_returns_in_the_critic_target() -> None:
     and the same rows given as n_step=1 multi-step rows train identically."""
     import torch
 
-    from learners.config import AgentConfig
-    from learners.sac import SACAgent
+    from learners.agents.config import AgentConfig
+    from learners.agents.sac import SACAgent
 
     spec = EnvSpec("r", (ArraySpec("state", (2,), "float32"),), ArraySpec("action", (2,), "float32", -1, 1), 10.0)
     cfg = AgentConfig(batch_size=8, critic_updates_per_actor_update=1, hidden_dims=(16,), ensemble_size=2,
@@ -285,7 +285,7 @@ def test_n_step_returns_in_the_critic_target() -> None:
 
 
 def test_takeover_terminated_marks_the_step_before_each_takeover_start() -> None:
-    from learners.replay import takeover_terminated
+    from learners.replay.buffer import takeover_terminated
 
     human = np.array([0, 0, 1, 1, 0, 1, 0, 0, 1, 1], bool)
     term = np.zeros(10, bool)
@@ -357,8 +357,8 @@ def test_monte_carlo_returns_match_walking_each_terminated_episode(track_first: 
 def test_monte_carlo_returns_after_a_takeover_relabel_and_in_the_sampler() -> None:
     """terminate_last() ends the episode at the policy step before a takeover: its rows get returns; a sampler
     built for an agent with mc_lower_bound tracks both buffers; without it batches carry no returns."""
-    from learners.config import AgentConfig
-    from learners.replay import sampler_for
+    from learners.agents.config import AgentConfig
+    from learners.replay.buffer import sampler_for
 
     online, demo = ReplayBuffer(_spec(), 50), ReplayBuffer(_spec(), 50)
     sampler = sampler_for(online, demo, 0.5, AgentConfig(discount=0.5, mc_lower_bound=True))
@@ -382,8 +382,8 @@ def test_monte_carlo_lower_bound_in_the_critic_target() -> None:
     agents without the option, keep the TD target; a batch without returns is refused in one line."""
     import torch
 
-    from learners.config import AgentConfig
-    from learners.sac import SACAgent
+    from learners.agents.config import AgentConfig
+    from learners.agents.sac import SACAgent
 
     spec = EnvSpec("r", (ArraySpec("state", (2,), "float32"),), ArraySpec("action", (2,), "float32", -1, 1), 10.0)
     rng = np.random.default_rng(0)

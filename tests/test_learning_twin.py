@@ -1,9 +1,9 @@
 """CI learning test: RLPD with 20 scripted demos learns the twin reach task (state observations), end to end through
-the real command-line entry points: `robot-rl record-demos` (demos.record_cli) records the demos, `robot-rl train`
-(learners.train_cli) trains and evaluates every 1000 env steps (20 deterministic episodes, fixed env seeds),
+the real command-line entry points: `robot-rl record-demos` (demos.cli.record_demos) records the demos, `robot-rl train`
+(learners.cli.train) trains and evaluates every 1000 env steps (20 deterministic episodes, fixed env seeds),
 `robot-rl eval` re-evaluates the final checkpoint on 20 other env seeds.
 
-The same test runs with each learner backend (`--backend torch`, `--backend jax`: learners.jax_agent); the JAX
+The same test runs with each learner backend (`--backend torch`, `--backend jax`: learners.agents.jax.agent); the JAX
 run's final checkpoint is evaluated by `robot-rl eval` like any other (with the torch policy). The JAX run is opt-in
 (`ROBOT_RL_TEST_JAX_LEARNING=1`, ~100 s): CI holds the JAX update to the torch one numerically
 (tests/test_jax_agent.py: same losses and parameter changes for the same batch and draws), its weights to the torch
@@ -14,7 +14,7 @@ Asserted: some evaluation reaches >= 90 % success; the stochastic training episo
 than in the first 1000 steps (the policy improves from its own online experience); the final checkpoint still
 succeeds in >= 75 % of 20 fresh episodes.
 
-The training recipe is the twin-reach task's (learners.recipes: `robot-rl train --task twin-reach` uses it
+The training recipe is the twin-reach task's (learners.agents.recipes: `robot-rl train --task twin-reach` uses it
 without flags; the equivalent flags are named below). Why each part, measured while developing (one shared
 2-core machine, torch 2.13 CPU):
 - `--state-select object,state[0:3]`: the networks see the goal and the TCP position only. With 20 demos every
@@ -35,7 +35,7 @@ from 57 / 33 / 41 % (first 1000 steps) to 85 / 94 / 89 %. Not hidden: the same p
 the BC term alone (no Q) does as well or better on seed 0 (85 / 100 / 100 %, fresh 95 %): with these 20 demos the
 critic's gradient does not yet add precision, the demos do the work; the learning test guards the whole pipeline
 (demos -> buffers -> updates -> policy -> eval) against regressions such as the minibatch bug it was written for
-(learners.sac: every critic minibatch and the actor now see the online/demo mix, see test_learners_agent).
+(learners.agents.sac: every critic minibatch and the actor now see the online/demo mix, see test_learners_agent).
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ def test_rlpd_with_scripted_demos_learns_twin_reach(backend: str, tmp_path: Path
     pytest.importorskip("torch")
     if backend == "jax":
         pytest.importorskip("jax")
-    from demos import record_cli
-    from learners import eval_cli, train_cli
+    from demos.cli import record_demos as record_cli
+    from learners.cli import eval as eval_cli
+    from learners.cli import train as train_cli
 
     demos, run = tmp_path / "demos", tmp_path / "run"
     assert record_cli.main(["--task", "twin-reach", "--episodes", "20", "--out", str(demos), "--obs-mode", "state",

@@ -1,4 +1,4 @@
-"""A LeRobot policy checkpoint as a residual base (`residual_base=lerobot:DIR`, learners.lerobot_base), against a
+"""A LeRobot policy checkpoint as a residual base (`residual_base=lerobot:DIR`, learners.agents.lerobot_base), against a
 stand-in package with LeRobot 0.4's names and signatures (tests/fake_lerobot; the real lerobot 0.4.4 needs
 torch < 2.11 and torchvision): observation keys and image layout as LeRobot's features, pre-processor ->
 predict_action_chunk -> first action -> post-processor, the agent acting as that base, refusals in one line. The
@@ -16,9 +16,9 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from learners.base_policy import absolute_source, load_base_policy
-from learners.config import AgentConfig
-from learners.sac import SACAgent
+from learners.agents.config import AgentConfig
+from learners.agents.residual import absolute_source, load_base_policy
+from learners.agents.sac import SACAgent
 from robot_rl.errors import ConfigError
 from robot_rl.specs import ArraySpec, EnvSpec
 

@@ -1,4 +1,4 @@
-"""Scripted pick-cube and cube-relocate near misses (envs.near_miss) and their use by `robot-rl record-labels
+"""Scripted pick-cube and cube-relocate near misses (envs.twin.near_miss) and their use by `robot-rl record-labels
 --teleop scripted`."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 os.environ.setdefault("MUJOCO_GL", "egl")
 pytest.importorskip("mujoco")
 
-from demos import labels_cli
+from demos.cli import record_labels as labels_cli
 from envs.env import make_twin_env
-from envs.near_miss import NEAR_MISS_KINDS, RELOCATE_NEAR_MISS_KINDS, NearMissOperator, near_miss_kinds
 from envs.tasks import CUBE_HALF_SIZE_M, TASKS, CubeRelocateTask, in_zone
+from envs.twin.near_miss import NEAR_MISS_KINDS, RELOCATE_NEAR_MISS_KINDS, NearMissOperator, near_miss_kinds
 from robot_rl.episodes import load_dir
 from robot_rl.errors import ConfigError
 

@@ -1,4 +1,4 @@
-"""Batch prefetch (learners.prefetch) and bf16 mixed precision (AgentConfig.mixed_precision), on a CPU.
+"""Batch prefetch (learners.replay.prefetch) and bf16 mixed precision (AgentConfig.mixed_precision), on a CPU.
 
 The CUDA halves (pinned memory, the side stream, bf16 on a GPU) are measured by benchmarks/learner_speed.py
 (--prefetch, --amp) where a GPU is present; here: the logic (which batches, in which order, errors, thread safety,
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from learners.config import AgentConfig
-from learners.loop import LoopCounters, train_offline
-from learners.prefetch import BatchPrefetcher, BatchSource, batch_to_device, prefetch_enabled
-from learners.replay import MixedSampler, ReplayBuffer, ReplayEmptyError
-from learners.sac import SACAgent
+from learners.agents.config import AgentConfig
+from learners.agents.sac import SACAgent
+from learners.replay.buffer import MixedSampler, ReplayBuffer, ReplayEmptyError
+from learners.replay.prefetch import BatchPrefetcher, BatchSource, batch_to_device, prefetch_enabled
+from learners.training.online import LoopCounters, train_offline
 from robot_rl.errors import ConfigError
 from robot_rl.specs import ArraySpec, EnvSpec
 from tests.test_learners_agent import _batch, _cfg, _spec
@@ -94,7 +94,7 @@ def test_batch_to_device_moves_the_agent_columns_only() -> None:
     out = batch_to_device(batch, torch.device("cpu"), pin=False)
     assert isinstance(out["actions"], torch.Tensor) and isinstance(out["rewards"], torch.Tensor)
     assert isinstance(out["obs"]["cam"]["front"], torch.Tensor) and out["obs"]["cam"]["front"].dtype == torch.uint8
-    assert isinstance(out["mc_returns"], np.ndarray)  # read as numpy by learners.replay.mc_floor
+    assert isinstance(out["mc_returns"], np.ndarray)  # read as numpy by learners.replay.buffer.mc_floor
     np.testing.assert_array_equal(out["next_obs"]["state"].numpy(), batch["next_obs"]["state"])
     assert out["terminated"].dtype == torch.bool
 
@@ -180,7 +180,7 @@ def test_prefetch_with_a_residual_base_is_refused() -> None:
 def test_mixed_precision_values_are_checked() -> None:
     with pytest.raises(ConfigError, match="mixed_precision"):
         AgentConfig(mixed_precision="fp16")
-    from learners.agents import make_agent
+    from learners.agents.agent import make_agent
 
     with pytest.raises(ConfigError, match="mixed_precision"):
         make_agent(_spec(), _cfg(backend="jax", mixed_precision="bf16"))
@@ -189,7 +189,7 @@ def test_mixed_precision_values_are_checked() -> None:
 def test_the_distributed_learner_trains_through_the_prefetcher_and_stops_it(tmp_path: Path) -> None:
     """Learner with prefetch=True (on a CPU: the thread samples while the learner stores): the update-to-data hold
     counts as without it, the checkpoint and resume work, close() stops the thread."""
-    from learners.learner import Learner
+    from learners.distributed.learner import Learner
     from tests.test_learner_runtime import AGENT, SPEC, Clock, FakeEndpoint, drain, lcfg, make_chunk
 
     ep = FakeEndpoint()
@@ -210,7 +210,7 @@ def test_the_distributed_learner_trains_through_the_prefetcher_and_stops_it(tmp_
 
 
 def test_the_gpu_notice_is_for_the_torch_state_agent_on_cuda_only() -> None:
-    from learners.device_defaults import gpu_notice
+    from learners.agents.device_defaults import gpu_notice
 
     msg = gpu_notice(AgentConfig(device="cuda"), has_cameras=False)
     assert msg is not None and "--backend jax" in msg

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from demos import record_cli
+from demos.cli import record_demos as record_cli
 from robot_rl.episodes import load_dir
 from robot_rl.specs import EnvSpec
 

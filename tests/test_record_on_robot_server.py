@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from demos.labels_cli import main as labels_main
-from demos.record_cli import main as record_main
+from demos.cli.record_demos import main as record_main
+from demos.cli.record_labels import main as labels_main
 from envs.robot_server import make_backend, serve_in_thread
 from robot_rl.episodes import load_dir
 

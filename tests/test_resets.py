@@ -92,7 +92,7 @@ def test_a_reset_that_does_not_settle_is_retried_then_stops_the_run() -> None:
 def test_pick_cube_routine_puts_a_held_cube_back_without_a_teleport() -> None:
     pytest.importorskip("mujoco")
     from envs.env import make_twin_env
-    from envs.experts import ScriptedExpert
+    from envs.twin.experts import ScriptedExpert
     from envs.twin.model import CUBE_XY_HIGH, CUBE_XY_LOW
 
     env = make_twin_env("pick_cube", obs_mode="state", faithful=True)

@@ -16,7 +16,7 @@ pytest.importorskip("mujoco")
 pytest.importorskip("torch")
 
 from envs.env import RobotEnvConfig, make_twin_env
-from learners.reward_model import (
+from learners.rewards.reward_model import (
     ClassifierReward,
     RewardModelWrapper,
     camera_shapes_of_env,
@@ -84,7 +84,7 @@ def test_the_classifier_reads_the_frames_in_info(tmp_path: Path) -> None:
     same frames in a pixel observation, and another probability for other frames: it really reads them."""
     import torch
 
-    from learners.classifier import ClassifierCard, RewardClassifier, load_classifier, save_classifier
+    from learners.rewards.classifier import ClassifierCard, RewardClassifier, load_classifier, save_classifier
     from tests.test_reward_classifier import SMALL
 
     torch.manual_seed(0)
@@ -106,7 +106,7 @@ def test_the_classifier_reads_the_frames_in_info(tmp_path: Path) -> None:
 
 
 def _train_run(cls: Path, tmp_path: Path, name: str) -> Any:
-    from learners import train_cli
+    from learners.cli import train as train_cli
 
     cfg = train_cli.TrainConfig(task="twin-pick-cube", obs_mode="state", reward=f"classifier:{cls}", faithful=True,
                                 device="cpu", hidden=16, batch_size=8, ensemble=2, learning_starts=4,
@@ -118,7 +118,7 @@ def test_train_state_policy_gets_its_rewards_from_the_classifier(tmp_path: Path)
     """`robot-rl train --obs-mode state --reward classifier:DIR`: the card configures the training env's reward
     cameras (its size, its cameras); a classifier that always fires ends every episode at the gate (k = 2) with
     reward 1, one that never fires gives nothing; the replay buffer holds the proprio state only."""
-    from learners.loop import LoopConfig, train_online
+    from learners.training.online import LoopConfig, train_online
 
     always = constant_classifier(tmp_path / "always", 0.999, size=SIZE, k=2, cameras=CAMS)
     never = constant_classifier(tmp_path / "never", 0.001, size=SIZE, k=2, cameras=CAMS)
@@ -151,8 +151,8 @@ def test_actor_state_mode_classifier_reward_reaches_the_learner_and_no_frame_doe
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from actors.actor import Actor, ActorConfig
     from actors.actor_cli import env_spec_of, make_actor_env
-    from learners.config import rlpd_state_config
-    from learners.learner import Learner, LearnerConfig
+    from learners.agents.config import rlpd_state_config
+    from learners.distributed.learner import Learner, LearnerConfig
     from robot_rl.transport import InMemoryHub, TransportConfig
     from tests.test_faithful import capture_wire_frames
 
@@ -211,7 +211,7 @@ def test_forward_backward_state_obs_with_classifier_rewards(tmp_path: Path) -> N
     """--forward-backward with --obs-mode state: each direction's classifier reads the rendered frames. Forward's
     always fires (k = 2: its episode ends at step 2, the guard confirms, backward takes over); backward's never does
     (it runs to the end of the budget). The checkpointed buffers hold no image."""
-    from learners import train_cli
+    from learners.cli import train as train_cli
     from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
     from robot_rl.metrics import read_metrics
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from learners.classifier import (
+from learners.rewards.classifier import (
     CARD_FILE,
     WEIGHTS_FILE,
     ClassifierCard,
@@ -21,9 +21,8 @@ from learners.classifier import (
     load_classifier,
     save_classifier,
 )
-from learners.classifier_data import load_labels, split_by_episode
-from learners.classifier_train import TrainClassifierConfig, train_classifier
-from learners.reward_model import (
+from learners.rewards.labels import load_labels, split_by_episode
+from learners.rewards.reward_model import (
     ClassifierReward,
     HumanReward,
     ProprioPredicate,
@@ -32,6 +31,7 @@ from learners.reward_model import (
     make_reward_model,
     parse_reward_source,
 )
+from learners.rewards.training import TrainClassifierConfig, train_classifier
 from robot_rl.episodes import Episode, episode_to_arrays, save_episode
 from robot_rl.errors import ConfigError
 
@@ -337,7 +337,7 @@ def test_reward_sources(tmp_path: Path) -> None:
 def test_frozen_resnet10_backbone_from_a_local_file_stays_frozen(tmp_path: Path) -> None:
     """encoder='resnet10': the backbone comes from a local safetensors file, is never trained, and the saved
     classifier (backbone included) is self-contained; without the file it is a one-line config error."""
-    from learners.encoders import ResNet10, save_backbone_weights
+    from learners.agents.encoders import ResNet10, save_backbone_weights
 
     torch.manual_seed(0)
     weights = tmp_path / "resnet10.safetensors"

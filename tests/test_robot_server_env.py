@@ -22,9 +22,9 @@ pytest.importorskip("gymnasium")
 pytest.importorskip("mujoco")
 
 from envs.env import make_twin_env
-from envs.experts import ScriptedExpert
 from envs.remote import RemoteRobot, RemoteRobotConfig, make_remote_env
 from envs.robot_server import RobotServerConfig, make_backend, serve_in_thread
+from envs.twin.experts import ScriptedExpert
 from robot_rl.errors import RobotTimeoutError, SpecMismatchError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -96,8 +96,8 @@ def twin(ros_env: dict[str, str]) -> Iterator[TwinThread]:
 def test_scripted_episode_over_dds_through_the_robot_server(ros_env: dict[str, str], tmp_path: Path) -> None:
     """robot-server --backend ros2 -> DDS -> ros2-twin, each its own process; the client is a plain RemoteRobot
     env (no ROS) with 32x32 images from the ROS image topics; the scripted expert reaches the goal."""
-    from envs.experts import ScriptedExpert, run_episode
     from envs.remote import make_remote_env
+    from envs.twin.experts import ScriptedExpert, run_episode
 
     env = {**os.environ, **ros_env, "MUJOCO_GL": "egl", "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(ROOT)}
     cli = [sys.executable, "-m", "robot_rl.cli"]

@@ -125,7 +125,7 @@ def kill_with_chunks_after_its_checkpoint(learner: subprocess.Popen[bytes], out:
     otherwise). A checkpoint it was writing when frozen is either complete (LATEST names it: the chunks it covers
     are not counted, also those it had not deleted yet) or not (the resume loads the previous one, as read here).
     Returns (the checkpoint a resume loads, its env_step, the inbox indices newer than it)."""
-    from learners.inbox import Inbox
+    from learners.distributed.inbox import Inbox
     from robot_rl.checkpoint import latest_checkpoint
 
     deadline = time.monotonic() + timeout

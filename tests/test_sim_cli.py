@@ -21,8 +21,8 @@ def sim(tmp_path: Path, *extra: str) -> Sim:
 
 
 def test_sim_forwards_set_to_the_learner_command_line(tmp_path: Path) -> None:
-    from learners.learner_cli import agent_config
-    from learners.learner_cli import build_parser as learner_parser
+    from learners.cli.learner import agent_config
+    from learners.cli.learner import build_parser as learner_parser
 
     s = sim(tmp_path, "--set", "discount=0.9", "--set", "hidden_dims=[64, 64]", "--learner-args", "--batch 32")
     argv = s.learner_argv(tmp_path / "demos")
@@ -103,9 +103,9 @@ def test_display_live_redraws_in_place_and_lines_mode_throttles(tmp_path: Path) 
 def test_backend_reaches_the_learner_from_every_entry_point(tmp_path: Path) -> None:
     """`--backend jax` on sim (forwarded), learner and train, and `--set backend=jax`, all set AgentConfig.backend;
     torch stays the default."""
-    from learners.learner_cli import agent_config
-    from learners.learner_cli import build_parser as learner_parser
-    from learners.train_cli import TrainConfig
+    from learners.cli.learner import agent_config
+    from learners.cli.learner import build_parser as learner_parser
+    from learners.cli.train import TrainConfig
 
     argv = sim(tmp_path, "--backend", "jax").learner_argv(None)
     assert argv[argv.index("--backend") + 1] == "jax"
@@ -158,7 +158,7 @@ def test_sim_state_policy_with_a_classifier_serves_cameras_at_the_cards_size(
     a non-square one or a conflicting --image-size are one-line errors before any child starts."""
     import json
 
-    from envs.robot_server_cli import build_parser as server_parser
+    from envs.cli.robot_server import build_parser as server_parser
 
     cls = tmp_path / "cls"
     cls.mkdir()

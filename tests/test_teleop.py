@@ -36,7 +36,7 @@ from demos.devices import (
     pynput_key_name,
     spacemouse_to_input,
 )
-from demos.teleop import (
+from demos.devices.teleop import (
     DEVICES,
     EVENTS,
     DeviceDisconnectedError,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from demos.devices import GamepadConfig, GamepadTeleop, gamepad_to_command
-from demos.teleop import DeviceDisconnectedError, DeviceNotFoundError, TeleopDevice, make_device
+from demos.devices.teleop import DeviceDisconnectedError, DeviceNotFoundError, TeleopDevice, make_device
 from robot_rl.errors import ConfigError
 
 XBOX_REST = [0.0, 0.0, -1.0, 0.0, 0.0, -1.0]  # LX, LY, LT, RX, RY, RT

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from learners import train_cli
+from learners.cli import train as train_cli
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.metrics import read_metrics

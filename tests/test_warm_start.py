@@ -1,5 +1,5 @@
 """The offline phase (`robot-rl train --offline-updates N --max-env-steps 0`) and the WSRL warm start
-(`--init-from RUN --warmup-steps W`, learners.warm_start), on a small point-reaching env built here: demos of a
+(`--init-from RUN --warmup-steps W`, learners.training.warm_start), on a small point-reaching env built here: demos of a
 scripted expert (human rows) plus recorded rollouts of a noisy one (not human, failures included)."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import pytest
 import torch
 from point_reach import ENV_ID, ENV_ID_3D, PointReachEnv, record_point_reach
 
-from learners import eval_cli, train_cli
-from learners.agents import make_agent
-from learners.config import AgentConfig
-from learners.replay import MixedSampler
-from learners.warm_start import compare_agent_configs, init_agent_from
+from learners.agents.agent import make_agent
+from learners.agents.config import AgentConfig
+from learners.cli import eval as eval_cli
+from learners.cli import train as train_cli
+from learners.replay.buffer import MixedSampler
+from learners.training.warm_start import compare_agent_configs, init_agent_from
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.cli import main as cli_main
 from robot_rl.metrics import read_metrics

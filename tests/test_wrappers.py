@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from controllers.transforms import axis_angle_to_quat, orientation_error, quat_mul, quat_normalize, quat_to_mat
 from envs.env import make_twin_env
-from envs.scripted_human import ScriptedHuman, ScriptedHumanConfig
+from envs.twin.scripted_human import ScriptedHuman, ScriptedHumanConfig
 from envs.wrappers import (
     GripperPenaltyConfig,
     GripperPenaltyWrapper,

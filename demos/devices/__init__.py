@@ -2,7 +2,7 @@
 
 Each device is a pure mapping core (raw input -> `DeviceInput`) plus a thin adapter that opens the hardware
 lazily; the libraries come with the `teleop` extra and are imported only when a device is opened. All of them
-implement `demos.teleop.TeleopDevice`; build them by name with `demos.teleop.make_device`.
+implement `demos.devices.teleop.TeleopDevice`; build them by name with `demos.devices.teleop.make_device`.
 
 Usage::
 

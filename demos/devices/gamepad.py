@@ -44,7 +44,7 @@ from demos.devices.core import (
     require_bindings,
     shape_axes,
 )
-from demos.teleop import DeviceDisconnectedError, DeviceNotFoundError
+from demos.devices.teleop import DeviceDisconnectedError, DeviceNotFoundError
 from envs.wrappers import HumanCommand
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError

@@ -41,7 +41,7 @@ from demos.devices.core import (
     require_axis_shaping,
     require_bindings,
 )
-from demos.teleop import DeviceDisconnectedError, DeviceNotFoundError, DeviceReportError
+from demos.devices.teleop import DeviceDisconnectedError, DeviceNotFoundError, DeviceReportError
 from envs.wrappers import HumanCommand
 from robot_rl.config import Config, require
 from robot_rl.errors import MissingExtraError

@@ -1,6 +1,6 @@
 """The safety box recorded on the real workspace, and task configs that carry it.
 
-`robot-rl safety-box record` (envs.hardware.safety_box_cli) samples the TCP pose while an operator guides the arm
+`robot-rl safety-box record` (envs.cli.safety_box) samples the TCP pose while an operator guides the arm
 by hand through the corners of the allowed workspace (Franka guiding mode; the robot is opened read-only), and
 writes a task config: a JSON file of `Task` field overrides on a named task. `load_task_config` turns it back into
 a `Task`; `robot-rl robot-server --task-config FILE` enforces its box server-side and `robot-rl actor

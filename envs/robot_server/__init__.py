@@ -67,7 +67,7 @@ Layout (each module says what it holds; the public names are re-exported here)::
     zmq_server.py   RobotServer: the ZeroMQ adapter (CURVE set-up through robot_rl.curve)
     backends.py     BACKENDS, make_backend (twin; franky and ros2 imported lazily)
     thread.py       ServerThread, serve_in_thread
-The command line is `envs.robot_server_cli` (`robot-rl robot-server`).
+The command line is `envs.cli.robot_server` (`robot-rl robot-server`).
 """
 
 from envs.robot_server.backends import BACKENDS, BackendFactory, make_backend

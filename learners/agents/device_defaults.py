@@ -1,0 +1,144 @@
+"""Defaults by device: what the state RLPD agent trains with when it runs on a CPU, and the notice that says so.
+
+SERL's state RLPD (learners.agents.config.rlpd_state_config: critic ensemble 10 with a random subset of 2 for the
+target,
+8 critic updates per actor update, batch 256) costs ~80 ensemble-member updates per env step; on the shared 2-core
+CPU `robot-rl train` with it ran at ~4 env steps/s (issue 17), below one 10 Hz actor. On a CPU `robot-rl train`
+therefore starts the state agent from `CPU_STATE_DEFAULTS` (ensemble 2 x 4 critic updates: a tenth of the critic
+work per env step) and prints `notice()` once (measured: benchmarks/gym_defaults.py, README "Any gymnasium env as
+it comes"). `robot-rl learner` keeps its own machine defaults (learners.cli.learner) but takes the compile default
+below too.
+
+torch.compile is on by default for the torch state agent (rlpd preset, no cameras) on a CPU, where it works:
+`compile_usable()` needs dynamo support for this Python and a C++ compiler for inductor's CPU code, and
+`ROBOT_RL_COMPILE=0` in the environment turns the default off (the test suite does; `--set compile=false` does it
+per run). Measured against the independent JAX update (benchmarks/learner_speed.py, README): eager 0.82-0.87x,
+compiled 1.11-1.17x (two runs). The first update then takes ~20-70 s (tracing + inductor compilation, cached on disk
+for the next run), and a compile that fails on its first update falls back to eager with a warning
+(learners.agents.sac.SACAgent.compile_status).
+Not on a GPU (measured on an H100: 1.08x state, 1.04x image, not worth the compile; `gpu_notice` points the torch
+state agent there to backend=jax instead), not with cameras on a CPU (not measured), not with backend=jax (JAX
+compiles anyway: `settle` drops it).
+
+These values sit right above the algorithm's defaults: a task recipe, an explicit flag or `--set FIELD=VALUE`
+overrides any of them (`--set ensemble_size=10 --set ensemble_subsample=2 --set critic_updates_per_actor_update=8`
+gives SERL's state agent back on a CPU).
+
+Nothing here applies to image observations (DrQ: one critic update per actor update already, and the encoder, not
+the ensemble, is the cost) or to other agent presets (hil-serl, sac), and nothing applies on a GPU.
+
+Usage::
+
+    layer = machine_defaults("cpu", has_cameras=False, agent="rlpd")   # {"ensemble_size": 2, ..., "compile": True}
+    cfg = resolve_agent_config(rlpd_state_config, layer, recipe, flags, set_fields)
+    cfg = settle(cfg, layer, explicit=(recipe, flags, set_fields))      # no compile default with backend=jax
+    msg = notice(cfg, layer)                                            # one line, or None
+    gpu = gpu_notice(cfg, has_cameras=False)                            # CUDA: --backend jax is faster there
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import Any
+
+import torch
+
+from learners.agents.config import AgentConfig
+
+CPU_STATE_DEFAULTS: dict[str, Any] = {
+    "ensemble_size": 2, "ensemble_subsample": None, "critic_updates_per_actor_update": 4,
+}
+"""The state RLPD agent on a CPU: two LayerNorm critics (min of both, as SAC / HIL-SERL), 4 critic updates per
+actor update (SERL on a GPU: ensemble 10 / subset 2, 8 critic updates per actor update); batch 256 as SERL."""
+
+
+def resolved_device_type(device: str) -> str:
+    """'cpu', 'cuda', 'mps' for a device name ('auto': cuda when available, else cpu)."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device).type
+
+
+COMPILE_ENV = "ROBOT_RL_COMPILE"
+"""Environment variable: '0' turns the compile default off (tests, a machine where inductor misbehaves)."""
+
+
+@cache
+def _compile_check() -> str | None:
+    """None when torch.compile can build CPU code here, else why not (one line). Cached: asked once per process."""
+    try:
+        import torch._dynamo
+
+        if not torch._dynamo.is_dynamo_supported():
+            return "torch.compile does not support this Python"
+        from torch._inductor import cpp_builder
+
+        cxx = cpp_builder.get_cpp_compiler()
+    except Exception as err:
+        return f"torch.compile unavailable ({type(err).__name__}: {err})"
+    if not shutil.which(cxx):
+        return f"no C++ compiler ({cxx}) for torch.compile's CPU code"
+    return None
+
+
+def compile_usable() -> str | None:
+    """None when the compile default applies on this machine, else the reason it does not (one line)."""
+    if os.environ.get(COMPILE_ENV, "").strip() == "0":
+        return f"{COMPILE_ENV}=0"
+    return _compile_check()
+
+
+def machine_defaults(device: str, has_cameras: bool, agent: str = "rlpd") -> dict[str, Any]:
+    """The AgentConfig overrides for this device (a layer right above the algorithm's defaults): the CPU state
+    defaults for the rlpd agent on a CPU without cameras, with compile=True where `compile_usable()`; else none."""
+    if agent != "rlpd" or has_cameras or resolved_device_type(device) != "cpu":
+        return {}
+    return {**CPU_STATE_DEFAULTS, **compile_default(device, has_cameras, agent)}
+
+
+def compile_default(device: str, has_cameras: bool, agent: str = "rlpd") -> dict[str, Any]:
+    """{'compile': True} for the torch state agent (rlpd preset, no cameras) on a CPU where torch.compile works,
+    else {} (`robot-rl learner` adds this to its own machine layer)."""
+    if agent != "rlpd" or has_cameras or resolved_device_type(device) != "cpu" or compile_usable() is not None:
+        return {}
+    return {"compile": True}
+
+
+def settle(cfg: AgentConfig, layer: Mapping[str, Any], explicit: Iterable[Mapping[str, Any]]) -> AgentConfig:
+    """`cfg` without the layer's compile default where it does not apply: another backend than torch (JAX refuses
+    compile=True; it compiles anyway). An explicit compile (recipe, flag or --set) is left for the agent to judge."""
+    if layer.get("compile") and cfg.compile and cfg.backend != "torch" and not any("compile" in e for e in explicit):
+        return cfg.replace(compile=False)
+    return cfg
+
+
+_COMPILE_COST = "first update ~20-70 s while it compiles; --set compile=false turns it off"
+
+
+def notice(cfg: AgentConfig, layer: dict[str, Any]) -> str | None:
+    """One line saying which CPU defaults the resolved `cfg` still uses (None when none is left: a recipe, a flag
+    or --set replaced them all, or no layer applied)."""
+    kept = {k: v for k, v in layer.items() if getattr(cfg, k) == v and k != "compile"}
+    compiled = bool(layer.get("compile")) and cfg.compile
+    if not kept:
+        return f"CPU learner: torch.compile on for the agent's losses ({_COMPILE_COST})" if compiled else None
+    serl = AgentConfig(discount=0.99, critic_updates_per_actor_update=8)
+    parts = ", ".join(f"{k}={'none' if v is None else v} (GPU/SERL: "
+                      f"{'none' if getattr(serl, k) is None else getattr(serl, k)})" for k, v in kept.items())
+    comp = f", and torch.compile on for its losses ({_COMPILE_COST})" if compiled else ""
+    return (f"CPU learner: the state agent uses the CPU defaults {parts} so the learner keeps up with a 10 Hz actor "
+            f"on one core{comp}; --set FIELD=VALUE overrides any of them")
+
+
+def gpu_notice(cfg: AgentConfig, has_cameras: bool) -> str | None:
+    """One line for the torch state agent on a CUDA device (None elsewhere): its update is bound by kernel launches
+    there (measured on an H100, benchmarks/learner_speed.py: 35 updates/s at UTD 8; the JAX backend 10.4x that), so
+    say that `--backend jax` is the fast state learner on a GPU. Nothing changes by itself."""
+    if has_cameras or cfg.backend != "torch" or resolved_device_type(cfg.device) != "cuda":
+        return None
+    return ("GPU learner: the torch state update is bound by kernel launches on a GPU (an H100 ran 35 updates/s at "
+            "UTD 8); --backend jax runs the same update ~10x faster there (needs a CUDA build of jax, e.g. pip "
+            "install 'jax[cuda12]')")

@@ -1,0 +1,603 @@
+"""SAC / RLPD / DrQ agent with a batched critic ensemble and an optional HIL-SERL gripper head.
+
+One class covers the family; the config picks the recipe (learners.agents.config presets):
+- SAC: tanh-Gaussian actor, N independent critics (batched weights), target = min over a random subset of M
+  target critics (REDQ/RLPD) or over all, learned temperature toward a target entropy, optional backup entropy,
+  soft target updates (tau), optional gradient clipping.
+- UTD: one `update(batch)` call takes `critic_updates_per_actor_update` x `batch_size` rows, splits them into
+  that many minibatches, runs a critic (+ target) update on each, then one actor + temperature update on the
+  last minibatch (SERL's `update_high_utd`). Minibatch i is rows i, i+k, i+2k, ... (k = the ratio), so a batch
+  that is the concatenation of sources (MixedSampler: online rows, then demo rows) gives every minibatch the
+  same mix.
+- RLPD: SAC + symmetric sampling (learners.replay.buffer.MixedSampler) + LayerNorm critics + ensemble 10 / subset 2.
+- DrQ (cameras in the observation): random-shift augmentation of obs and next_obs independently, one encoder per
+  camera shared by actor and critic (trained by the critic loss; the actor sees detached features), a frozen
+  backbone runs once per update for the whole batch (obs and next_obs), shared by the online and target encoders.
+- Classification critic (cfg.critic_loss='hl_gauss', Farebrother et al. 2024): each member outputs logits over
+  fixed value bins (learners.agents.nets.HLGauss) and is trained by cross-entropy toward the target's Gaussian over the
+  bins; every reader of Q (target min, actor loss, BC Q filter, Monte-Carlo floor) takes the expected value
+  (`q_values`). The gripper head stays MSE.
+- Gripper head (cfg.gripper_head): double DQN over {-1, 0, +1} on detached encoder features, reward + the batch's
+  `grasp_penalty` (the flip penalty, set by envs.wrappers.GripperPenaltyWrapper); the continuous critic sees
+  only the arm dims.
+
+Mixed precision (cfg.mixed_precision='bf16'): the update's forward passes run under torch.autocast(bfloat16); the
+networks' outputs are cast back to float32 before any loss, target, log-probability or minimum, and backward + the
+optimizer steps run outside autocast on float32 weights (no loss scaling: bf16 has float32's exponent range).
+
+The update is pure torch: no I/O, no clocks (with cfg.compile the first update is timed, `compile_s`, and a
+compiled loss that fails on its first forward or backward falls back to eager for good with a RuntimeWarning,
+`compile_status`). Batches (learners.replay.buffer.ReplayBuffer.sample) are dicts of numpy
+arrays or tensors: obs / next_obs (flat {slash/path: (B, ...)} or nested dicts, or a (B, ...) array for a Box
+observation), actions (B, A) in [-1, 1], rewards (B,), terminated (B,), optional grasp_penalty (B,) and
+intervention (B,) (human rows: the rows the optional behaviour-cloning term, cfg.bc_weight, imitates), and for
+multi-step targets (cfg.n_step > 1, learners.replay.buffer.ReplayBuffer.gather) n_rewards / n_grasp_penalty (B, n) and
+n_steps (B,): the critic target is then sum_j gamma^j r_j + gamma^k (1 - terminated) min Q'(s_k, a'), with
+next_obs = s_k, the frame after the row's last step.
+
+Usage::
+
+    agent = SACAgent(spec, rlpd_state_config())
+    metrics = agent.update(sampler.sample(agent.cfg.samples_per_update))   # {"critic_loss": ..., ...}
+    action = agent.act(obs, deterministic=False)
+    wire = agent.trainable_state()                   # -> actors: policy.load_trainable_state(wire)
+    arrays = agent.state_dict(); agent.load_state_dict(arrays)   # full state (nets, targets, optimizers, RNG)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from learners.agents.config import AgentConfig
+from learners.agents.encoders import random_shift
+from learners.agents.nets import EnsembleMLP, HLGauss, soft_update
+from learners.agents.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
+from learners.replay.buffer import mc_floor
+from robot_rl.errors import ConfigError, ShapeError
+from robot_rl.specs import EnvSpec
+
+_OPT_FIELDS = ("step", "exp_avg", "exp_avg_sq")
+
+
+class SACAgent:
+    """SAC-family learner (see the module docstring); built from an EnvSpec and an AgentConfig."""
+
+    def __init__(self, spec: EnvSpec, cfg: AgentConfig | None = None) -> None:
+        self.cfg = cfg = cfg or AgentConfig()
+        self.spec = spec
+        self.device = resolve_device(cfg.device)
+        if cfg.mixed_precision == "bf16" and not (self.device.type == "cpu" or (
+                self.device.type == "cuda" and torch.cuda.is_bf16_supported())):
+            raise ConfigError(f"mixed_precision=bf16 needs a CPU or a CUDA GPU with bfloat16 (Ampere or newer); "
+                              f"device {self.device} has none: use --set mixed_precision=off")
+        self.policy: Policy = build_policy(spec, cfg, device=self.device)
+        self.encoder = self.policy.encoder
+        self.actor = self.policy.actor
+        self.gripper = self.policy.gripper
+        self.arm_dim = self.policy.arm_dim
+        # classification critic (cfg.critic_loss='hl_gauss'): `bins` logits per member over a fixed value support
+        self.hl_gauss: HLGauss | None = None
+        if cfg.critic_loss == "hl_gauss":
+            self.hl_gauss = HLGauss(*cfg.hl_gauss_support, cfg.hl_gauss_bins, cfg.hl_gauss_sigma_ratio, self.device)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed + 7919)
+            self.critic = EnsembleMLP(cfg.ensemble_size, self.encoder.out_dim + self.arm_dim, cfg.hidden_dims,
+                                      self.hl_gauss.bins if self.hl_gauss is not None else 1,
+                                      cfg.layer_norm, cfg.activation).to(self.device)
+        if self.hl_gauss is not None:  # start near Q = 0 like an MSE critic, not at the support's midpoint
+            with torch.no_grad():
+                self.critic.out.bias.copy_(self.hl_gauss.initial_bias(0.0).expand_as(self.critic.out.bias))
+        self.target_encoder = self.encoder.clone_for_target()
+        self.target_encoder.eval()  # deterministic targets (no dropout)
+        self.target_critic = _frozen_copy(self.critic)
+        self.target_gripper = _frozen_copy(self.gripper) if self.gripper is not None else None
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.temperature_init), device=self.device))
+        self.target_entropy = (cfg.target_entropy if cfg.target_entropy is not None
+                               else cfg.target_entropy_per_dim * self.arm_dim)
+
+        self._enc_params = self.encoder.trainable_parameters()
+        self._critic_params = list(self.critic.parameters()) + self._enc_params
+        self._actor_params = list(self.actor.parameters())
+        self.actor_opt = _adam(self._actor_params, cfg.actor_lr)
+        self.critic_opt = _adam(self._critic_params, cfg.critic_lr)
+        self.temp_opt = _adam([self.log_alpha], cfg.temperature_lr)
+        self.gripper_opt = _adam(list(self.gripper.parameters()), cfg.actor_lr) if self.gripper is not None else None
+        self._targets: list[tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]]] = [
+            (list(self.target_critic.parameters()), list(self.critic.parameters())),
+            (self.target_encoder.trainable_parameters(), self._enc_params),
+        ]
+        if self.target_gripper is not None and self.gripper is not None:
+            self._targets.append((list(self.target_gripper.parameters()), list(self.gripper.parameters())))
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(cfg.seed + 2)
+        self.num_updates = 0
+        self._critic_loss: Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]] = self._critic_loss_eager
+        self._actor_loss: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = \
+            self._actor_loss_eager
+        # torch.compile (cfg.compile): the compiled losses must prove themselves on their first forward + backward;
+        # one that fails there (no C++ compiler, an inductor error) falls back to eager for good, with a warning
+        self._unproven: set[str] = set()
+        self.compile_status = "off"
+        """'off', 'compiled' or 'eager (torch.compile failed: ...)'."""
+        self.compile_s: float | None = None
+        """With compile: seconds of the first update (tracing + inductor compilation + the update)."""
+        if cfg.compile:
+            self._critic_loss = torch.compile(self._critic_loss_eager)
+            self._actor_loss = torch.compile(self._actor_loss_eager)
+            self._unproven = {"critic", "actor"}
+            self.compile_status = "compiled"
+
+    # ------------------------------------------------------------------ acting / weights
+    @property
+    def temperature(self) -> float:
+        return float(self.log_alpha.detach().exp())
+
+    def act(self, obs: Any, deterministic: bool = False) -> np.ndarray:
+        """Action in [-1, 1] (float32 (A,)) for one observation."""
+        return self.policy.act(obs, deterministic)
+
+    def trainable_state(self) -> dict[str, np.ndarray]:
+        """The policy's trainable weights (what actors load); frozen encoder weights are never included."""
+        return self.policy.trainable_state()
+
+    def load_trainable_state(self, arrays: Mapping[str, Any]) -> None:
+        self.policy.load_trainable_state(arrays)
+
+    def set_state_normalization(self, observations: Any) -> tuple[np.ndarray, np.ndarray]:
+        """cfg.obs_norm: per-element mean and std of the state vector the networks see (after state_select and
+        state_scale) over a batch of observations ({path: (N, ...)} or (N, D)), used by the policy (and so sent to
+        actors) and the target encoder from now on; returns (mean, std). ConfigError without cfg.obs_norm."""
+        norms = [enc.state_norm for enc in (self.encoder, self.target_encoder)]
+        if not self.cfg.obs_norm or any(n is None for n in norms):
+            raise ConfigError("set_state_normalization needs AgentConfig.obs_norm=True and a state observation")
+        _, state = self.policy.layout.to_torch(observations, self.device, batched=True)
+        if state is None or state.shape[0] < 2:
+            raise ShapeError("state normalization needs at least 2 observations with a state vector")
+        mean, std = state.mean(0), state.std(0)
+        for norm in norms:
+            assert norm is not None
+            norm.set(mean, std)
+        return mean.cpu().numpy(), std.cpu().numpy()
+
+    def q_values(self, x: torch.Tensor, members: torch.Tensor | None = None, target: bool = False) -> torch.Tensor:
+        """Q of every (or the `members`) critic, (K, B), for x = [features, arm action] (B, F + A): the scalar
+        output of an MSE critic, the expected value over the bins of an hl_gauss one. target=True: the target
+        critics."""
+        net = self.target_critic if target else self.critic
+        out = net(x, members).float()  # float32 also under bf16 mixed precision
+        return self.hl_gauss.expected(out) if self.hl_gauss is not None else out.squeeze(-1)
+
+    # ------------------------------------------------------------------ batches
+    def _split_batch(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        for key in ("obs", "next_obs", "actions", "rewards", "terminated"):
+            if key not in batch:
+                raise ShapeError(f"batch is missing '{key}' (has {sorted(batch)})")
+        layout = self.policy.layout
+        dev = self.device
+        images, state = layout.to_torch(batch["obs"], dev, batched=True)
+        next_images, next_state = layout.to_torch(batch["next_obs"], dev, batched=True)
+        actions = torch.as_tensor(batch["actions"]).to(dev, torch.float32)
+        n = actions.shape[0]
+        if actions.shape != (n, self.policy.action_dim):
+            raise ShapeError(f"batch actions: expected (B, {self.policy.action_dim}), got {tuple(actions.shape)}")
+        out: dict[str, Any] = {"images": images, "state": state, "next_images": next_images,
+                               "next_state": next_state, "actions": actions}
+        for key in ("rewards", "terminated", "grasp_penalty", "intervention"):
+            if key not in batch:
+                out[key] = torch.zeros(n, device=dev)
+                continue
+            t = torch.as_tensor(batch[key]).to(dev, torch.float32).reshape(-1)
+            if t.shape != (n,):
+                raise ShapeError(f"batch '{key}': expected ({n},), got {tuple(np.shape(batch[key]))}")
+            out[key] = t
+        # the discounted return up to the bootstrap and the bootstrap's weight gamma^k (1 - terminated)
+        gamma = self.cfg.discount
+        if "n_steps" in batch:  # multi-step rows (learners.replay.buffer.ReplayBuffer.gather(n_step=...))
+            steps = torch.as_tensor(batch["n_steps"]).to(dev, torch.float32).reshape(-1)
+            seqs = {}
+            for key in ("n_rewards", "n_grasp_penalty"):
+                if key not in batch:
+                    raise ShapeError(f"batch has 'n_steps' but no '{key}'")
+                seqs[key] = torch.as_tensor(batch[key]).to(dev, torch.float32)
+                if seqs[key].dim() != 2 or seqs[key].shape[0] != n:
+                    raise ShapeError(f"batch '{key}': expected ({n}, n_step), got {tuple(seqs[key].shape)}")
+            if steps.shape != (n,) or bool((steps < 1).any()) or bool((steps > seqs["n_rewards"].shape[1]).any()):
+                raise ShapeError(f"batch 'n_steps': expected ({n},) values in [1, n_step]")
+            powers = gamma ** torch.arange(seqs["n_rewards"].shape[1], device=dev, dtype=torch.float32)
+            out["returns"] = seqs["n_rewards"] @ powers
+            out["grasp_penalty_returns"] = seqs["n_grasp_penalty"] @ powers
+            out["bootstrap"] = gamma ** steps * (1.0 - out["terminated"])
+        else:
+            out["returns"], out["grasp_penalty_returns"] = out["rewards"], out["grasp_penalty"]
+            out["bootstrap"] = gamma * (1.0 - out["terminated"])
+        out["target_floor"] = self._target_floor(batch, n)
+        for name, t in list(images.items()) + list(next_images.items()):
+            if t.shape[0] != n:
+                raise ShapeError(f"batch camera '{name}' has {t.shape[0]} rows, actions have {n}")
+        for st in (state, next_state):
+            if st is not None and st.shape[0] != n:
+                raise ShapeError(f"batch state has {st.shape[0]} rows, actions have {n}")
+        return out
+
+    def _target_floor(self, batch: Mapping[str, Any], n: int) -> torch.Tensor:
+        """(B,) lower bound of each row's critic target: its Monte-Carlo return where known and cfg.mc_lower_bound,
+        else -inf (no bound)."""
+        floor = mc_floor(batch, n, self.cfg.mc_lower_bound)
+        return torch.as_tensor(floor).to(self.device)
+
+    # ------------------------------------------------------------------ losses (pure functions of tensors)
+    def _critic_loss_eager(self, feats: torch.Tensor, arm: torch.Tensor, target_in: torch.Tensor,
+                           next_logp: torch.Tensor, returns: torch.Tensor, bootstrap: torch.Tensor,
+                           members: torch.Tensor, alpha: torch.Tensor, floor: torch.Tensor,
+                           ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """target_in: [target features of s', a' ~ pi(s')] (B, F + A); next_logp: log pi(a'|s') (B,); returns:
+        discounted reward sum up to the bootstrap; bootstrap: gamma^k (1 - terminated); floor: lower bound of the
+        target (-inf = none), all (B,)."""
+        with torch.no_grad():
+            tq = self.q_values(target_in, members, target=True).min(0).values
+            if self.cfg.backup_entropy:
+                tq = tq - alpha * next_logp
+            td = returns + bootstrap * tq
+            target = torch.maximum(td, floor)
+        out = self.critic(torch.cat([feats, arm], -1)).float()  # (N, B, 1) or (N, B, bins)
+        hl = self.hl_gauss
+        if hl is not None:  # cross-entropy toward the target's Gaussian over the bins, mean over members and rows
+            q = hl.expected(out)
+            loss = hl.cross_entropy(out, target).mean()
+        else:
+            q = out.squeeze(-1)  # (N, B)
+            loss = (q - target.unsqueeze(0)).pow(2).mean()
+        info = {"critic_loss": loss.detach(), "q_mean": q.detach().mean(),
+                "q_ensemble_std": q.detach().std(0).mean() if q.shape[0] > 1 else q.new_zeros(()),
+                "target_q_mean": target.mean()}
+        if hl is not None:  # share of the targets outside the value support (clipped into it)
+            info["hl_gauss_clipped_share"] = ((target < hl.v_min) | (target > hl.v_max)).float().mean()
+        if self.cfg.mc_lower_bound:  # share of the rows whose Monte-Carlo return lifted the target
+            info["mc_bound_share"] = (floor > td).float().mean()
+        return loss, info
+
+    def _actor_loss_eager(self, feats: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor,
+                          bc_actions: torch.Tensor, bc_mask: torch.Tensor, base_actions: torch.Tensor | None = None,
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """base_actions: the frozen base policy's actions with a residual base (cfg.residual_base), else None; the
+        critic, the BC term and its Q filter all see the executed action (base + bounded correction)."""
+        mean, log_std = self.actor(self.policy.actor_input(feats, base_actions))
+        mean = mean.float()
+        out, logp = tanh_gaussian(mean, log_std, noise)
+        a = self.policy.combine(base_actions, out)
+        q = self.q_values(torch.cat([feats, a], -1)).mean(0)  # mean over the ensemble (SERL, REDQ)
+        # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
+        mode = self.policy.combine(base_actions, torch.tanh(mean))
+        sq = (mode - bc_actions).pow(2).sum(-1)
+        mask = bc_mask
+        if self.cfg.bc_q_filter:  # only where the critic still prefers the human's action (Nair et al. 2018)
+            with torch.no_grad():
+                q_human = self.q_values(torch.cat([feats, bc_actions], -1)).mean(0)
+                q_mode = self.q_values(torch.cat([feats, mode.detach()], -1)).mean(0)
+            mask = mask * (q_human > q_mode).to(mask.dtype)
+        n_human = bc_mask.sum().clamp_min(1.0)
+        bc = (sq * mask).sum() / n_human  # over all human rows: the term fades as the filter drops rows
+        return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, mask.sum() / n_human
+
+    # ------------------------------------------------------------------ update
+    def _loss_step(self, which: str, args: tuple[Any, ...], opt: torch.optim.Optimizer,
+                   params: Sequence[torch.Tensor]) -> tuple[tuple[Any, ...], torch.Tensor | None]:
+        """`which` ('critic' or 'actor') loss on `args`, then its optimizer step; returns (the loss function's
+        outputs, the gradient norm or None). A compiled loss that raises on its first forward or backward (before
+        any optimizer step) is dropped for the eager one, which then runs this step: a real error raises again."""
+        fn = self._critic_loss if which == "critic" else self._actor_loss
+        try:
+            out = fn(*args)
+            norm = self._step(opt, params, out[0])
+        except Exception as err:
+            if which not in self._unproven:
+                raise
+            self._fall_back_to_eager(err)
+            fn = self._critic_loss if which == "critic" else self._actor_loss
+            out = fn(*args)
+            norm = self._step(opt, params, out[0])
+        self._unproven.discard(which)
+        return out, norm
+
+    def _fall_back_to_eager(self, err: BaseException) -> None:
+        """Eager losses from now on (a compiled one failed before it ever ran), with one warning."""
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        self._critic_loss, self._actor_loss = self._critic_loss_eager, self._actor_loss_eager
+        self._unproven = set()
+        self.compile_status = f"eager (torch.compile failed: {type(err).__name__}: {reason})"
+        warnings.warn(f"torch.compile of the agent's losses failed, training continues eager (--set compile=false "
+                      f"skips compiling): {type(err).__name__}: {reason}", RuntimeWarning, stacklevel=3)
+
+    def _step(self, opt: torch.optim.Optimizer, params: Sequence[torch.Tensor], loss: torch.Tensor,
+              ) -> torch.Tensor | None:
+        opt.zero_grad(set_to_none=True)
+        with self._no_autocast():  # backward and the optimizer outside autocast (its ops follow the forward's)
+            loss.backward()
+            norm = None
+            if self.cfg.grad_clip_norm is not None:
+                norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip_norm)
+            opt.step()
+        return norm
+
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """bf16 autocast for the forward passes with cfg.mixed_precision='bf16', else nothing."""
+        if self.cfg.mixed_precision == "bf16":
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _no_autocast(self) -> contextlib.AbstractContextManager[Any]:
+        if self.cfg.mixed_precision == "bf16":
+            return torch.autocast(device_type=self.device.type, enabled=False)
+        return contextlib.nullcontext()
+
+    def _features(self, bfeats: dict[str, torch.Tensor] | None, images: dict[str, torch.Tensor],
+                  state: torch.Tensor | None, sl: slice, target: bool = False) -> torch.Tensor:
+        enc = self.target_encoder if target else self.encoder
+        st = state[sl] if state is not None else None
+        if bfeats is not None:  # frozen backbones: features precomputed once for the whole batch
+            return enc.head({k: v[sl] for k, v in bfeats.items()}, st)
+        return enc({k: v[sl] for k, v in images.items()}, st)
+
+    def update(self, batch: Mapping[str, Any]) -> dict[str, float]:
+        """critic_updates_per_actor_update critic (+ target) updates on equal minibatches of `batch` (strided rows:
+        minibatch i = rows i::k), then one actor + temperature update on the last; returns float metrics (critic
+        metrics averaged)."""
+        t0 = time.perf_counter()
+        with self._autocast():
+            out = self._update(batch)
+        if self.compile_s is None and self.cfg.compile:  # the first compiled update: timed (tracing + inductor)
+            self.compile_s = time.perf_counter() - t0
+        return out
+
+    def _update(self, batch: Mapping[str, Any]) -> dict[str, float]:
+        cfg = self.cfg
+        b = self._split_batch(batch)
+        n = b["actions"].shape[0]
+        k = cfg.critic_updates_per_actor_update
+        if n % k != 0 or n < k:
+            raise ShapeError(f"batch of {n} rows does not split into critic_updates_per_actor_update={k} "
+                             f"equal minibatches (use cfg.samples_per_update = {cfg.samples_per_update})")
+        mb = n // k
+        self.encoder.train()
+        self.actor.train()
+        gen = self.generator
+        images, next_images = b["images"], b["next_images"]
+        if images and cfg.augment_pad > 0:  # obs and next_obs shifted independently, per camera
+            images = {name: random_shift(t, cfg.augment_pad, gen) for name, t in images.items()}
+            next_images = {name: random_shift(t, cfg.augment_pad, gen) for name, t in next_images.items()}
+        bf = nbf = None
+        if images and self.encoder.all_backbones_frozen:
+            bf = self.encoder.backbone_features(images)
+            nbf = self.encoder.backbone_features(next_images)
+        members_n = cfg.ensemble_subsample or cfg.ensemble_size
+        # the target subsets of all k critic updates at once: each row a uniformly random M-subset of the members
+        members_all = torch.rand(k, cfg.ensemble_size, generator=gen, device=self.device).argsort(1)[:, :members_n]
+        state, next_state = b["state"], b["next_state"]
+        # residual RL: the frozen base policy's actions on obs and next_obs (raw observations), once per update
+        base_obs, base_next = self.policy.base_actions(batch["obs"]), self.policy.base_actions(batch["next_obs"])
+        # minibatch i is rows i, i+k, i+2k, ... (strided: samplers concatenate their sources, MixedSampler: online
+        # rows, then demo rows, so contiguous chunks would give some critic updates, and the actor, one source only).
+        # Without cameras the rows are put in minibatch order once, so each minibatch is a contiguous block.
+        rows: Callable[[int], slice] = lambda i: slice(i, None, k)  # noqa: E731
+        if not images:
+            order = torch.arange(n, device=self.device).view(mb, k).t().reshape(-1)
+            b = {key: (v.index_select(0, order) if isinstance(v, torch.Tensor) and v.dim() > 0 else v)
+                 for key, v in b.items()}
+            state, next_state, base_obs, base_next = (t.index_select(0, order) if t is not None else None
+                                                      for t in (state, next_state, base_obs, base_next))
+            rows = lambda i: slice(i * mb, (i + 1) * mb)  # noqa: E731
+        arm_all = b["actions"][:, : self.arm_dim]
+        target_in_all = next_logp_all = None
+        if not images and not self._enc_params:
+            # no trainable encoder: the targets of all k minibatches from one actor pass (the actor does not change
+            # during the critic updates)
+            with torch.no_grad():
+                next_feats_all = self._features(nbf, next_images, next_state, slice(None))
+                noise_all = torch.randn(n, self.arm_dim, generator=gen, device=self.device)
+                next_a_all, next_logp_all = self.policy.sample_actions(next_feats_all, base_next, noise_all)
+                target_in_all = torch.cat([self._features(nbf, next_images, next_state, slice(None), target=True),
+                                           next_a_all], -1)
+        critic_metrics: list[dict[str, torch.Tensor]] = []
+        grip_metrics: list[dict[str, torch.Tensor]] = []
+        last_feats_detached = None
+        alpha = self.log_alpha.detach().exp()
+        for i in range(k):
+            sl = rows(i)
+            feats = self._features(bf, images, state, sl)
+            with torch.no_grad():
+                next_feats = target_feats = None
+                if target_in_all is not None and next_logp_all is not None:
+                    target_in, next_logp = target_in_all[sl], next_logp_all[sl]
+                else:
+                    next_feats = self._features(nbf, next_images, next_state, sl)
+                    target_feats = self._features(nbf, next_images, next_state, sl, target=True)
+                    noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
+                    next_a, next_logp = self.policy.sample_actions(
+                        next_feats, base_next[sl] if base_next is not None else None, noise)
+                    target_in = torch.cat([target_feats, next_a], -1)
+            (_, info), norm = self._loss_step(
+                "critic", (feats, arm_all[sl], target_in, next_logp, b["returns"][sl], b["bootstrap"][sl],
+                           members_all[i], alpha, b["target_floor"][sl]), self.critic_opt, self._critic_params)
+            if norm is not None:
+                info["critic_grad_norm"] = norm.detach()
+            critic_metrics.append(info)
+            if self.gripper is not None and self.gripper_opt is not None and self.target_gripper is not None:
+                if next_feats is None or target_feats is None:
+                    with torch.no_grad():
+                        next_feats = self._features(nbf, next_images, next_state, sl)
+                        target_feats = self._features(nbf, next_images, next_state, sl, target=True)
+                grip_metrics.append(self._gripper_step(feats.detach(), next_feats, target_feats, b, sl))
+            for tgt, src in self._targets:
+                soft_update(tgt, src, cfg.tau)
+            last_feats_detached = feats.detach()
+        assert last_feats_detached is not None
+        # actor + temperature on the last minibatch; the actor sees detached encoder features
+        self.critic.requires_grad_(False)
+        try:
+            noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
+            last = rows(k - 1)
+            (actor_loss, logp, bc_loss, bc_share), _ = self._loss_step(
+                "actor", (last_feats_detached, noise, alpha, arm_all[last], b["intervention"][last],
+                          base_obs[last] if base_obs is not None else None), self.actor_opt, self._actor_params)
+        finally:
+            self.critic.requires_grad_(True)
+        entropy = -logp.detach().mean()
+        temp_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
+        if cfg.learn_temperature:
+            self._step(self.temp_opt, [self.log_alpha], temp_loss)
+        self.num_updates += 1
+        out: dict[str, torch.Tensor] = {key: torch.stack([m[key] for m in critic_metrics]).mean()
+                                        for key in critic_metrics[0]}
+        if grip_metrics:
+            out.update({key: torch.stack([m[key] for m in grip_metrics]).mean() for key in grip_metrics[0]})
+        if cfg.bc_weight > 0:
+            out["bc_loss"] = bc_loss.detach()
+            if cfg.bc_q_filter:
+                out["bc_kept"] = bc_share.detach()  # share of the human rows the Q filter kept
+        out.update(actor_loss=actor_loss.detach(), entropy=entropy, temperature=self.log_alpha.detach().exp(),
+                   temperature_loss=temp_loss.detach())
+        keys = list(out)
+        values = torch.stack([v.float() for v in out.values()]).cpu().tolist()  # one device sync
+        return dict(zip(keys, values, strict=True))
+
+    def _gripper_step(self, feats: torch.Tensor, next_feats: torch.Tensor, target_feats: torch.Tensor,
+                      b: Mapping[str, Any], sl: slice) -> dict[str, torch.Tensor]:
+        assert self.gripper is not None and self.target_gripper is not None and self.gripper_opt is not None
+        idx = gripper_index(b["actions"][sl, -1])
+        with torch.no_grad():  # double DQN: online argmax, target value
+            best = self.gripper(next_feats).argmax(-1, keepdim=True)
+            next_q = self.target_gripper(target_feats).float().gather(-1, best).squeeze(-1)
+            target = b["returns"][sl] + b["grasp_penalty_returns"][sl] + b["bootstrap"][sl] * next_q
+        q = self.gripper(feats).float().gather(-1, idx.unsqueeze(-1)).squeeze(-1)
+        loss = (q - target).pow(2).mean()
+        self._step(self.gripper_opt, list(self.gripper.parameters()), loss)
+        return {"gripper_loss": loss.detach(), "gripper_q_mean": q.detach().mean()}
+
+    # ------------------------------------------------------------------ full state (checkpoints)
+    def _modules(self) -> dict[str, nn.Module]:
+        mods: dict[str, nn.Module] = {"policy": self.policy, "critic": self.critic,
+                                      "target_encoder": self.target_encoder, "target_critic": self.target_critic}
+        if self.target_gripper is not None:
+            mods["target_gripper"] = self.target_gripper
+        return mods
+
+    def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        opts: dict[str, torch.optim.Optimizer] = {"actor": self.actor_opt, "critic": self.critic_opt,
+                                                  "temperature": self.temp_opt}
+        if self.gripper_opt is not None:
+            opts["gripper"] = self.gripper_opt
+        return opts
+
+    def _frozen_names(self) -> dict[str, set[str]]:
+        frozen = self.encoder.frozen_names()
+        return {"policy": {f"encoder.{n}" for n in frozen}, "target_encoder": set(frozen)}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Everything needed to resume: networks, targets, temperature, Adam states, counters, RNG states, as
+        {name: np.ndarray} (save with np.savez / robot_rl.checkpoint; no pickle). Frozen backbone weights are
+        left out (they come from cfg.encoder_weights)."""
+        out: dict[str, np.ndarray] = {}
+        frozen = self._frozen_names()
+        for prefix, mod in self._modules().items():
+            skip = frozen.get(prefix, set())
+            for name, t in mod.state_dict().items():
+                if name not in skip:
+                    out[f"{prefix}/{name}"] = t.detach().cpu().numpy().copy()
+        out["log_alpha"] = self.log_alpha.detach().cpu().numpy().copy()
+        for oname, opt in self._optimizers().items():
+            params = [p for g in opt.param_groups for p in g["params"]]
+            for i, p in enumerate(params):
+                st = opt.state.get(p, {})
+                for field in _OPT_FIELDS:
+                    if field in st:
+                        out[f"optim/{oname}/{i}/{field}"] = torch.as_tensor(st[field]).detach().cpu().numpy().copy()
+        out["num_updates"] = np.array(self.num_updates, dtype=np.int64)
+        out["rng/agent"] = self.generator.get_state().numpy().copy()
+        out["rng/policy"] = self.policy.generator().get_state().numpy().copy()
+        return out
+
+    def load_state_dict(self, arrays: Mapping[str, Any]) -> None:
+        """Restore `state_dict()` output; ShapeError (before anything changes) on unknown/missing names or shapes."""
+        own = self.state_dict()
+        plain = {k for k in own if not k.startswith("optim/")}
+        given = {k for k in arrays if not k.startswith("optim/")}
+        missing, unexpected = sorted(plain - given), sorted(given - plain)
+        if missing or unexpected:
+            raise ShapeError(f"agent state does not match: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        bad = [k for k in plain if k.startswith(("policy/", "critic/", "target_", "log_alpha"))
+               and tuple(np.shape(arrays[k])) != own[k].shape]
+        if bad:
+            raise ShapeError(f"agent state has wrong shapes: {bad[:5]}")
+        opt_entries = self._check_optim_entries(arrays)
+        frozen = self._frozen_names()
+        with torch.no_grad():
+            for prefix, mod in self._modules().items():
+                sd = mod.state_dict()
+                skip = frozen.get(prefix, set())
+                for name, t in sd.items():
+                    if name not in skip:
+                        t.copy_(torch.as_tensor(np.asarray(arrays[f"{prefix}/{name}"])).to(t.dtype))
+            self.log_alpha.copy_(torch.as_tensor(np.asarray(arrays["log_alpha"])).to(self.log_alpha.dtype))
+        for oname, opt in self._optimizers().items():
+            params = [p for g in opt.param_groups for p in g["params"]]
+            state: dict[int, dict[str, torch.Tensor]] = {}
+            for (o, i, field), arr in opt_entries.items():
+                if o == oname:
+                    t = torch.as_tensor(np.asarray(arr))
+                    state.setdefault(i, {})[field] = t if field == "step" else t.to(params[i].device)
+            sd = opt.state_dict()
+            sd["state"] = state
+            opt.load_state_dict(sd)
+        self.num_updates = int(np.asarray(arrays["num_updates"]))
+        self.generator.set_state(torch.as_tensor(np.asarray(arrays["rng/agent"]), dtype=torch.uint8))
+        self.policy.generator().set_state(torch.as_tensor(np.asarray(arrays["rng/policy"]), dtype=torch.uint8))
+
+    def _check_optim_entries(self, arrays: Mapping[str, Any]) -> dict[tuple[str, int, str], Any]:
+        opts = self._optimizers()
+        entries: dict[tuple[str, int, str], Any] = {}
+        for key, arr in arrays.items():
+            if not key.startswith("optim/"):
+                continue
+            parts = key.split("/")
+            if len(parts) != 4 or parts[1] not in opts or not parts[2].isdigit() or parts[3] not in _OPT_FIELDS:
+                raise ShapeError(f"agent state: unknown optimizer entry '{key}'")
+            params = [p for g in opts[parts[1]].param_groups for p in g["params"]]
+            i = int(parts[2])
+            if i >= len(params):
+                raise ShapeError(f"agent state: '{key}' refers to parameter {i} of {len(params)}")
+            want = () if parts[3] == "step" else tuple(params[i].shape)
+            if tuple(np.shape(arr)) != want:
+                raise ShapeError(f"agent state: '{key}' has shape {tuple(np.shape(arr))}, want {want}")
+            entries[(parts[1], i, parts[3])] = arr
+        return entries
+
+
+def _adam(params: Sequence[torch.Tensor], lr: float) -> torch.optim.Optimizer:
+    """Adam; the fused implementation (one kernel for all parameters) where torch has it for their device."""
+    devices = {p.device.type for p in params}
+    if len(devices) == 1 and devices <= {"cpu", "cuda"} and all(p.dtype == torch.float32 for p in params):
+        try:
+            return torch.optim.Adam(params, lr=lr, fused=True)
+        except (RuntimeError, ValueError):  # an older torch without fused Adam for this device
+            pass
+    return torch.optim.Adam(params, lr=lr)
+
+
+def _frozen_copy(module: nn.Module) -> nn.Module:
+    import copy
+
+    clone = copy.deepcopy(module)
+    clone.requires_grad_(False)
+    return clone
+
+
+__all__ = ["GRIPPER_VALUES", "SACAgent"]
