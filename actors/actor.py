@@ -54,6 +54,7 @@ import numpy as np
 from learners.agents.policy import AgentConfig, Policy, build_policy
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError, ShapeError
+from robot_rl.evaluation import run_episodes, summarize
 from robot_rl.reward_source import SUCCESS_UNKNOWN_INFO_KEY
 from robot_rl.specs import EnvSpec, flatten_value
 from robot_rl.transport import ActorStats
@@ -699,29 +700,13 @@ class Actor:
 def evaluate(env: Any, policy: Policy | None, episodes: int, seed: int = 10_000, deterministic: bool = True,
              rng_seed: int = 0) -> dict[str, Any]:
     """Run `episodes` episodes (env seeded with seed+i) with the policy's mode (uniform random actions when
-    `policy` is None); returns success_rate, mean return / length and the per-episode lists."""
-    spec_low, spec_high = -1.0, 1.0
+    `policy` is None) through robot_rl.evaluation's loop; returns its summary (success_rate, mean return / length
+    and the per-episode lists)."""
     rng = np.random.default_rng(rng_seed)
-    successes, returns, lengths = [], [], []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
-        total, n, success = 0.0, 0, False
-        while True:
-            if policy is None:
-                action = rng.uniform(spec_low, spec_high, env.action_space.shape).astype(np.float32)
-            else:
-                action = policy.act(obs, deterministic=deterministic)
-            obs, reward, terminated, truncated, info = env.step(action)
-            total += float(reward)
-            n += 1
-            success = success or bool(isinstance(info, dict) and info.get("success", False))
-            if terminated or truncated:
-                break
-        successes.append(success)
-        returns.append(total)
-        lengths.append(n)
-    return {"episodes": episodes, "success_rate": float(np.mean(successes)) if successes else 0.0,
-            "return": float(np.mean(returns)) if returns else 0.0,
-            "episode_length": float(np.mean(lengths)) if lengths else 0.0,
-            "successes": [bool(s) for s in successes], "returns": returns, "seed": seed,
-            "deterministic": deterministic}
+
+    def act(obs: Any) -> np.ndarray:
+        if policy is None:
+            return rng.uniform(-1.0, 1.0, env.action_space.shape).astype(np.float32)
+        return policy.act(obs, deterministic=deterministic)
+
+    return summarize(run_episodes(env, act, episodes, seed), seed=seed, deterministic=deterministic)

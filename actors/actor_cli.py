@@ -40,6 +40,7 @@ from typing import Any
 
 from actors.actor import Actor, ActorConfig, evaluate
 from robot_rl.errors import ConfigError
+from robot_rl.gym_env import env_spec_of
 from robot_rl.presets import PRESETS, get_preset
 from robot_rl.specs import EnvSpec
 
@@ -164,11 +165,6 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         env.close()
         raise
     return env if model is None else RewardModelWrapper(env, model)
-
-
-def env_spec_of(env: Any, task: str) -> EnvSpec:
-    hz = float(getattr(getattr(env.unwrapped, "config", None), "control_hz", 10.0))
-    return EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=hz)
 
 
 def _set_threads(n: int) -> None:

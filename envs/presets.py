@@ -1,7 +1,7 @@
 """Making the named task presets (the kernel's table, robot_rl.presets) into envs.
 
 The kernel holds the data (name -> gymnasium id, registering module, default kwargs); this module adds what
-needs the envs package: `make_env` (import the registering module, gymnasium.make with overrides) and the
+needs the envs package: `make_env` (robot_rl.gym_env.make_task_env, the one env builder, re-exported) and the
 twin task behind a preset (for the scripted experts).
 
 Usage::
@@ -14,12 +14,9 @@ Usage::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from envs import TWIN_ENV_IDS
 from robot_rl.errors import UnknownTaskError
-from robot_rl.extras import optional_import
+from robot_rl.gym_env import make_task_env as make_env
 from robot_rl.presets import PRESETS, TaskPreset, get_preset
 
 __all__ = ["PRESETS", "TaskPreset", "get_preset", "make_env", "twin_task"]
@@ -33,11 +30,3 @@ def twin_task(preset_name: str) -> str:
         if env_id in (f"{stem}-v0", f"{stem}State-v0"):
             return task
     raise UnknownTaskError(f"preset '{preset_name}' ({env_id}) is not a MuJoCo twin task")
-
-
-def make_env(task_name: str, **overrides: Any) -> Any:
-    """gymnasium.make the preset's env: its default kwargs updated by `overrides` (e.g. obs_mode='state')."""
-    preset = get_preset(task_name)
-    gymnasium = optional_import("gymnasium", extra="sim", purpose="the robot envs")
-    importlib.import_module(preset.env_module)  # registers the id
-    return gymnasium.make(preset.env_id, **preset.make_kwargs(**overrides))

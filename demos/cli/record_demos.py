@@ -25,8 +25,8 @@ from typing import Any
 from demos.devices.teleop import DEVICES, make_device
 from robot_rl.episodes import Episode, episode_paths, save_episode
 from robot_rl.errors import ConfigError
+from robot_rl.gym_env import env_spec_of, make_gym_env
 from robot_rl.presets import PRESETS, get_preset
-from robot_rl.specs import EnvSpec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,12 +56,7 @@ def make_recording_env(task: str, robot: str | None, keys: str | None, **env_kwa
     robot server (envs.remote.make_remote_env; the server's task must be `task`'s)."""
     preset = get_preset(task)
     if robot is None:
-        import importlib
-
-        import gymnasium
-
-        importlib.import_module(preset.env_module)
-        return gymnasium.make(preset.env_id, **env_kwargs)
+        return make_gym_env(preset.env_id, preset.env_module, **env_kwargs)
     from envs.remote import make_remote_env
     from robot_rl.keys import ClientKeys
 
@@ -73,8 +68,7 @@ def make_recording_env(task: str, robot: str | None, keys: str | None, **env_kwa
 
 def env_spec_dict(env: Any, task: str) -> dict[str, Any]:
     """The env's EnvSpec as a dict, stored in every episode so readers can check compatibility."""
-    hz = float(getattr(getattr(env.unwrapped, "config", None), "control_hz", 10.0))
-    return EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=hz).to_dict()
+    return env_spec_of(env, task).to_dict()
 
 
 def record_episode(env: Any, device: Any, seed: int, task: str, env_kwargs: dict[str, Any] | None = None) -> Episode:

@@ -23,7 +23,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import signal
@@ -41,6 +40,7 @@ from learners.agents.recipes import recipe_for
 from learners.distributed.learner import Learner, LearnerConfig, checkpoint_exists, set_torch_threads
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
+from robot_rl.gym_env import env_spec_of, make_task_env
 from robot_rl.presets import PRESETS, get_preset
 from robot_rl.specs import EnvSpec
 
@@ -150,16 +150,10 @@ def updates_per_transition(args: argparse.Namespace) -> float:
 def env_spec(task: str, obs_mode: str, image_size: int | None, faithful: bool = False) -> EnvSpec:
     """The task's EnvSpec, read from the env itself (made once through its preset, then closed); `faithful`: the
     hardware-faithful observation (no object state)."""
-    from robot_rl.extras import optional_import
-
-    preset = get_preset(task)
-    gymnasium = optional_import("gymnasium", extra="sim", purpose="reading the task's spaces")
-    importlib.import_module(preset.env_module)  # registers the env id
     extra = {"object_obs": False} if faithful else {}
-    env = gymnasium.make(preset.env_id, **preset.make_kwargs(obs_mode=obs_mode, image_size=image_size, **extra))
+    env = make_task_env(task, obs_mode=obs_mode, image_size=image_size, **extra)
     try:
-        hz = float(getattr(getattr(env.unwrapped, "config", None), "control_hz", 10.0))
-        return EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=hz)
+        return env_spec_of(env, task)
     finally:
         env.close()
 

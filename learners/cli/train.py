@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import sys
 import time
@@ -108,6 +107,7 @@ from robot_rl.checkpoint import latest_checkpoint
 from robot_rl.config import Config, require
 from robot_rl.episodes import load_dir
 from robot_rl.errors import ConfigError
+from robot_rl.gym_env import env_spec_of, make_gym_env
 from robot_rl.metrics import MetricsLog, plot_learning_curve, read_metrics
 from robot_rl.presets import PRESETS, get_preset
 from robot_rl.specs import EnvSpec
@@ -385,8 +385,6 @@ def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None 
     still teleport and report the true success). A state-mode twin preset whose `reward_sources` include a
     classifier renders the cards' cameras at the card's size (unless --image-size says otherwise) into
     info["reward_images"], never into the observation (learners.rewards.reward_model.reward_camera_overrides)."""
-    import gymnasium
-
     module: str | None = cfg.env_module
     env_id, kwargs = str(cfg.env_id), {}
     if for_reward_model and not reward_sources:
@@ -405,17 +403,8 @@ def make_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | None 
         if cams:
             kwargs["reward_cameras"] = cams["reward_cameras"]
             kwargs.setdefault("image_size", cams["image_size"])
-    if module:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as err:
-            if err.name != module.split(".")[0] and err.name != module:
-                raise  # the module exists but one of its own imports failed: not a typo, show it all
-            raise ConfigError(f"--env-module {module}: no such module ({err})") from None
     try:
-        base = gymnasium.make(env_id, **kwargs)
-    except gymnasium.error.Error as err:
-        raise ConfigError(f"--env-id {env_id}: {err}") from None
+        base = make_gym_env(env_id, module, **kwargs)
     except ConfigError as err:
         if "reward_cameras" not in kwargs:
             raise
@@ -465,8 +454,8 @@ def resolve_action_box(cfg: TrainConfig, log: Any = print) -> TrainConfig:
 
 
 def env_spec(env: Any, cfg: TrainConfig) -> EnvSpec:
-    hz = float(getattr(getattr(env.unwrapped, "config", None), "control_hz", 0.0) or 0.0)
-    return EnvSpec.from_spaces(cfg.task or str(cfg.env_id), env.observation_space, env.action_space, control_hz=hz)
+    """The run's EnvSpec (robot_rl.gym_env.env_spec_of), named after its task or env id."""
+    return env_spec_of(env, cfg.task or str(cfg.env_id))
 
 
 @dataclasses.dataclass

@@ -26,6 +26,7 @@ import numpy as np
 from learners.replay.buffer import ReplayBuffer, ReplayEmptyError, route_transition, sampler_for
 from learners.replay.prefetch import BatchSource
 from robot_rl.config import Config, require
+from robot_rl.evaluation import run_episodes
 
 
 class Actor(Protocol):
@@ -250,23 +251,12 @@ def train_offline(agent: Agent, demo: ReplayBuffer, updates: int, counters: Loop
 def evaluate_episodes(env: Any, agent: Actor, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,
                       max_steps: int = 100_000) -> list[dict[str, Any]]:
     """Run `episodes` episodes with the agent's deterministic (default) policy, env seeded with seed+i; one
-    dict per episode: return, length, success (from info["success"], False when the env does not report it)."""
+    dict per episode: return, length, success (robot_rl.evaluation.run_episodes, the one evaluation loop; the
+    agent's [-1, 1] action is mapped to the env's action box here)."""
     bounds = action_bounds(env)
     dtype = getattr(getattr(env, "action_space", None), "dtype", np.float32)
-    results = []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
-        total, length, success = 0.0, 0, False
-        for _ in range(max_steps):
-            obs, reward, terminated, truncated, info = env.step(
-                to_env_action(agent.act(obs, deterministic=deterministic), bounds, dtype))
-            total += float(reward)
-            length += 1
-            success = success or bool(isinstance(info, dict) and info.get("success", False))
-            if terminated or truncated:
-                break
-        results.append({"return": total, "length": length, "success": success})
-    return results
+    return run_episodes(env, lambda obs: to_env_action(agent.act(obs, deterministic=deterministic), bounds, dtype),
+                        episodes, seed, max_steps)
 
 
 def evaluate(env: Any, agent: Actor, episodes: int = 10, seed: int = 10_000, deterministic: bool = True,

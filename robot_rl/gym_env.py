@@ -1,0 +1,62 @@
+"""The one env builder and the one EnvSpec-of-an-env: every command makes its gymnasium env here.
+
+`make_gym_env` imports the module that registers an env id (the project's `envs` for the twin presets, any
+`--env-module` for a third-party env), calls `gymnasium.make` and turns a typo into a ConfigError naming the flag.
+`make_task_env` does the same for a named preset (robot_rl.presets). What wraps the env afterwards (a reward
+model, an intervention device, a robot server's client) belongs to the command that needs it; the base env always
+comes from here. gymnasium is imported lazily (the `sim` extra), so the kernel stays importable without it.
+
+Usage::
+
+    env = make_task_env("twin-pick-cube", obs_mode="state")           # preset defaults + overrides
+    env = make_gym_env("Pendulum-v1")                                  # any registered gymnasium id
+    env = make_gym_env("MyArm-v0", module="my_lab.envs", seed_objects=3)
+    spec = env_spec_of(env, "twin-pick-cube")                          # EnvSpec for handshakes and checks
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from robot_rl.errors import ConfigError
+from robot_rl.extras import optional_import
+from robot_rl.presets import get_preset
+from robot_rl.specs import EnvSpec
+
+
+def import_env_module(module: str) -> None:
+    """Import the module whose import registers an env id; ConfigError when no such module exists (an error raised
+    inside an existing module is not a typo: it propagates unchanged)."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name != module.split(".")[0] and err.name != module:
+            raise
+        raise ConfigError(f"--env-module {module}: no such module ({err})") from None
+
+
+def make_gym_env(env_id: str, module: str | None = None, **kwargs: Any) -> Any:
+    """`gymnasium.make(env_id, **kwargs)` after importing `module` (which registers `env_id`); ConfigError for an
+    unknown module or env id, or options the env refuses through gymnasium."""
+    gymnasium = optional_import("gymnasium", extra="sim", purpose="the robot envs")
+    if module:
+        import_env_module(module)
+    try:
+        return gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.Error as err:
+        raise ConfigError(f"--env-id {env_id}: {err}") from None
+
+
+def make_task_env(task: str, **overrides: Any) -> Any:
+    """The preset `task`'s env: its default kwargs updated by `overrides` (None values ignored; e.g.
+    obs_mode='state'); UnknownTaskError lists the known presets."""
+    preset = get_preset(task)
+    return make_gym_env(preset.env_id, preset.env_module, **preset.make_kwargs(**overrides))
+
+
+def env_spec_of(env: Any, name: str) -> EnvSpec:
+    """The EnvSpec of a made env (its spaces, and its control rate when the env has a `config.control_hz`, as the
+    project's robot envs do; 0.0 = not known), named `name` (the task or env id)."""
+    hz = float(getattr(getattr(env.unwrapped, "config", None), "control_hz", 0.0) or 0.0)
+    return EnvSpec.from_spaces(name, env.observation_space, env.action_space, control_hz=hz)
