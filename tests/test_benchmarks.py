@@ -168,3 +168,12 @@ def test_every_benchmark_answers_help(script: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage:")
     assert not list(tmp_path.iterdir())  # --help writes nothing
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_no_benchmark_copies_the_prelude(script: Path) -> None:
+    text = script.read_text()
+    assert "from _prelude import" in text
+    for copied in ("sys.path.insert", "parents[1]", 'os.environ.setdefault("MUJOCO_GL"', ".json.tmp",
+                   "ProcessPoolExecutor", 'strftime("%Y-%m-%dT%H:%M:%S")'):
+        assert copied not in text, f"{script.name} sets up {copied!r} itself: use benchmarks/_prelude.py"
