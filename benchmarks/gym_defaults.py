@@ -82,8 +82,7 @@ def run_one(env_id: str, seed: int, args: argparse.Namespace, work: Path, bar: f
             "env_steps_done": curve[-1]["env_step"] if curve else 0,
             "updates_per_s": curve[-1]["updates_per_s"] if curve else None,  # the run's learner rate (10 Hz bar)
             "learned": first is not None,  # the run itself stops at its first evaluation after --minutes
-            "load_avg_before": load0, "load_avg_after": load_average(), "log": str(log),
-            "argv": argv[argv.index("train"):]}
+            "load_avg_before": load0, "load_avg_after": load_average(), "log": str(log), "argv": argv[2:]}
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
