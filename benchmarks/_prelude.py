@@ -215,8 +215,10 @@ def pyplot() -> Any:
 
 
 def save_figure(fig: Any, path: Path) -> None:
-    """Write a matplotlib figure to `path` (PNG) atomically (a temporary file, then a rename) and close it."""
+    """Lay a matplotlib figure out (tight), write it to `path` (PNG) atomically (a temporary file, then a rename)
+    and close it."""
     plt = pyplot()
+    fig.tight_layout()
     tmp = path.with_name(path.name + ".tmp.png")
     fig.savefig(tmp, dpi=100)
     plt.close(fig)

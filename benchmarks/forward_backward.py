@@ -95,7 +95,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
         rate_axes(ax, "env steps (both directions)", legend_fontsize=7)
     fig.suptitle(f"{TASK} forward/backward, reward: {result['reward']}, {result['demos']} demos per direction",
                  fontsize=9)
-    fig.tight_layout()
     save_figure(fig, path)
 
 

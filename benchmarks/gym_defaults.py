@@ -100,7 +100,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.set_ylabel("evaluation return")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
     save_figure(fig, path)
 
 

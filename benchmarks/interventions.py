@@ -169,7 +169,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_title(f"{result['task']}: RLPD + {result['args']['demos']} demos, {result['args']['seeds']} seed(s)")
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     save_figure(fig, path)
 
 

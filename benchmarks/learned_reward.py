@@ -103,7 +103,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.axhline(SUCCESS_BAR, color="grey", linestyle=":", linewidth=1)
     rate_axes(ax, "env steps", f"TRUE success ({result['eval_episodes']} eval episodes)")
     ax.set_title(f"{result['task']} (state): learned vs true reward")
-    fig.tight_layout()
     save_figure(fig, path)
 
 

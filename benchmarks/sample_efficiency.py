@@ -147,7 +147,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
     rate_axes(ax, "env steps", f"success ({result['eval_episodes']} eval episodes)")
     ax.set_title(f"{result['task']} ({result['obs_mode']}, {result.get('backend', 'torch')}), {result['demos']} "
                  "scripted demos")
-    fig.tight_layout()
     save_figure(fig, path)
 
 

@@ -150,7 +150,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
     data = "online + offline data" if result["retain"] else "online data only"
     ax.set_title(f"{result['task']} warm start after {result['offline_updates']} offline updates ({data}); "
                  "dotted: level at the switch", fontsize=8)
-    fig.tight_layout()
     save_figure(fig, path)
 
 
