@@ -20,7 +20,7 @@ Public names:
   set_env_defaults (MuJoCo rendering, OpenMP wait policy, optionally one BLAS thread);
 - command line: bench_parser, add_out_dir, add_work_dir, add_label, split_passthrough (`-- ...` goes on to the
   command a benchmark runs), work_dir, result_name (file stems with optional suffixes), robot_rl_command,
-  training_run_flags (the budget / evaluation / seed flags of `robot-rl train`);
+  training_run_flags (the env-step, evaluation, checkpoint and seed flags of a `robot-rl train` run);
 - running: parallel_map (independent runs, `jobs` at a time, in spawned processes);
 - results: timestamp, load_average, host_info, recipe_summary, device_name, write_json (atomic), pyplot,
   save_figure (atomic), write_result (JSON + its figure), rate_axes;
