@@ -35,12 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _prelude import RESULTS, bench_parser, cell, load_average, print_table, timestamp, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-OUT = ROOT / "benchmarks" / "results" / "actor_latency.json"
+from robot_rl.specs import ArraySpec, EnvSpec
 
-from robot_rl.specs import ArraySpec, EnvSpec  # noqa: E402
+OUT = RESULTS / "actor_latency.json"
 
 
 def make_spec(pixels: bool) -> EnvSpec:
@@ -208,7 +207,7 @@ def run_row(pixels: bool, seconds: float, publish_every: float, hz: float) -> di
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = bench_parser(__doc__)
     p.add_argument("--seconds", type=float, default=30.0, help="measured seconds per row")
     p.add_argument("--publish-every", type=float, default=0.5, help="learner publish period (s)")
     p.add_argument("--hz", type=float, default=10.0, help="control rate")
@@ -229,28 +228,22 @@ def main() -> None:
             for r in args.rows.split(",") if r.strip()]
     for r in rows:
         r["actor_nice"] = os.getpriority(os.PRIO_PROCESS, 0)
-    head = f"{'obs':<20} {'policy p50/p99 ms':>18} {'rest p50/p99 ms':>16} {'weights ready p50/p99':>22} " \
-           f"{'used p50/p99 ms':>16}"
-    print(head)
-    print("-" * len(head))
 
-    def f(x: float | None) -> str:
-        return "-" if x is None else f"{x:.2f}"
+    def ms(x: float | None) -> str:
+        return cell(x, ".2f")
 
-    for r in rows:
-        print(f"{r['obs']:<20} {f(r['policy_ms_p50']):>8}/{f(r['policy_ms_p99']):<9} "
-              f"{f(r['rest_ms_p50']):>7}/{f(r['rest_ms_p99']):<8} "
-              f"{f(r['weights_ready_ms_p50']):>10}/{f(r['weights_ready_ms_p99']):<11} "
-              f"{f(r['weights_used_ms_p50']):>7}/{f(r['weights_used_ms_p99']):<8}")
-    result = {"benchmark": "actor_latency", "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-              "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                          "loadavg": list(os.getloadavg())},
+    print_table(f"{'obs':<20} {'policy p50/p99 ms':>18} {'rest p50/p99 ms':>16} {'weights ready p50/p99':>22} "
+                f"{'used p50/p99 ms':>16}",
+                [f"{r['obs']:<20} {ms(r['policy_ms_p50']):>8}/{ms(r['policy_ms_p99']):<9} "
+                 f"{ms(r['rest_ms_p50']):>7}/{ms(r['rest_ms_p99']):<8} "
+                 f"{ms(r['weights_ready_ms_p50']):>10}/{ms(r['weights_ready_ms_p99']):<11} "
+                 f"{ms(r['weights_used_ms_p50']):>7}/{ms(r['weights_used_ms_p99']):<8}" for r in rows])
+    result = {"benchmark": "actor_latency", "time": timestamp(),
+              "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": load_average()},
               "method": __doc__.split("\n\n")[1] if __doc__ else "", "seconds": args.seconds,
               "publish_every_s": args.publish_every, "goal": "rest p99 < 2 ms", "rows": rows}
     out = OUT if not args.nice else OUT.with_name(f"actor_latency_nice{args.nice}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {out}")
+    print(f"wrote {write_json(out, result)}")
 
 
 if __name__ == "__main__":

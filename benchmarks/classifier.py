@@ -25,33 +25,32 @@ benchmarks/results/classifier.json (+ prints the tables). Label files go to --wo
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
+import json
 import os
+import platform
+import shutil
+import time
+from pathlib import Path
+from typing import Any
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from _prelude import (
+    RESULTS,
+    add_work_dir,
+    bench_parser,
+    load_average,
+    result_name,
+    set_env_defaults,
+    work_dir,
+    write_json,
+)
 
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import shutil  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+set_env_defaults(one_thread=True)  # before numpy: its BLAS reads the thread count when it loads
 
 import numpy as np  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-RESULTS = ROOT / "benchmarks" / "results"
 TASK = "twin-pick-cube"
 KS = (1, 2, 3, 4)
 
@@ -235,14 +234,14 @@ def print_size(r: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = bench_parser(__doc__)
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 128])
     p.add_argument("--train-frames", type=int, default=6000)
     p.add_argument("--test-frames", type=int, default=3000)
     p.add_argument("--max-steps", type=int, default=3000)
     p.add_argument("--live-episodes", type=int, default=30, help="per kind (expert, near miss, noisy expert)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--work", type=Path, default=None, help="label and classifier directory (default: temp)")
+    add_work_dir(p, "label and classifier directory")
     p.add_argument("--quick", action="store_true", help="small smoke run (not the reported numbers)")
     p.add_argument("--tag", default="", help="suffix of the results file")
     p.add_argument("--reuse", action="store_true",
@@ -250,22 +249,22 @@ def main() -> int:
     args = p.parse_args()
     if args.quick:
         args.train_frames, args.test_frames, args.max_steps, args.live_episodes = 600, 300, 200, 3
-    work = args.work or Path(tempfile.mkdtemp(prefix="robot-rl-classifier-"))
+    work = work_dir(args.work, "robot-rl-classifier-")
     RESULTS.mkdir(parents=True, exist_ok=True)
     import torch
 
     out: dict[str, Any] = {
         "benchmark": "classifier", "task": TASK, "quick": args.quick,
         "machine": {"cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-                    "load_avg_at_start": os.getloadavg(), "torch": torch.__version__, "torch_threads": 1,
+                    "load_avg_at_start": load_average(), "torch": torch.__version__, "torch_threads": 1,
                     "nice": os.nice(0)},
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "sizes": {},
     }
-    path = RESULTS / f"classifier{'_' + args.tag if args.tag else ''}{'_quick' if args.quick else ''}.json"
+    path = RESULTS / f"{result_name('classifier', args.tag, 'quick' if args.quick else '')}.json"
     for size in args.sizes:
         out["sizes"][str(size)] = run_size(size, work, args)
-        path.write_text(json.dumps(out, indent=1, default=float))
+        write_json(path, out, default=float)  # after each size: a long run keeps what it measured
     print(f"\nwrote {path}")
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)

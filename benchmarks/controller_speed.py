@@ -19,15 +19,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "controller_speed.json"
+from _prelude import RESULTS, ROOT, bench_parser, print_table, timestamp, write_json
+
+OUT = RESULTS / "controller_speed.json"
 
 
 def _measure(mode: str, n: int) -> dict[str, float]:
     """Runs inside the subprocess: set up, time `n` calls (best of 3 repeats), print JSON."""
-    sys.path.insert(0, str(ROOT))
     t0 = time.perf_counter()
     import numpy as np
 
@@ -82,7 +81,8 @@ def _run(mode: str, n: int, env: dict[str, str] | None = None) -> dict[str, floa
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    bench_parser(__doc__).parse_args(argv)  # no options: --help
     import numba
     import numpy as np
 
@@ -96,9 +96,8 @@ def main() -> None:
         cold = _run("torque", 1_000, {"NUMBA_CACHE_DIR": cache})  # empty cache: compiles
         warm = _run("torque", 1_000, {"NUMBA_CACHE_DIR": cache})  # the cache it just wrote
     jit_us = rows["torque() numba"]["us_per_call"]
-    print(f"{'variant':34s} {'us/call':>10s} {'vs numba':>9s}")
-    for name, r in rows.items():
-        print(f"{name:34s} {r['us_per_call']:10.2f} {r['us_per_call'] / jit_us:8.1f}x")
+    print_table(f"{'variant':34s} {'us/call':>10s} {'vs numba':>9s}",
+                [f"{name:34s} {r['us_per_call']:10.2f} {r['us_per_call'] / jit_us:8.1f}x" for name, r in rows.items()])
     print(f"compile: cold {cold['setup_s']:.1f} s, from cache {warm['setup_s']:.2f} s (first controller only)")
     substeps = 100
     print(f"at {substeps} substeps per env step: {jit_us * substeps / 1000:.2f} ms of controller per step "
@@ -111,13 +110,9 @@ def main() -> None:
         "compile_from_cache_s": round(warm["setup_s"], 3),
         "machine": {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
                     "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "when": timestamp(),
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(OUT)
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    print(f"wrote {write_json(OUT, result, indent=2).relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -35,33 +35,36 @@ success, updates/s and wall time.
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import numpy as np  # noqa: E402
-from sample_efficiency import (  # noqa: E402
+from _prelude import (
+    add_label,
+    add_out_dir,
+    add_work_dir,
+    bench_parser,
+    cell,
     first_step_at,
+    host_info,
     pyplot,
-    record_demos,
-    run_jobs,
+    rate_axes,
+    recipe_summary,
+    result_name,
     save_figure,
+    set_env_defaults,
     split_passthrough,
+    timestamp,
+    training_run_flags,
+    work_dir,
     write_result,
 )
+
+set_env_defaults()
+
+import numpy as np  # noqa: E402
+from sample_efficiency import record_demos, run_jobs  # noqa: E402
 
 BAR = 0.8
 CLASSIFIER_CAMERAS = ("images/front",)
@@ -89,19 +92,15 @@ def plot(result: dict[str, Any], path: Path) -> None:
     axes[0].set_title(f"evaluation ({result['eval_episodes']} deterministic episodes per direction)")
     axes[1].set_title("reset-free training episodes: true success")
     for ax in axes:
-        ax.set_xlabel("env steps (both directions)")
-        ax.set_ylim(-0.03, 1.03)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        rate_axes(ax, "env steps (both directions)", legend_fontsize=7)
     fig.suptitle(f"{TASK} forward/backward, reward: {result['reward']}, {result['demos']} demos per direction",
                  fontsize=9)
-    fig.tight_layout()
     save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = bench_parser(__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--steps", type=int, default=30_000, help="env steps per seed (both directions together)")
     p.add_argument("--eval-every", type=int, default=2000)
@@ -119,18 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-min", type=float, default=0.0, help="wall-clock budget per seed in minutes (0 = none)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel processes (1 core each)")
-    p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
+    add_work_dir(p, "demos + run directories")
+    add_out_dir(p)
+    add_label(p)
     args = p.parse_args(argv)
     if args.reward == "env" and (args.forward_classifier or args.backward_classifier):
         raise SystemExit("--forward-classifier / --backward-classifier go with --reward classifier")
 
-    import torch
-
-    from learners.agents.recipes import recipe_for
-
-    work = args.work or Path(tempfile.mkdtemp(prefix="forward_backward_"))
+    work = work_dir(args.work, "forward_backward_")
     suffix = "" if args.obs_mode == "state" else f"_{args.obs_mode}"
     start = () if args.demo_start == "zone" else ("--cube-start", args.demo_start)
     dsuffix = suffix + ("" if args.demo_start == "zone" else f"_{args.demo_start}")
@@ -151,9 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         out = work / f"run_seed{seed}_{time.strftime('%H%M%S')}"
         train_argv = ["--task", TASK, "--obs-mode", args.obs_mode, "--forward-backward", "--demos", str(demos_f),
                       "--backward-demos", str(demos_b), "--reward", sources["forward"], "--backward-reward",
-                      sources["backward"], "--max-env-steps", str(args.steps), "--eval-every", str(args.eval_every),
-                      "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", str(args.steps),
-                      "--seed", str(seed), "--threads", str(args.threads), "--device", "cpu", *extra]
+                      sources["backward"], *training_run_flags(args.steps, args.eval_every, args.eval_episodes, seed),
+                      "--threads", str(args.threads), "--device", "cpu", *extra]
         if args.budget_min > 0:
             train_argv += ["--max-minutes", str(args.budget_min)]
         print(f"[forward-backward] seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}", flush=True)
@@ -188,16 +182,14 @@ def main(argv: list[str] | None = None) -> int:
             "backward_true_successes": last["backward_true_successes"],
             "updates_per_s": float(np.mean([r["updates_per_s"] for r in rows[1:]])) if len(rows) > 1 else None,
         })
-    recipe = recipe_for(TASK)
     result = {"benchmark": "forward_backward", "task": TASK, "obs_mode": args.obs_mode, "reward": sources,
               "reward_note": ("the twin's TRUE success of each direction's goal as the direction's reward model "
                               "(privileged; a stand-in for learned classifiers)") if args.reward == "env" else "",
               "demos": args.demos, "demo_start": args.demo_start, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds,
-              "recipe": {"agent": recipe.overrides(args.obs_mode), "updates_per_step": recipe.updates_per_step},
-              "extra_flags": extra, "budget_min": args.budget_min, "threads": args.threads,
-              "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-              "bar": BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+              "recipe": recipe_summary(TASK, args.obs_mode),
+              "extra_flags": extra, "budget_min": args.budget_min, "threads": args.threads, **host_info(),
+              "bar": BAR, "runs": runs, "time": timestamp()}
 
     print(f"\n{TASK} forward/backward ({args.obs_mode}), reward {sources}, {args.demos} demos per direction; "
           f"evaluation success over {args.eval_episodes} deterministic episodes per direction:")
@@ -205,19 +197,18 @@ def main(argv: list[str] | None = None) -> int:
           f"{'teleports':>9} {'fwd train ep.':>13} {'bwd train ep.':>13}")
     for run in runs:
         for c in run["curve"]:
-            ftr, btr = c.get("train_forward_true_success_rate"), c.get("train_backward_true_success_rate")
             print(f"{run['seed']:>4} {c['env_step']:>9} {c['forward_success_rate']:>8.0%} "
                   f"{c['backward_success_rate']:>8.0%} {c['handovers']:>10} {c['false_positive_handovers']:>10} "
-                  f"{c['scene_teleports'] - 1:>9} {'-' if ftr is None else f'{ftr:.0%}':>13} "
-                  f"{'-' if btr is None else f'{btr:.0%}':>13}")
+                  f"{c['scene_teleports'] - 1:>9} {cell(c.get('train_forward_true_success_rate'), '>13.0%')} "
+                  f"{cell(c.get('train_backward_true_success_rate'), '>13.0%')}")
         print(f"seed {run['seed']}: forward >= {BAR:.0%} first at {run['forward_first_step_at_80'] or 'never'}, "
               f"backward at {run['backward_first_step_at_80'] or 'never'}; {run['handovers']} hand-overs, "
               f"{run['false_positive_handovers']} false-positive, {run['timeout_handovers']} after timeouts, "
               f"{run['teleports_after_first_reset']} teleports "
               f"after the first reset; {run['env_steps_done']} env steps in {run['wall_s'] / 60:.1f} min")
-    name = ("forward_backward" + ("" if args.reward == "env" else f"_{args.reward}") + suffix
-            + ("" if args.demo_start == "zone" else f"_demos_{args.demo_start}")
-            + (f"_{args.label}" if args.label else ""))
+    name = result_name("forward_backward", "" if args.reward == "env" else args.reward,
+                       "" if args.obs_mode == "state" else args.obs_mode,
+                       "" if args.demo_start == "zone" else f"demos_{args.demo_start}", args.label)
     write_result(result, args.out / f"{name}.json", plot)
     return 0
 

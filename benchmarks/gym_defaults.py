@@ -1,6 +1,6 @@
 """The default agent on small standard gymnasium control tasks: `robot-rl train --env-id E` with no flags.
 
-Issue 17's bar: with the default agent and no flags, `robot-rl train --env-id ...` learns small standard gymnasium
+The bar: with the default agent and no flags, `robot-rl train --env-id ...` learns small standard gymnasium
 control tasks within 8,000 env steps and 15 minutes on the 2-core CPU. For each env id this runs exactly that
 command (`--max-env-steps 8000 --max-minutes 15`, plus the evaluation cadence and the seed), each run in its own
 process (`--jobs` at a time; 1 = the machine to itself, which is what the 15-minute bar means), reads the run's
@@ -22,21 +22,31 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from _prelude import (
+    ROOT,
+    add_out_dir,
+    add_work_dir,
+    bench_parser,
+    cell,
+    first_step_at,
+    host_info,
+    load_average,
+    print_table,
+    pyplot,
+    robot_rl_command,
+    save_figure,
+    timestamp,
+    work_dir,
+    write_result,
+)
 
-from sample_efficiency import first_step_at, pyplot, save_figure, write_result  # noqa: E402
-
-from robot_rl.metrics import read_metrics  # noqa: E402
+from robot_rl.metrics import read_metrics
 
 BARS = {"InvertedPendulum-v5": 950.0, "Pendulum-v1": -400.0}
 """Evaluation return that counts as learned, per env id (see the module docstring)."""
@@ -44,8 +54,9 @@ BARS = {"InvertedPendulum-v5": 950.0, "Pendulum-v1": -400.0}
 
 def train_argv(env_id: str, seed: int, steps: int, minutes: float, eval_every: int, eval_episodes: int,
                out: Path) -> list[str]:
-    """The `robot-rl train` command line of one run: the env, the budget, evaluation and seed, nothing else."""
-    return [sys.executable, "-m", "robot_rl.cli", "train", "--env-id", env_id, "--max-env-steps", str(steps),
+    """The `robot-rl train` command line of one run (`python -m robot_rl.cli`, this checkout's code): the env, the
+    budget, evaluation and seed, nothing else."""
+    return [*robot_rl_command(prefer_installed=False), "train", "--env-id", env_id, "--max-env-steps", str(steps),
             "--max-minutes", str(minutes), "--eval-every", str(eval_every), "--eval-episodes", str(eval_episodes),
             "--seed", str(seed), "--out", str(out)]
 
@@ -55,7 +66,7 @@ def run_one(env_id: str, seed: int, args: argparse.Namespace, work: Path, bar: f
     argv = train_argv(env_id, seed, args.steps, args.minutes, args.eval_every, args.eval_episodes, out)
     log = work / f"{env_id}_seed{seed}.log"
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", PYTHONUNBUFFERED="1")
-    load0 = os.getloadavg()
+    load0 = load_average()
     t0 = time.perf_counter()
     with open(log, "w") as f:
         rc = subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
@@ -71,7 +82,7 @@ def run_one(env_id: str, seed: int, args: argparse.Namespace, work: Path, bar: f
             "env_steps_done": curve[-1]["env_step"] if curve else 0,
             "updates_per_s": curve[-1]["updates_per_s"] if curve else None,  # the run's learner rate (10 Hz bar)
             "learned": first is not None,  # the run itself stops at its first evaluation after --minutes
-            "load_avg_before": load0, "load_avg_after": os.getloadavg(), "log": str(log), "argv": argv[2:]}
+            "load_avg_before": load0, "load_avg_after": load_average(), "log": str(log), "argv": argv[2:]}
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -89,12 +100,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.set_ylabel("evaluation return")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
     save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = bench_parser(__doc__)
     p.add_argument("--envs", nargs="+", default=list(BARS))
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--steps", type=int, default=8000)
@@ -103,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-episodes", type=int, default=10)
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (1: each run has the machine to itself)")
     p.add_argument("--bar", action="append", default=[], metavar="ID=VALUE", help="the learned bar of another env")
-    p.add_argument("--work", type=Path, default=None, help="run directories (default: a temporary one)")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    add_work_dir(p, "run directories")
+    add_out_dir(p)
     args = p.parse_args(argv)
     bars = dict(BARS)
     for item in args.bar:
@@ -116,24 +126,20 @@ def main(argv: list[str] | None = None) -> int:
     missing = [e for e in args.envs if e not in bars]
     if missing:
         p.error(f"no learned bar for {missing}; pass --bar ID=VALUE")
-    import tempfile
-
-    work = args.work or Path(tempfile.mkdtemp(prefix="gym_defaults_"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(args.work, "gym_defaults_")
     jobs = [(e, s) for e in args.envs for s in args.seeds]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         runs = list(pool.map(lambda js: run_one(js[0], js[1], args, work, bars[js[0]]), jobs))
     result = {"benchmark": "gym_defaults", "steps": args.steps, "minutes": args.minutes,
               "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "jobs": args.jobs,
-              "machine": platform.machine(), "cpu_count": os.cpu_count(),
-              "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "runs": runs}
-    print(f"\n{'env':22s} {'seed':>4s} {'rc':>3s} {'steps':>6s} {'first at bar':>12s} {'final':>9s} {'best':>9s} "
-          f"{'wall min':>8s} {'learned':>7s}")
-    for r in runs:
-        first = f"{r['first_step_at_bar']}" if r["first_step_at_bar"] is not None else "never"
-        fmt = (lambda v: f"{v:9.1f}" if v is not None else "        -")  # noqa: E731
-        print(f"{r['env_id']:22s} {r['seed']:4d} {r['rc']:3d} {r['env_steps_done']:6d} {first:>12s} "
-              f"{fmt(r['final_return'])} {fmt(r['best_return'])} {r['wall_s'] / 60:8.1f} {r['learned']!s:>7s}")
+              **host_info(torch=False), "time": timestamp(), "runs": runs}
+    print()
+    print_table(f"{'env':22s} {'seed':>4s} {'rc':>3s} {'steps':>6s} {'first at bar':>12s} {'final':>9s} {'best':>9s} "
+                f"{'wall min':>8s} {'learned':>7s}",
+                [f"{r['env_id']:22s} {r['seed']:4d} {r['rc']:3d} {r['env_steps_done']:6d} "
+                 f"{cell(r['first_step_at_bar'], '>12', missing='never')} "
+                 f"{cell(r['final_return'], '9.1f')} {cell(r['best_return'], '9.1f')} {r['wall_s'] / 60:8.1f} "
+                 f"{r['learned']!s:>7s}" for r in runs])
     write_result(result, args.out / "gym_defaults.json", plot)
     return 0 if all(r["rc"] == 0 for r in runs) else 1
 

@@ -25,21 +25,24 @@ Writes benchmarks/results/insertion_diagnosis_<tag>.json. Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from _prelude import (
+    add_out_dir,
+    add_work_dir,
+    bench_parser,
+    set_env_defaults,
+    split_passthrough,
+    timestamp,
+    write_json,
+)
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+set_env_defaults()
 
 import numpy as np  # noqa: E402
 
@@ -186,10 +189,8 @@ def probe(run: Any, episodes: int, window: list[dict[str, Any]]) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sample_efficiency import split_passthrough  # benchmarks/ is on sys.path (this script's directory)
-
     argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = bench_parser(__doc__)
     p.add_argument("--task", default="twin-peg-insert")
     p.add_argument("--noise-levels", default="0,0.1,0.15,0.2,0.3")
     p.add_argument("--expert-episodes", type=int, default=20)
@@ -200,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe-episodes", type=int, default=10)
     p.add_argument("--demos", type=int, default=20)
     p.add_argument("--tag", default="base")
-    p.add_argument("--work", type=Path, default=None)
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    add_work_dir(p, "demos + the run directory")
+    add_out_dir(p)
     args = p.parse_args(argv)
 
     sets: dict[str, Any] = {}
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         del extra[i:i + 2]
     result: dict[str, Any] = {"benchmark": "insertion_diagnosis", "task": args.task, "tag": args.tag,
                               "extra_flags": extra, "set": {k: str(v) for k, v in sets.items()},
-                              "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                              "time": timestamp()}
     result["expert"] = expert_rows(args.task, [float(x) for x in args.noise_levels.split(",")],
                                    args.expert_episodes)
     if not args.expert_only:
@@ -252,12 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             probes.append(probe(run, args.probe_episodes, window))
         result["probes"] = probes
         result["wall_s"] = time.perf_counter() - t0
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"insertion_diagnosis_{args.tag}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(path)
-    print(f"wrote {path}")
+    print(f"wrote {write_json(args.out / f'insertion_diagnosis_{args.tag}.json', result)}")
     return 0
 
 

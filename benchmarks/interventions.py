@@ -17,19 +17,26 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from _prelude import (
+    RESULTS,
+    bench_parser,
+    parallel_map,
+    pyplot,
+    recipe_summary,
+    save_figure,
+    set_env_defaults,
+    timestamp,
+    write_result,
+)
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+set_env_defaults()
 
-RESULTS = Path(__file__).resolve().parent / "results"
+import numpy as np  # noqa: E402
 
 
 def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episodes: int, demos: Path,
@@ -91,7 +98,7 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = bench_parser(__doc__)
     p.add_argument("--task", default="twin-pick-cube")
     p.add_argument("--steps", type=int, default=8000)
     p.add_argument("--seeds", type=int, default=3)
@@ -123,14 +130,7 @@ def main() -> None:
         record(["--task", args.task, "--episodes", str(args.demos), "--out", str(demos), "--obs-mode", "state"])
         jobs = [(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos, intervene, human_cfg,
                  args.takeover_terminal) for seed in args.seed_list for intervene in args.conditions]
-        if args.jobs <= 1:
-            runs = [run_condition(*job) for job in jobs]
-        else:  # independent runs in parallel processes (spawned: no forked torch/MuJoCo state)
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                runs = list(pool.map(run_condition, *zip(*jobs, strict=True)))
+        runs = parallel_map(run_condition, jobs, args.jobs)
     print(f"\n{'condition':<26}{'seed':>5}  success by env step")
     for r in runs:
         cond = "with interventions" if r["interventions"] else "without interventions"
@@ -143,19 +143,15 @@ def main() -> None:
         rate = float(np.mean([c["intervention_rate"] for cv in curves for c in cv]))
         print(f"{'mean ' + ('with' if intervene else 'without'):<26}{'':>5}  "
               + "  ".join(f"{m:.0%}" for m in mean) + (f"   (intervention rate {rate:.2f})" if intervene else ""))
-    RESULTS.mkdir(exist_ok=True)
-    from learners.agents.recipes import recipe_for
-
-    recipe = recipe_for(args.task)
     out = {"benchmark": "interventions", "task": args.task, "args": vars(args), "human": human_cfg, "runs": runs,
-           "recipe": {"agent": recipe.overrides("state"), "updates_per_step": recipe.updates_per_step},
-           "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    (RESULTS / f"interventions{args.tag}.json").write_text(json.dumps(out, indent=1))
-    import matplotlib
+           "recipe": recipe_summary(args.task), "time": timestamp()}
+    write_result(out, RESULTS / f"interventions{args.tag}.json", plot)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Success vs env steps per condition: each seed faint, the mean of the seeds solid."""
+    plt = pyplot()
+    runs = result["runs"]
     fig, ax = plt.subplots(figsize=(6, 4))
     for intervene, color in ((False, "tab:blue"), (True, "tab:orange")):
         curves = [r["curve"] for r in runs if r["interventions"] == intervene]
@@ -170,12 +166,10 @@ def main() -> None:
     ax.set_xlabel("env steps")
     ax.set_ylabel("eval success rate")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title(f"{args.task}: RLPD + {args.demos} demos, {args.seeds} seed(s)")
+    ax.set_title(f"{result['task']}: RLPD + {result['args']['demos']} demos, {result['args']['seeds']} seed(s)")
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(RESULTS / f"interventions{args.tag}.png", dpi=100)
-    print(f"wrote {RESULTS / f'interventions{args.tag}.json'} and interventions{args.tag}.png")
+    save_figure(fig, path)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ termination (the default k-consecutive-frames gate and the card's threshold), an
 nothing but the counters. Evaluation in both arms is the deterministic policy on the TRUE success (its own env,
 no reward model). Reported per arm and seed: the first env step at >= 90 % evaluation success, final / best;
 for the learned arm the share of training episodes the classifier ended without true success (false ends) and
-how many it ended at all. Goal (issue 14): the learned arm's mean first step at 90 % within 1.15x the true arm's.
+how many it ended at all. Goal: the learned arm's mean first step at 90 % within 1.15x the true arm's.
 
 Without `--classifier` the script records labels and trains one the way benchmarks/classifier.py does (scripted
 teleop with near misses, 6,000 frames at 64x64, `train-classifier` defaults) into --work.
@@ -22,36 +22,36 @@ Writes benchmarks/results/learned_reward_<task>.{json,png} and prints a table.
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from sample_efficiency import (  # noqa: E402
+from _prelude import (
     SUCCESS_BAR,
+    add_out_dir,
+    add_work_dir,
+    bench_parser,
+    host_info,
     mean_curve,
     mean_first_step,
     print_success_table,
     pyplot,
-    record_demos,
-    run_jobs,
+    rate_axes,
+    recipe_summary,
     save_figure,
+    set_env_defaults,
     split_passthrough,
     summarize_run,
+    timestamp,
+    training_run_flags,
+    work_dir,
     write_result,
 )
+
+set_env_defaults()
+
+from sample_efficiency import record_demos, run_jobs  # noqa: E402
 
 GOAL_RATIO = 1.15
 ARMS = ("true", "learned")
@@ -101,19 +101,14 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.plot([m[0] for m in mean], [m[1] for m in mean], color=colour, linewidth=2,
                 label=f"{arm} reward (mean of {n})")
     ax.axhline(SUCCESS_BAR, color="grey", linestyle=":", linewidth=1)
-    ax.set_xlabel("env steps")
-    ax.set_ylabel(f"TRUE success ({result['eval_episodes']} eval episodes)")
-    ax.set_ylim(-0.03, 1.03)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    rate_axes(ax, "env steps", f"TRUE success ({result['eval_episodes']} eval episodes)")
     ax.set_title(f"{result['task']} (state): learned vs true reward")
-    fig.tight_layout()
     save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = bench_parser(__doc__)
     p.add_argument("--task", default="twin-pick-cube")
     p.add_argument("--classifier", type=Path, default=None,
                    help="classifier directory (robot-rl train-classifier); default: record labels and train one")
@@ -125,18 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
     p.add_argument("--jobs", type=int, default=2, help="runs trained in parallel processes (1 core each)")
-    p.add_argument("--work", type=Path, default=None, help="demos, labels, classifier, runs (default: temporary)")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    add_work_dir(p, "demos, labels, classifier, runs")
+    add_out_dir(p)
     args = p.parse_args(argv)
     if args.classifier is not None and not (args.classifier / "card.json").is_file():
         raise SystemExit(f"--classifier {args.classifier}: no card.json there (a robot-rl train-classifier "
                          "output directory is expected)")
 
-    import torch
-
-    from learners.agents.recipes import recipe_for
-
-    work = args.work or Path(tempfile.mkdtemp(prefix="learned_reward_"))
+    work = work_dir(args.work, "learned_reward_")
     cls_dir = args.classifier or train_classifier_for(args.task, work, args.classifier_size, args.label_frames)
     demos = record_demos(args.task, "state", None, args.demos, work / f"demos_{args.task}_state")
     stamp = time.strftime("%H%M%S")
@@ -145,9 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         for arm in ARMS:
             out = work / f"run_{arm}_seed{seed}_{stamp}"
             train_argv = ["--task", args.task, "--obs-mode", "state", "--demos", str(demos),
-                          "--max-env-steps", str(args.steps), "--eval-every", str(args.eval_every),
-                          "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", str(args.steps),
-                          "--seed", str(seed), "--device", "cpu", "--threads", "1",
+                          *training_run_flags(args.steps, args.eval_every, args.eval_episodes, seed),
+                          "--device", "cpu", "--threads", "1",
                           *(["--reward", f"classifier:{cls_dir}"] if arm == "learned" else []), *extra]
             print(f"[learned-reward] {arm} seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}",
                   flush=True)
@@ -171,20 +161,18 @@ def main(argv: list[str] | None = None) -> int:
     from learners.rewards.classifier import load_classifier
 
     card = load_classifier(cls_dir).card
-    recipe = recipe_for(args.task)
     result = {
         "benchmark": "learned_reward", "task": args.task, "obs_mode": "state", "classifier": str(cls_dir),
         "classifier_card": {"cameras": list(card.cameras), "image_size": card.image_size,
                             "threshold": card.threshold},
         "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every, "eval_episodes": args.eval_episodes,
         "seeds": args.seeds, "jobs": args.jobs, "extra_flags": extra,
-        "recipe": {"agent": recipe.overrides("state"), "updates_per_step": recipe.updates_per_step},
+        "recipe": recipe_summary(args.task),
         "arms": arms, "ratio_learned_to_true": ratio, "goal_ratio": GOAL_RATIO, "goal_met": bool(
             ratio <= GOAL_RATIO and arms["learned"]["seeds_never_at_90"] == 0),
         "learned_training_episodes": episodes, "learned_ended_by_classifier": ended,
         "learned_false_ends": false_ends, "learned_false_end_share": false_ends / episodes if episodes else None,
-        "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-        "success_bar": SUCCESS_BAR, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **host_info(), "success_bar": SUCCESS_BAR, "time": timestamp(),
     }
 
     print(f"\n{args.task} (state), TRUE evaluation success over {args.eval_episodes} deterministic episodes:")

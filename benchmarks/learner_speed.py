@@ -55,19 +55,16 @@ from typing import Any
 
 import numpy as np
 import torch
+from _prelude import ROOT, add_out_dir, bench_parser, load_average, print_table, result_name, timestamp, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from learners.agents.agent import LearnerAgent, make_agent  # noqa: E402
-from learners.agents.config import AgentConfig, drq_config, rlpd_state_config  # noqa: E402
-from learners.agents.encoders import ResNet10, save_backbone_weights  # noqa: E402
-from learners.agents.policy import resolve_device  # noqa: E402
-from learners.agents.sac import SACAgent  # noqa: E402
-from learners.replay.buffer import MixedSampler, ReplayBuffer  # noqa: E402
-from learners.replay.prefetch import BatchPrefetcher  # noqa: E402
-from robot_rl.specs import ArraySpec, EnvSpec  # noqa: E402
+from learners.agents.agent import LearnerAgent, make_agent
+from learners.agents.config import AgentConfig, drq_config, rlpd_state_config
+from learners.agents.encoders import ResNet10, save_backbone_weights
+from learners.agents.policy import resolve_device
+from learners.agents.sac import SACAgent
+from learners.replay.buffer import MixedSampler, ReplayBuffer
+from learners.replay.prefetch import BatchPrefetcher
+from robot_rl.specs import ArraySpec, EnvSpec
 
 REFERENCE = ROOT.parent / "shared" / "reference" / "bench_jax.py"
 
@@ -263,7 +260,7 @@ class Case:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = bench_parser(__doc__)
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:N")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default; 1 also makes "
                    "XLA single-threaded)")
@@ -296,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-reps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--matmul-n", type=int, default=1024)
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    add_out_dir(p)
     args = p.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -401,8 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     print(f"device {dev} ({name}), torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"matmul {args.matmul_n}^3 fp32: {peak:.1f} GFLOP/s, {args.rounds} interleaved rounds (medians)")
-    print(header)
-    print("-" * len(header))
+    lines = []
     for r in rows:
         gf = f"{r['achieved_gflops']:>8.1f} {r['fraction_of_matmul']:>9.1%}" if "achieved_gflops" in r else \
             f"{'':>8} {'':>9}"
@@ -414,9 +410,10 @@ def main(argv: list[str] | None = None) -> int:
               if "first_update_cold_s" in r else f"{r['first_update_s']:>10.1f} s" if r["compile"] else "")
         if "ratio_to_sampled" in r:
             fc += f" {r['ratio_to_sampled']:.2f}x the [sampled] row"
-        print(f"{r['case']:<40} {r['backend']:<7} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} "
-              f"{r['updates_per_s']:>9.2f} {r['critic_updates_per_s']:>12.2f} {r['critic_updates_per_cpu_s']:>9.2f} "
-              f"{gf} {vt} {vr} {fc}")
+        lines.append(f"{r['case']:<40} {r['backend']:<7} {r['batch']:>5} {r['critic_updates_per_actor_update']:>4} "
+                     f"{r['updates_per_s']:>9.2f} {r['critic_updates_per_s']:>12.2f} "
+                     f"{r['critic_updates_per_cpu_s']:>9.2f} {gf} {vt} {vr} {fc}")
+    print_table(header, lines)
     if reference is not None:
         print(f"{'JAX reference (bare update)':<40} {'jax':<7} {256:>5} {args.ref_utd:>4} "
               f"{reference['critic_updates_per_s'] / args.ref_utd:>9.2f} {reference['critic_updates_per_s']:>12.2f} "
@@ -424,18 +421,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{reference['first_step_s']:.1f} s; {reference['version']})")
     print("ratios: wall clock / per CPU second of this process (the machine is shared: CPU seconds are the steadier "
           "measure under load)")
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "learner_speed", "device": dev,
               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine(),
               "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
               "backends": backends, "rounds": args.rounds, "jax": _jax_version(backends),
               "matmul_n": args.matmul_n, "matmul_gflops": peak, "cases": rows, "reference": reference,
-              "load_average": os.getloadavg(), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    path = out_dir / f"learner_speed_{device.type}{'_' + args.tag if args.tag else ''}.json"
-    tmp_path = path.with_suffix(".json.tmp")
-    tmp_path.write_text(json.dumps(result, indent=2))
-    tmp_path.replace(path)
+              "load_average": load_average(), "time": timestamp()}
+    path = write_json(args.out / f"{result_name('learner_speed', device.type, args.tag)}.json", result, indent=2)
     weights_dir.cleanup()
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0

@@ -20,10 +20,8 @@ wall time is the figure being measured.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -32,13 +30,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def robot_rl_command() -> list[str]:
-    """The installed `robot-rl` beside this interpreter, else `python -m robot_rl.cli`."""
-    exe = Path(sys.executable).with_name("robot-rl")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "robot_rl.cli"]
+from _prelude import (
+    ROOT,
+    add_out_dir,
+    bench_parser,
+    cell,
+    host_info,
+    load_average,
+    robot_rl_command,
+    split_passthrough,
+    write_json,
+)
 
 
 def run_sim(task: str, out: Path, extra: list[str]) -> tuple[int, float, str]:
@@ -90,45 +92,33 @@ def print_table(row: dict[str, Any]) -> None:
     evs = "-" if ev is None else f"{round(ev * n)}/{n}"
     print("| task | wall | env steps | learner updates/s | final training success | final checkpoint, deterministic |")
     print("|---|---|---|---|---|---|")
-    ups = row["updates_per_s"]
-    tr = row["train_success_rate"]
     print(f"| {row['task']} | {row['wall_s'] / 60:.1f} min | {row['env_step']} | "
-          f"{'-' if ups is None else f'{ups:.0f}'} | {'-' if tr is None else f'{tr:.0%}'} | {evs} |")
+          f"{cell(row['updates_per_s'], '.0f')} | {cell(row['train_success_rate'], '.0%')} | {evs} |")
     for level, m in sorted(row["milestones"].items()):
         if isinstance(m, dict):
             print(f"  training success >= {level}: env step {m.get('env_step')}, {m.get('wall_s')} s")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sample_efficiency import split_passthrough  # benchmarks/ is on sys.path (this script's directory)
-
     args_in, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = bench_parser(__doc__)
     p.add_argument("--task", default="twin-pick-cube")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    add_out_dir(p)
     p.add_argument("--keep", action="store_true", help="keep the run directory (printed) instead of deleting it")
     args = p.parse_args(args_in)
     run_dir = Path(tempfile.mkdtemp(prefix=f"main-command-{args.task}-")) / "run"
-    load_before = os.getloadavg()[0]
+    load_before = load_average()[0]
     code, wall_s, tail = run_sim(args.task, run_dir, extra)
     row = summarise(args.task, run_dir, wall_s, code, extra)
     # the machine's 1-minute load average before and after the run: the wall time is only comparable between
     # runs on an equally idle machine (the run itself loads it with ~2-3 busy processes)
-    row["load_avg_1min"] = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
+    row["load_avg_1min"] = {"before": round(load_before, 2), "after": round(load_average()[0], 2)}
     if code != 0:
         print(tail, file=sys.stderr)
     print_table(row)
-    import torch  # the version goes into the result, like the other benchmarks
-
     result = {"benchmark": "main_command", "command": f"robot-rl sim --task {args.task} {' '.join(extra)}".strip(),
-              "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-              "date": time.strftime("%Y-%m-%d"), "result": row}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"main_command_{args.task}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(path)
-    print(f"wrote {path}")
+              **host_info(), "date": time.strftime("%Y-%m-%d"), "result": row}
+    print(f"wrote {write_json(args.out / f'main_command_{args.task}.json', result)}")
     if args.keep:
         print(f"run directory: {run_dir}")
     else:

@@ -35,29 +35,41 @@ run at its first evaluation after that many minutes (`robot-rl train --max-minut
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from _prelude import (
+    SUCCESS_BAR,
+    add_label,
+    add_out_dir,
+    add_work_dir,
+    bench_parser,
+    device_name,
+    host_info,
+    mean_curve,
+    mean_first_step,
+    parallel_map,
+    print_success_table,
+    pyplot,
+    rate_axes,
+    recipe_summary,
+    result_name,
+    save_figure,
+    set_env_defaults,
+    split_passthrough,
+    summarize_run,
+    timestamp,
+    training_run_flags,
+    work_dir,
+    write_result,
+)
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import numpy as np  # noqa: E402
+set_env_defaults()
 
 from robot_rl.metrics import read_metrics  # noqa: E402
-
-SUCCESS_BAR = 0.9
 
 
 def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int, out: Path,
@@ -93,84 +105,7 @@ def run_seed(train_argv: list[str], out: Path) -> dict[str, Any]:
 def run_jobs(jobs: list[tuple[list[str], Path]], n_parallel: int) -> list[dict[str, Any]]:
     """`run_seed` for each (train argv, run directory), `n_parallel` at a time in spawned processes (no forked
     torch/MuJoCo state; 1 core each at --threads 1), or in this process when `n_parallel` <= 1."""
-    if n_parallel <= 1:
-        return [run_seed(argv, out) for argv, out in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(n_parallel, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(run_seed, [j[0] for j in jobs], [j[1] for j in jobs]))
-
-
-def summarize_run(seed: int, res: dict[str, Any], out: Path, steps: int) -> dict[str, Any]:
-    """One seed's entry of a result file from its `run_seed` output: the evaluation curve (with the reward model's
-    counters when the run had one), the first env step at >= 90 % success, final / best rates, updates/s."""
-    rows = res["rows"]
-    curve = []
-    for r in rows:
-        c = {"env_step": r["env_step"], "success_rate": r["success_rate"], "return": r.get("return"),
-             "updates": r.get("updates"), "train_success_rate": r.get("train_success_rate")}
-        c.update({k: v for k, v in r.items() if k.startswith("reward_")})
-        curve.append(c)
-    return {"seed": seed, "curve": curve, "wall_s": res["wall_s"], "cpu_s": res.get("cpu_s"),
-            "stopped_by_budget": bool(rows) and rows[-1]["env_step"] < steps,
-            "first_step_at_90": first_step_at(rows, SUCCESS_BAR),
-            "final_success_rate": rows[-1]["success_rate"] if rows else None,
-            "best_success_rate": max((r["success_rate"] for r in rows), default=None),
-            "env_steps_done": rows[-1]["env_step"] if rows else 0,
-            "updates_per_s": float(np.mean([r["updates_per_s"] for r in rows[1:]])) if len(rows) > 1 else None,
-            "run_dir": str(out)}
-
-
-def first_step_at(rows: list[dict[str, Any]], bar: float, key: str = "success_rate") -> int | None:
-    """The env step of the first metrics row whose `key` reaches `bar` (None if none does)."""
-    for r in rows:
-        if r.get(key) is not None and r[key] >= bar:
-            return int(r["env_step"])
-    return None
-
-
-def split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
-    """(this script's arguments, the ones after `--` that go on to the command it runs)."""
-    if "--" not in argv:
-        return argv, []
-    i = argv.index("--")
-    return argv[:i], argv[i + 1:]
-
-
-def save_figure(fig: Any, path: Path) -> None:
-    """Write a matplotlib figure to `path` atomically (a temporary file, then a rename) and close it."""
-    import matplotlib.pyplot as plt
-
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    tmp.replace(path)
-
-
-def pyplot() -> Any:
-    """matplotlib.pyplot on the file-only Agg backend; MissingExtraError naming the `sim` extra without it."""
-    from robot_rl.extras import optional_import
-
-    matplotlib = optional_import("matplotlib", extra="sim", purpose="benchmark plots")
-    matplotlib.use("Agg")
-    return optional_import("matplotlib.pyplot", extra="sim")
-
-
-def write_result(result: dict[str, Any], path: Path, plot_fn: Any) -> None:
-    """Write a benchmark's result dict as JSON to `path` atomically (a temporary file, then a rename), draw its
-    figure with `plot_fn(result, png_path)` beside it (same name, .png) and say where both went."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(path)
-    plot_fn(result, path.with_suffix(".png"))
-    print(f"wrote {path} and {path.with_suffix('.png').name}")
-
-
-def _bin(env_step: int, every: int) -> int:
-    """An evaluation's env step rounded to the nearest multiple of the evaluation period."""
-    return int(round(env_step / every) * every) if every > 0 else int(env_step)
+    return parallel_map(run_seed, jobs, n_parallel)
 
 
 def load_baseline(path: Path) -> dict[str, Any]:
@@ -191,37 +126,6 @@ def load_baseline(path: Path) -> dict[str, Any]:
             "eval_episodes": data.get("eval_episodes"), "runs": runs}
 
 
-def mean_first_step(runs: list[dict[str, Any]], steps: int) -> float:
-    """Mean over seeds of the first env step at >= 90 % (a seed that never reaches it counts as `steps`)."""
-    return float(np.mean([steps if r["first_step_at_90"] is None else r["first_step_at_90"] for r in runs]))
-
-
-def mean_curve(runs: list[dict[str, Any]], every: int) -> list[tuple[int, float]]:
-    """(binned env step, mean success) where every seed has an evaluation."""
-    grid: dict[int, list[float]] = {}
-    for run in runs:
-        for c in run["curve"]:
-            grid.setdefault(_bin(c["env_step"], every), []).append(c["success_rate"])
-    return sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == len(runs))
-
-
-def print_success_table(columns: list[tuple[str, dict[str, Any]]], every: int, width: int = 8,
-                        mean: bool = True) -> None:
-    """Evaluation success per binned env step (rows) and labelled run (columns), with the row mean unless `mean` is
-    False; a run without an evaluation in a bin shows '-'."""
-    steps = sorted({_bin(c["env_step"], every) for _, r in columns for c in r["curve"]})
-    header = f"{'env steps':>9} " + " ".join(f"{label:>{width}}" for label, _ in columns) + \
-        (f" {'mean':>6}" if mean else "")
-    print(header)
-    print("-" * len(header))
-    for s in steps:
-        vals = [next((c["success_rate"] for c in r["curve"] if _bin(c["env_step"], every) == s), None)
-                for _, r in columns]
-        shown = " ".join(f"{v:>{width}.0%}" if v is not None else f"{'-':>{width}}" for v in vals)
-        have = [v for v in vals if v is not None]
-        print(f"{s:>9} {shown} {np.mean(have):>6.0%}" if mean and have else f"{s:>9} {shown}")
-
-
 def plot(result: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.8))
@@ -240,20 +144,15 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.plot([m[0] for m in bm], [m[1] for m in bm], color="grey", linewidth=2, linestyle="--",
                 label=f"baseline mean ({len(base['runs'])} seeds)")
     ax.axhline(SUCCESS_BAR, color="grey", linestyle=":", linewidth=1)
-    ax.set_xlabel("env steps")
-    ax.set_ylabel(f"success ({result['eval_episodes']} eval episodes)")
-    ax.set_ylim(-0.03, 1.03)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    rate_axes(ax, "env steps", f"success ({result['eval_episodes']} eval episodes)")
     ax.set_title(f"{result['task']} ({result['obs_mode']}, {result.get('backend', 'torch')}), {result['demos']} "
                  "scripted demos")
-    fig.tight_layout()
     save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = bench_parser(__doc__)
     p.add_argument("--task", default="twin-pick-cube")
     p.add_argument("--obs-mode", default="state", choices=("state", "pixels"))
     p.add_argument("--image-size", type=int, default=64, help="pixels mode: camera image size")
@@ -268,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel processes")
     p.add_argument("--backend", default="torch", choices=("torch", "jax"),
                    help="learner backend (robot-rl train --backend); results of jax get a _jax suffix")
-    p.add_argument("--work", type=Path, default=None, help="demos + run directories (default: a temporary one)")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
+    add_work_dir(p, "demos + run directories")
+    add_out_dir(p)
+    add_label(p)
     p.add_argument("--baseline", type=Path, default=None,
                    help="a result file measured the same way to compare with (sample_efficiency or learned_reward)")
     args = p.parse_args(argv)
@@ -281,27 +180,21 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"--baseline {args.baseline}: its {key} is {baseline[key]!r}, this run's "
                                  f"{getattr(args, key)!r}: compare runs measured the same way")
 
-    import torch
-
-    work = args.work or Path(tempfile.mkdtemp(prefix="sample_efficiency_"))
+    work = work_dir(args.work, "sample_efficiency_")
     pixels = args.obs_mode == "pixels"
     image_size = args.image_size if pixels else None
     demos = record_demos(args.task, args.obs_mode, image_size,
                          args.demos, work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}")
-    from learners.agents.recipes import recipe_for
-
-    task_recipe = recipe_for(args.task)
-    recipe = {"agent": task_recipe.overrides(args.obs_mode), "updates_per_step": task_recipe.updates_per_step}
-    tag = (f"{args.task}_{args.obs_mode}{image_size or ''}{'' if args.backend == 'torch' else '_' + args.backend}"
-           f"{'_' + args.label if args.label else ''}")
+    recipe = recipe_summary(args.task, args.obs_mode)
+    tag = result_name(args.task, f"{args.obs_mode}{image_size or ''}", "" if args.backend == "torch" else args.backend,
+                      args.label)
     runs = []
     jobs: list[tuple[int, list[str], Path]] = []
     for seed in args.seeds:
         out = work / f"run_{tag}_seed{seed}_{time.strftime('%H%M%S')}"
         train_argv = ["--task", args.task, "--obs-mode", args.obs_mode, "--demos", str(demos),
-                      "--max-env-steps", str(args.steps), "--eval-every", str(args.eval_every),
-                      "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", str(args.steps),
-                      "--seed", str(seed), "--device", args.device, "--threads", str(args.threads),
+                      *training_run_flags(args.steps, args.eval_every, args.eval_episodes, seed),
+                      "--device", args.device, "--threads", str(args.threads),
                       "--backend", args.backend,
                       *(["--image-size", str(image_size), "--replay-capacity", "30000"] if image_size else []),
                       *extra]
@@ -312,15 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     results = run_jobs([(argv, out) for _, argv, out in jobs], args.jobs)
     for (seed, _, out), res in zip(jobs, results, strict=True):
         runs.append(summarize_run(seed, res, out, args.steps))
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    dev = device_name(args.device)
     result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
               "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
               "eval_episodes": args.eval_episodes, "seeds": args.seeds, "recipe": recipe, "extra_flags": extra,
               "label": args.label, "budget_min": args.budget_min, "backend": args.backend, "device": dev,
               "threads": args.threads,
-              "jobs": args.jobs,
-              "machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-              "success_bar": SUCCESS_BAR, "runs": runs, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+              "jobs": args.jobs, **host_info(),
+              "success_bar": SUCCESS_BAR, "runs": runs, "time": timestamp()}
 
     print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}, {args.backend}), "
           f"{args.demos} demos, "

@@ -19,24 +19,20 @@ Usage: python benchmarks/transport.py [--seconds 3] [--chunk 8]
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing as mp
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _prelude import RESULTS, bench_parser, print_table, timestamp, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-OUT = ROOT / "benchmarks" / "results" / "transport.json"
+from robot_rl.specs import ArraySpec, EnvSpec
+from robot_rl.wire import TransitionChunk, frames_nbytes
 
-from robot_rl.specs import ArraySpec, EnvSpec  # noqa: E402
-from robot_rl.wire import TransitionChunk, frames_nbytes  # noqa: E402
+OUT = RESULTS / "transport.json"
 
 SIZES = {"2x128x128": (128, 128), "2x640x480": (480, 640)}
 
@@ -179,7 +175,7 @@ def _free_port() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--seconds", type=float, default=3.0, help="sending time per row")
     parser.add_argument("--chunk", type=int, default=8, help="transitions per message")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -205,10 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     speedup = {f"{d} vs pickle REQ/REP, {s}": round(rate(d, s) / rate("pickle REQ/REP", s), 2)
                for s in SIZES for d in ("robot-rl", "robot-rl + CURVE")}
     print()
-    print(f"{'images':10s} {'design':18s} {'transitions/s':>14s} {'MB/s':>8s} {'B/transition':>13s}")
-    for r in rows:
-        print(f"{r['images']:10s} {r['design']:18s} {r['transitions_per_s']:14.1f} {r['MB_per_s']:8.1f} "
-              f"{r['bytes_per_transition']:13d}")
+    print_table(f"{'images':10s} {'design':18s} {'transitions/s':>14s} {'MB/s':>8s} {'B/transition':>13s}",
+                [f"{r['images']:10s} {r['design']:18s} {r['transitions_per_s']:14.1f} {r['MB_per_s']:8.1f} "
+                 f"{r['bytes_per_transition']:13d}" for r in rows])
     print()
     for k, v in speedup.items():
         print(f"{k}: {v}x")
@@ -220,13 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         "speedup_transitions_per_s": speedup,
         "machine": {"python": platform.python_version(), "numpy": np.__version__, "pyzmq": zmq.__version__,
                     "libzmq": zmq.zmq_version(), "cpu": platform.machine(), "cores": mp.cpu_count()},
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "when": timestamp(),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = args.out.with_suffix(".json.tmp")
-    tmp_out.write_text(json.dumps(result, indent=2) + "\n")
-    tmp_out.replace(args.out)
-    print(f"\nwrote {args.out}")
+    print(f"\nwrote {write_json(args.out, result, indent=2)}")
     return 0
 
 

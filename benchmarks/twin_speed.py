@@ -22,26 +22,17 @@ One BLAS/OpenMP thread, fixed seeds.
 from __future__ import annotations
 
 import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+from _prelude import RESULTS, bench_parser, cell, load_average, print_table, set_env_defaults, write_json
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+set_env_defaults(one_thread=True)  # before numpy: its BLAS reads the thread count when it loads
 
 import numpy as np  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 GYM_HIL_ID = "gym_hil/PandaPickCubeBase-v0"
 TWIN_TASKS = ("reach", "pick_cube", "peg_insert")
@@ -153,10 +144,6 @@ def gym_hil_subject(image_obs: bool, chunk: int) -> tuple[Subject, Callable[[int
     return subject, probe
 
 
-def _fmt(v: Any, spec: str) -> str:
-    return "-" if v is None else format(v, spec)
-
-
 def _add_ratios(row: dict[str, Any], ref: dict[str, Any]) -> None:
     """vs_gym_hil from median step times (robust to other processes on a shared CPU); mean-based too."""
     ok = "steps_per_s" in ref
@@ -165,9 +152,9 @@ def _add_ratios(row: dict[str, Any], ref: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run, noisier numbers)")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "twin_speed.json"))
+    parser.add_argument("--out", type=Path, default=RESULTS / "twin_speed.json", help="the result file")
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else 12
     # steps per env per round, chosen so each env gets ~0.1-1 s of every round
@@ -214,15 +201,12 @@ def main(argv: list[str] | None = None) -> int:
 
     header = (f"{'env':<24}{'obs':<9}{'steps/s':>9}{'(mean)':>8}{'ms p50':>8}{'ms p99':>8}{'physics/s':>11}"
               f"{'ctrl share':>11}{'vs gym-hil':>11}{'(mean)':>8}")
-    print("\n" + header + "\n" + "-" * len(header))
-    for r in rows:
-        if "error" in r:
-            print(f"{r['env']:<24}{r['obs']:<9}  {r['error']}")
-            continue
-        print(f"{r['env']:<24}{r['obs']:<9}{r['steps_per_s_p50']:>9.1f}{r['steps_per_s']:>8.1f}"
-              f"{r['step_ms_p50']:>8.2f}{r['step_ms_p99']:>8.2f}{r['physics_steps_per_s']:>11.0f}"
-              f"{r['controller_share']:>10.0%} {_fmt(r.get('vs_gym_hil'), '>9.1f'):>10}"
-              f"{_fmt(r.get('vs_gym_hil_mean'), '>8.1f')}")
+    print()
+    print_table(header, [f"{r['env']:<24}{r['obs']:<9}  {r['error']}" if "error" in r else
+                         f"{r['env']:<24}{r['obs']:<9}{r['steps_per_s_p50']:>9.1f}{r['steps_per_s']:>8.1f}"
+                         f"{r['step_ms_p50']:>8.2f}{r['step_ms_p99']:>8.2f}{r['physics_steps_per_s']:>11.0f}"
+                         f"{r['controller_share']:>10.0%} {cell(r.get('vs_gym_hil'), '>9.1f'):>10}"
+                         f"{cell(r.get('vs_gym_hil_mean'), '>8.1f')}" for r in rows])
     print("steps/s = 1 / median step time; (mean) = steps / total step time; ratios likewise; "
           "physics/s = physics steps per wall second (from the median)")
 
@@ -242,17 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("\nratios vs gym-hil: not measured (gym-hil not importable)")
 
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = (float("nan"),) * 3
     result = {
         "benchmark": "twin_speed",
         "quick": args.quick,
         "rounds": rounds,
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-                    "loadavg_at_end": list(load), "mujoco": mujoco.__version__,
+                    "loadavg_at_end": load_average(), "mujoco": mujoco.__version__,
                     "mujoco_gl": os.environ.get("MUJOCO_GL"), "blas_threads": os.environ.get("OMP_NUM_THREADS")},
         "method": "seeded uniform random actions; warm-up, then rounds in which every env runs a chunk of timed "
                   "env.step calls (resets excluded), so all see the same background load; "
@@ -262,12 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         "goals": goals,
         "rows": rows,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
-    print(f"wrote {out}")
+    print(f"wrote {write_json(args.out, result, indent=2)}")
     return 0
 
 

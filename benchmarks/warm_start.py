@@ -27,26 +27,39 @@ Anything after `--` goes to both `robot-rl train` runs.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import os
-import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from _prelude import (
+    add_label,
+    add_out_dir,
+    add_work_dir,
+    bench_parser,
+    cell,
+    device_name,
+    host_info,
+    mean_curve,
+    parallel_map,
+    print_table,
+    pyplot,
+    rate_axes,
+    recipe_summary,
+    result_name,
+    save_figure,
+    set_env_defaults,
+    split_passthrough,
+    timestamp,
+    work_dir,
+    write_result,
+)
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+set_env_defaults()
 
 import numpy as np  # noqa: E402
-from sample_efficiency import _bin, pyplot, record_demos, save_figure, split_passthrough, write_result  # noqa: E402
+from sample_efficiency import record_demos  # noqa: E402
 
 from robot_rl.metrics import read_metrics  # noqa: E402
 
@@ -122,34 +135,27 @@ def run_seed(offline_argv: list[str], warm_argv: list[str], offline_out: Path, w
 def plot(result: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    grid: dict[int, list[float]] = {}
     for run in result["runs"]:
         xs = [r["env_step"] for r in run["curve"]]
         ys = [r["success_rate"] for r in run["curve"]]
         line = ax.plot(xs, ys, marker="o", markersize=3, alpha=0.7, label=f"seed {run['seed']}")[0]
         ax.axhline(run["switch_success"], color=line.get_color(), linestyle=":", linewidth=1)
-        for x, y in zip(xs, ys, strict=True):
-            grid.setdefault(_bin(x, result["eval_every"]), []).append(y)
     n = len(result["runs"])
-    mean = sorted((x, float(np.mean(v))) for x, v in grid.items() if len(v) == n)
+    mean = mean_curve(result["runs"], result["eval_every"])  # evaluations run at episode ends: binned
     if n > 1 and mean:
         ax.plot([m[0] for m in mean], [m[1] for m in mean], color="black", linewidth=2, label="mean")
     ax.axvline(result["warmup_steps"], color="grey", linestyle="--", linewidth=1, label="end of warm-up")
-    ax.set_xlabel("online env steps after the switch")
-    ax.set_ylabel(f"success ({result['eval_episodes']} eval episodes)")
-    ax.set_ylim(-0.03, 1.03)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    rate_axes(ax, "online env steps after the switch", f"success ({result['eval_episodes']} eval episodes)",
+              legend_fontsize=7)
     data = "online + offline data" if result["retain"] else "online data only"
     ax.set_title(f"{result['task']} warm start after {result['offline_updates']} offline updates ({data}); "
                  "dotted: level at the switch", fontsize=8)
-    fig.tight_layout()
     save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv, extra = split_passthrough(list(sys.argv[1:] if argv is None else argv))
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = bench_parser(__doc__)
     p.add_argument("--task", default="twin-pick-cube")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes (human rows)")
@@ -167,23 +173,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes")
-    p.add_argument("--work", type=Path, default=None, help="data + run directories (default: a temporary one)")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
+    add_work_dir(p, "data + run directories")
+    add_out_dir(p)
+    add_label(p)
     args = p.parse_args(argv)
 
-    import torch
-
-    from learners.agents.recipes import recipe_for
-
-    work = args.work or Path(tempfile.mkdtemp(prefix="warm_start_"))
+    work = work_dir(args.work, "warm_start_")
     demos = record_demos(args.task, "state", None, args.demos, work / f"demos_{args.task}_state")
     rollouts = record_rollouts(args.task, args.rollouts, args.rollout_noise,
                                work / f"rollouts_{args.task}_noise{args.rollout_noise}")
     rollout_ok, rollout_n = rollout_success(rollouts)
     print(f"[warm-start] data: {args.demos} demos in {demos}; {rollout_n} rollouts in {rollouts} "
           f"({rollout_ok} successful, {rollout_n - rollout_ok} failed)", flush=True)
-    tag = f"{args.task}{'_' + args.label if args.label else ''}"
+    tag = result_name(args.task, args.label)
     common = ["--task", args.task, "--obs-mode", "state", "--eval-episodes", str(args.eval_episodes),
               "--device", args.device, "--threads", str(args.threads)]
     jobs: list[tuple[int, list[str], list[str], Path, Path]] = []
@@ -199,14 +201,7 @@ def main(argv: list[str] | None = None) -> int:
               f"[warm-start] seed {seed}: robot-rl train {' '.join(warm_argv)} --init-from {offline_out} "
               f"--out {warm_out}", flush=True)
         jobs.append((seed, offline_argv, warm_argv, offline_out, warm_out))
-    if args.jobs <= 1:
-        results = [run_seed(o, w, oo, wo) for _, o, w, oo, wo in jobs]
-    else:  # seeds in parallel processes (spawned: no forked torch/MuJoCo state); 1 core each at --threads 1
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(run_seed, *zip(*[j[1:] for j in jobs], strict=True)))
+    results = parallel_map(run_seed, [j[1:] for j in jobs], args.jobs)  # 1 core each at --threads 1
     runs = []
     for (seed, _, _, offline_out, warm_out), res in zip(jobs, results, strict=True):
         rows, off = res["warm_rows"], res["offline_rows"]
@@ -218,34 +213,26 @@ def main(argv: list[str] | None = None) -> int:
                      "offline_q_mean": off[-1].get("q_mean") if off else None,
                      "offline_wall_s": res["offline_wall_s"], "warm_wall_s": res["warm_wall_s"],
                      "offline_run_dir": str(offline_out), "warm_run_dir": str(warm_out)})
-    recipe = recipe_for(args.task)
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    dev = device_name(args.device)
     result = {"benchmark": "warm_start", "task": args.task, "obs_mode": "state", "demos": args.demos,
               "rollouts": rollout_n, "rollout_successes": rollout_ok, "rollout_noise": args.rollout_noise,
               "offline_updates": args.offline_updates, "warmup_steps": args.warmup_steps, "steps": args.steps,
               "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "dip_window": args.dip_window,
               "retain": args.retain, "seeds": args.seeds, "label": args.label, "extra_flags": extra,
-              "recipe": {"agent": recipe.overrides("state"), "updates_per_step": recipe.updates_per_step},
-              "device": dev, "threads": args.threads, "jobs": args.jobs, "machine": platform.machine(),
-              "cpu_count": os.cpu_count(), "torch": torch.__version__, "runs": runs,
-              "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
-
-    def pct(v: float | None) -> str:
-        return "-" if v is None else f"{v:.0%}"
+              "recipe": recipe_summary(args.task),
+              "device": dev, "threads": args.threads, "jobs": args.jobs, **host_info(), "runs": runs,
+              "time": timestamp()}
 
     data = "online + offline data" if args.retain else "online data only"
     print(f"\n{args.task} (state): offline phase of {args.offline_updates} updates on {args.demos} demos + {rollout_n} "
           f"rollouts, then a warm start ({args.warmup_steps} warm-up steps, {data}); success over "
           f"{args.eval_episodes} deterministic eval episodes:")
-    header = (f"{'seed':>4} {'switch':>7} {f'min <= {args.dip_window}':>12} {'at step':>8} {'dip':>6} "
-              f"{'back at':>8} {'final':>6} {'best':>6}")
-    print(header)
-    print("-" * len(header))
-    for r in runs:
-        print(f"{r['seed']:>4} {pct(r['switch_success']):>7} {pct(r['min_after_switch']):>12} "
-              f"{r['min_step'] if r['min_step'] is not None else '-':>8} {pct(r['dip']):>6} "
-              f"{r['back_at_switch_level_step'] or 'never':>8} {pct(r['final_success']):>6} "
-              f"{pct(r['best_success']):>6}")
+    print_table(f"{'seed':>4} {'switch':>7} {f'min <= {args.dip_window}':>12} {'at step':>8} {'dip':>6} "
+                f"{'back at':>8} {'final':>6} {'best':>6}",
+                [f"{r['seed']:>4} {cell(r['switch_success'], '>7.0%')} {cell(r['min_after_switch'], '>12.0%')} "
+                 f"{cell(r['min_step'], '>8')} {cell(r['dip'], '>6.0%')} "
+                 f"{r['back_at_switch_level_step'] or 'never':>8} {cell(r['final_success'], '>6.0%')} "
+                 f"{cell(r['best_success'], '>6.0%')}" for r in runs])
     for r in runs:
         print(f"seed {r['seed']}: offline {r['offline_wall_s'] / 60:.1f} min, warm start {r['env_steps_done']} env "
               f"steps in {r['warm_wall_s'] / 60:.1f} min")

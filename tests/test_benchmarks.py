@@ -1,0 +1,179 @@
+"""benchmarks/_prelude.py (what the benchmark scripts share) and the scripts' command lines.
+
+The prelude's logic is tested directly (atomic JSON, the '-' cells of tables, result names, learning-curve
+helpers); every script in benchmarks/ must answer --help (they are not run by the suite otherwise, so a moved
+helper would break them silently) and none may copy the prelude's set-up again.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import operator
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+SCRIPTS = sorted(p for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
+
+
+def _load_prelude() -> Any:
+    spec = importlib.util.spec_from_file_location("_prelude", BENCHMARKS / "_prelude.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+prelude = _load_prelude()
+
+
+# ------------------------------------------------------------------------------------------------ result files
+
+
+def test_write_json_writes_atomically_with_a_final_newline(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "x.json"
+    assert prelude.write_json(path, {"a": [1, 2]}) == path
+    text = path.read_text()
+    assert json.loads(text) == {"a": [1, 2]} and text.endswith("}\n")
+    assert text.startswith('{\n "a"')  # indent 1 by default
+    prelude.write_json(path, {"b": 1}, indent=2)
+    assert path.read_text() == '{\n  "b": 1\n}\n'
+    assert sorted(p.name for p in path.parent.iterdir()) == ["x.json"]  # no temporary file left
+
+
+def test_write_json_failure_keeps_the_old_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    prelude.write_json(path, {"old": True})
+    with pytest.raises(TypeError):
+        prelude.write_json(path, {"new": object()})
+    assert json.loads(path.read_text()) == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+    prelude.write_json(path, {"v": np.float32(0.5)}, default=float)  # numpy scalars through `default`
+    assert json.loads(path.read_text()) == {"v": 0.5}
+
+
+def test_result_name_joins_the_non_empty_suffixes() -> None:
+    assert prelude.result_name("forward_backward") == "forward_backward"
+    assert prelude.result_name("forward_backward", "", "pixels", "", "run2") == "forward_backward_pixels_run2"
+    assert prelude.result_name("twin-pick-cube", "state64", "jax", "") == "twin-pick-cube_state64_jax"
+
+
+def test_split_passthrough() -> None:
+    assert prelude.split_passthrough(["--steps", "5"]) == (["--steps", "5"], [])
+    assert prelude.split_passthrough(["--steps", "5", "--", "--utd", "4", "--"]) == (["--steps", "5"],
+                                                                                     ["--utd", "4", "--"])
+
+
+def test_set_env_defaults_never_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in (*prelude.RENDER_ENV, *prelude.ONE_THREAD_ENV):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    prelude.set_env_defaults()
+    assert os.environ["MUJOCO_GL"] == "osmesa" and os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_NUM_THREADS" not in os.environ
+    prelude.set_env_defaults(one_thread=True)
+    assert all(os.environ[k] == "1" for k in prelude.ONE_THREAD_ENV)
+
+
+def test_parallel_map_keeps_the_order_in_process_and_in_spawned_processes() -> None:
+    calls = [(1, 2), (3, 4), (5, 6)]
+    assert prelude.parallel_map(operator.add, calls, jobs=1) == [3, 7, 11]
+    assert prelude.parallel_map(operator.add, calls, jobs=2) == [3, 7, 11]
+
+
+# ------------------------------------------------------------------------------------------------ tables
+
+
+@pytest.mark.parametrize(("value", "spec", "shown"), [
+    (None, "9.1f", "        -"),
+    (12.345, "9.1f", "     12.3"),
+    (None, ">6.0%", "     -"),
+    (0.5, ">6.0%", "   50%"),
+    (None, ".2f", "-"),
+    (None, "<5", "-    "),
+    (None, "*^5.1f", "**-**"),
+    (None, "=+08.2f", "       -"),
+])
+def test_cell_pads_missing_values_like_the_number_would_be(value: Any, spec: str, shown: str) -> None:
+    assert prelude.cell(value, spec) == shown
+
+
+def test_cell_missing_text() -> None:
+    assert prelude.cell(None, ">8", missing="never") == "   never"
+    assert prelude.cell(1500, ">8", missing="never") == "    1500"
+
+
+def test_print_table(capsys: pytest.CaptureFixture[str]) -> None:
+    prelude.print_table("a    b", ["1    2", "3    4"])
+    assert capsys.readouterr().out == "a    b\n------\n1    2\n3    4\n"
+
+
+# ------------------------------------------------------------------------------------------------ learning curves
+
+
+def _run(seed: int, points: list[tuple[int, float]]) -> dict[str, Any]:
+    rows = [{"env_step": s, "success_rate": r, "updates_per_s": 10.0 * (i + 1)} for i, (s, r) in enumerate(points)]
+    return prelude.summarize_run(seed, {"rows": rows, "wall_s": 1.0}, Path("run"), steps=3000)
+
+
+def test_summarize_run_and_the_first_step_at_90() -> None:
+    run = _run(0, [(1003, 0.2), (2001, 0.95), (2998, 0.85)])
+    assert run["first_step_at_90"] == 2001 and run["final_success_rate"] == 0.85
+    assert run["best_success_rate"] == 0.95 and run["env_steps_done"] == 2998
+    assert run["stopped_by_budget"] is True  # 2998 < 3000 steps
+    assert run["updates_per_s"] == pytest.approx(25.0)  # the first evaluation's rate is left out
+    assert prelude.first_step_at(run["curve"], 0.5) == 2001
+    assert prelude.first_step_at(run["curve"], 0.99) is None
+
+
+def test_mean_curve_bins_evaluations_and_keeps_steps_every_seed_has() -> None:
+    runs = [_run(0, [(1003, 0.2), (2001, 0.9)]), _run(1, [(998, 0.4), (2004, 1.0), (3002, 1.0)])]
+    assert prelude.eval_bin(1003, 1000) == 1000 and prelude.eval_bin(1003, 0) == 1003
+    assert prelude.mean_curve(runs, 1000) == [(1000, pytest.approx(0.3)), (2000, pytest.approx(0.95))]
+    assert prelude.mean_first_step(runs, steps=3000) == pytest.approx((2001 + 2004) / 2)
+    never = _run(2, [(1000, 0.1)])
+    assert prelude.mean_first_step([runs[0], never], steps=3000) == pytest.approx((2001 + 3000) / 2)
+
+
+def test_print_success_table_marks_missing_evaluations(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [_run(0, [(1003, 0.2)]), _run(1, [(998, 0.4), (2004, 1.0)])]
+    prelude.print_success_table([("seed 0", runs[0]), ("seed 1", runs[1])], 1000)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["env", "steps", "seed", "0", "seed", "1", "mean"]
+    assert set(lines[1]) == {"-"}
+    assert lines[2].split() == ["1000", "20%", "40%", "30%"]
+    assert lines[3].split() == ["2000", "-", "100%", "100%"]
+
+
+# ------------------------------------------------------------------------------------------------ the scripts
+
+
+def test_there_are_benchmark_scripts() -> None:
+    assert len(SCRIPTS) >= 14
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_every_benchmark_answers_help(script: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage:")
+    assert not list(tmp_path.iterdir())  # --help writes nothing
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_no_benchmark_copies_the_prelude(script: Path) -> None:
+    text = script.read_text()
+    assert "from _prelude import" in text
+    for copied in ("sys.path.insert", "parents[1]", 'os.environ.setdefault("MUJOCO_GL"', ".json.tmp",
+                   "ProcessPoolExecutor", 'strftime("%Y-%m-%dT%H:%M:%S")'):
+        assert copied not in text, f"{script.name} sets up {copied!r} itself: use benchmarks/_prelude.py"
