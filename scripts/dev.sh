@@ -100,7 +100,7 @@ case "$cmd" in
   bench)
     setup
     pip_quiet install -e ".[sim,learn,dev,bench]"
-    for b in benchmarks/*.py; do "$VENV/bin/python" "$b"; done
+    for b in benchmarks/[!_]*.py; do "$VENV/bin/python" "$b"; done
     ;;
   *) echo "usage: $0 {setup|demo|test|bench} [args]" >&2; exit 2 ;;
 esac
