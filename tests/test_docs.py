@@ -4,6 +4,7 @@ file gives today (benchmarks.tables regenerates them in memory), and a changed r
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -54,3 +55,56 @@ def test_readme_blocks_are_filled_by_name() -> None:
     assert fill_blocks(text, {"x": "new"}) == "a\n<!-- BEGIN generated: x -->\nnew\n<!-- END generated: x -->\nb\n"
     with pytest.raises(KeyError, match="unknown generated block 'x'"):
         fill_blocks(text, {"y": "new"})
+
+
+# ---- the pages -----------------------------------------------------------------------------------------------------
+
+PAGES = sorted((ROOT / "docs").glob("*.md"))
+USER_FACING = [*PAGES, *sorted((ROOT / GENERATED).glob("*.md"))]
+ISSUE_NUMBER = re.compile(r"\bissues?[ #-]*\d+|\(issue-\d+\)|\bturn[ -]\d+\b|(?<![\w/&`])#\d+\b", re.IGNORECASE)
+REPO_PATH = re.compile(r"(?<![\w./-])((?:benchmarks|tests|launch|scripts|docs)/[\w./-]*[\w/])")
+
+
+def test_every_generated_table_is_included_by_a_page() -> None:
+    text = "\n".join(p.read_text() for p in PAGES)
+    missing = [name for name in TABLES if f"{{include}} generated/{name}.md" not in text]
+    assert not missing, f"generated tables no page includes: {missing}"
+
+
+@pytest.mark.parametrize("path", USER_FACING, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_issue_numbers_in_user_facing_text(path: Path) -> None:
+    hits = [m.group(0) for m in ISSUE_NUMBER.finditer(path.read_text())]
+    assert not hits, f"{path.name} names issue or turn numbers {hits}: say what the section is about instead"
+
+
+def test_the_issue_number_pattern_catches_what_it_should() -> None:
+    for bad in ["(issue 17)", "issue-14", "issues 13", "Turn-3", "see #28"]:
+        assert ISSUE_NUMBER.search(bad), bad
+    for fine in ["ep000003", "2x128x128", "C#", "a 17 mm issue", "`#` comments"]:
+        assert not ISSUE_NUMBER.search(fine), fine
+
+
+def test_repository_paths_named_in_the_pages_exist() -> None:
+    missing = set()
+    for page in PAGES:
+        for rel in REPO_PATH.findall(page.read_text()):
+            placeholder = re.search(r"/[A-Z][A-Z_]*(/|$)", rel)  # launch/FILE
+            if not placeholder and not (ROOT / rel).exists() and not (ROOT / "docs" / rel).exists():
+                missing.add(f"{page.name}: {rel}")
+    assert not missing, f"pages name paths that do not exist: {sorted(missing)}"
+
+
+def test_commands_named_in_the_pages_exist() -> None:
+    from robot_rl.cli import SUBCOMMANDS
+
+    named = {m.group(1) for p in PAGES
+             for m in re.finditer(r"`robot-rl ([a-z][a-z0-9-]*)", p.read_text())}
+    assert named, "no robot-rl command found in the pages"
+    assert named <= set(SUBCOMMANDS), f"pages name unknown robot-rl commands: {sorted(named - set(SUBCOMMANDS))}"
+
+
+def test_every_page_is_in_the_table_of_contents() -> None:
+    index = (ROOT / "docs" / "index.md").read_text()
+    toc = index[index.index("{toctree}"):]
+    listed = {line.strip() for line in toc.splitlines()[1:] if line.strip() and not line.startswith((":", "`"))}
+    assert listed == {p.stem for p in PAGES if p.stem != "index"}
