@@ -1,5 +1,7 @@
-"""The documentation tells the truth about the results: every generated table of figures equals what its results
-file gives today (benchmarks.tables regenerates them in memory), and a changed result makes its table stale."""
+"""The documentation tells the truth about the results and stays readable: every generated table of figures (docs/
+and the README's blocks) equals what its results file gives today (benchmarks.tables regenerates them in memory) and
+a changed result makes its table stale; README.md stays a short front page; no user-facing page carries an issue
+number; every repository path and `robot-rl` command a page names exists; every page is in the table of contents."""
 
 from __future__ import annotations
 
@@ -60,9 +62,20 @@ def test_readme_blocks_are_filled_by_name() -> None:
 # ---- the pages -----------------------------------------------------------------------------------------------------
 
 PAGES = sorted((ROOT / "docs").glob("*.md"))
-USER_FACING = [*PAGES, *sorted((ROOT / GENERATED).glob("*.md"))]
+README = ROOT / "README.md"
+USER_FACING = [README, *PAGES, *sorted((ROOT / GENERATED).glob("*.md"))]
 ISSUE_NUMBER = re.compile(r"\bissues?[ #-]*\d+|\(issue-\d+\)|\bturn[ -]\d+\b|(?<![\w/&`])#\d+\b", re.IGNORECASE)
 REPO_PATH = re.compile(r"(?<![\w./-])((?:benchmarks|tests|launch|scripts|docs)/[\w./-]*[\w/])")
+
+
+def test_readme_is_a_short_front_page() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250, "README.md is over 250 lines: move the detail to docs/"
+    for block in ("main_command", "glance"):
+        assert f"<!-- BEGIN generated: {block} -->" in text, f"README.md lost its generated block {block}"
+    for page in PAGES:
+        if page.stem != "index":
+            assert f"(docs/{page.name})" in text, f"README.md does not point to docs/{page.name}"
 
 
 def test_every_generated_table_is_included_by_a_page() -> None:
@@ -86,7 +99,7 @@ def test_the_issue_number_pattern_catches_what_it_should() -> None:
 
 def test_repository_paths_named_in_the_pages_exist() -> None:
     missing = set()
-    for page in PAGES:
+    for page in [README, *PAGES]:
         for rel in REPO_PATH.findall(page.read_text()):
             placeholder = re.search(r"/[A-Z][A-Z_]*(/|$)", rel)  # launch/FILE
             if not placeholder and not (ROOT / rel).exists() and not (ROOT / "docs" / rel).exists():
@@ -97,7 +110,7 @@ def test_repository_paths_named_in_the_pages_exist() -> None:
 def test_commands_named_in_the_pages_exist() -> None:
     from robot_rl.cli import SUBCOMMANDS
 
-    named = {m.group(1) for p in PAGES
+    named = {m.group(1) for p in [README, *PAGES]
              for m in re.finditer(r"`robot-rl ([a-z][a-z0-9-]*)", p.read_text())}
     assert named, "no robot-rl command found in the pages"
     assert named <= set(SUBCOMMANDS), f"pages name unknown robot-rl commands: {sorted(named - set(SUBCOMMANDS))}"
