@@ -3,7 +3,7 @@
 #
 #   bash scripts/dev.sh setup   # system packages (if missing) + .venv with robot-rl[sim,learn,dev] + .venv-franky-sim
 #   bash scripts/dev.sh demo    # setup, then the main job (robot-rl sim --task twin-pick-cube) or `demo ARGS` for sim ARGS
-#   bash scripts/dev.sh test    # setup, then lint, type-check and the test suite
+#   bash scripts/dev.sh test    # setup, then lint, type-check, the docs build (warnings are errors) and the test suite
 #   bash scripts/dev.sh bench   # setup (+ bench extra), then the benchmarks under benchmarks/
 #
 # Nothing is installed by hand: apt packages come from the list below, Python packages from pyproject.toml.
@@ -95,6 +95,8 @@ case "$cmd" in
     setup
     "$VENV/bin/ruff" check .
     "$VENV/bin/mypy"
+    # the documentation site (docs/, Sphinx + MyST): a broken link, include or page fails the build
+    "$VENV/bin/python" -m sphinx -W --keep-going -q -b html docs docs/_build/html
     "$VENV/bin/python" -m pytest "$@"
     ;;
   bench)

@@ -1,0 +1,291 @@
+"""Tables of the learning benchmarks: the main command, sample efficiency (state, JAX, pixels), the ablations
+compared on one protocol (residual RL, HL-Gauss), warm starts, interventions, gymnasium defaults and the
+peg-insertion diagnosis. Each function maps the results directory to markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .fmt import (
+    Results,
+    Row,
+    arrows,
+    at,
+    first_at,
+    ksteps,
+    mean,
+    mean_at,
+    minutes,
+    pct,
+    pcts,
+    rnd,
+    signed,
+    source,
+    table,
+)
+
+MAIN_COMMAND_RUNS = [("main_command_twin-pick-cube.json", "compiled (the default)"),
+                     ("main_command_twin-pick-cube_compile_run2.json", "compiled, again"),
+                     ("main_command_twin-pick-cube_eager.json", "eager (`ROBOT_RL_COMPILE=0`)"),
+                     ("main_command_twin-peg-insert.json", "compiled (the default)")]
+
+
+def main_command(res: Results) -> str:
+    rows = []
+    for name, variant in MAIN_COMMAND_RUNS:
+        d = res(name)
+        r = d["result"]
+        ms = r["milestones"]
+        reached = " / ".join(f"{ksteps(ms[k]['env_step'])} ({minutes(ms[k]['wall_s'])} min)" for k in ("0.5", "0.9"))
+        n = r["eval_episodes"]
+        rows.append([f"`{d['command']}`", variant, d["date"], f"{minutes(r['wall_s'])} min", rnd(r["updates_per_s"], 1),
+                     f"{ksteps(r['env_step'])}", reached, pct(r["train_success_rate"]),
+                     f"**{rnd(r['eval_success_rate'] * n)} / {n}**"])
+    return "\n\n".join([table(["command", "learner", "date", "wall time", "learner updates/s", "env steps",
+                               "training success 50 % / 90 % first at (wall)", "final training success",
+                               "final checkpoint, deterministic evaluation"], rows),
+                        source(*(n for n, _ in MAIN_COMMAND_RUNS))])
+
+
+# ---- sample efficiency ------------------------------------------------------------------------------------------
+
+def seed_grid(res: Results, name: str, steps: Sequence[int]) -> str:
+    """Per-seed evaluation success at `steps`, first >= bar, best / last; a mean row; a note with the protocol."""
+    d = res(name)
+    spacing, bar = d["eval_every"], d["success_bar"]
+    header = ["seed", *[ksteps(s).replace(".0k", "k") for s in steps], f"first >= {pct(bar)}", "best / last"]
+    rows: list[Row] = []
+    for r in d["runs"]:
+        rows.append([f"seed {r['seed']}", *[pct(at(r["curve"], s, spacing)) for s in steps],
+                     ksteps(r["first_step_at_90"]), pcts([r["best_success_rate"], r["final_success_rate"]])])
+    rows.append(["mean", *[pct(mean_at(d["runs"], s, spacing)) for s in steps], "", ""])
+    train_final = [r["curve"][-1]["train_success_rate"] for r in d["runs"]]
+    walls = [r["wall_s"] / 60 for r in d["runs"]]
+    note = (f"{len(d['runs'])} seeds, {d['demos']} scripted demos, {d['steps']:,} env steps, {d['eval_episodes']} "
+            f"deterministic evaluation episodes every {d['eval_every']:,} env steps ({d.get('backend') or 'torch'}, "
+            f"{d['time'][:10]}); final training-episode success {rnd(100 * min(train_final))}-"
+            f"{rnd(100 * max(train_final))} %; {rnd(min(walls), 1)}-{rnd(max(walls), 1)} min per seed, "
+            f"{d.get('jobs', len(d['runs']))} seeds sharing the 2 cores. " + source(name))
+    return table(header, rows) + "\n\n" + note
+
+
+GRID = list(range(2000, 20001, 2000))
+
+
+def se_pick_cube_state(res: Results) -> str:
+    return seed_grid(res, "sample_efficiency_twin-pick-cube_state.json", GRID)
+
+
+def se_peg_insert_state(res: Results) -> str:
+    return seed_grid(res, "sample_efficiency_twin-peg-insert_state.json", GRID)
+
+
+def se_pick_cube_jax(res: Results) -> str:
+    return seed_grid(res, "sample_efficiency_twin-pick-cube_state_jax.json", GRID)
+
+
+PIXEL_RUNS = [("sample_efficiency_twin-pick-cube_pixels64.json", "pick-cube, true reward, teleported resets"),
+              ("sample_efficiency_twin-peg-insert_pixels64.json", "peg-insert, true reward, teleported resets"),
+              ("sample_efficiency_twin-pick-cube_pixels64_faithful.json",
+               "pick-cube, faithful: classifier reward, robot resets, no object state")]
+
+
+def se_pixels(res: Results) -> str:
+    rows = []
+    for name, label in PIXEL_RUNS:
+        d = res(name)
+        r = d["runs"][0]
+        curve = ", ".join(f"{pct(p['success_rate']).removesuffix(' %')}" for p in r["curve"]) + " %"
+        stop = " (budget)" if r["stopped_by_budget"] else ""
+        rows.append([label, f"{d['image_size']}x{d['image_size']}, {d['eval_episodes']} episodes every "
+                     f"{d['eval_every']:,}", curve, ksteps(r["first_step_at_90"]), pct(r["best_success_rate"]),
+                     f"{ksteps(r['env_steps_done'])}{stop}", f"{minutes(r['wall_s'])} min",
+                     rnd(r["updates_per_s"], 1), f"`{name}`"])
+    return table(["run (one seed, both cameras)", "images, evaluation", "evaluation success", "first >= 90 %",
+                  "best", "env steps done", "wall", "learner updates/s", "file"], rows)
+
+
+# ---- ablations: arms compared on the same protocol --------------------------------------------------------------
+
+def _arm_row(label: str, runs: Sequence[dict[str, Any]], spacing: int, steps: Sequence[int],
+             late_from: int | None) -> Row:
+    firsts = [first_at(r["curve"], 0.9) for r in runs]
+    reached = [f for f in firsts if f is not None]
+    mean_first = f" (mean {ksteps(mean(reached))})" if len(reached) == len(firsts) else ""
+    every = [p["success_rate"] for r in runs for p in r["curve"]]
+    row: list[object] = [label, " / ".join(ksteps(f) for f in firsts) + mean_first,
+                         pcts([mean_at(runs, s, spacing) for s in steps]), pct(mean(every))]
+    if late_from is not None:
+        row.append(pct(mean([p["success_rate"] for r in runs for p in r["curve"] if p["env_step"] >= late_from])))
+    row.append(pcts([r["final_success_rate"] for r in runs]))
+    return row
+
+
+def compare(arms: Sequence[tuple[str, Sequence[dict[str, Any]]]], spacing: int, steps: Sequence[int],
+            late_from: int | None = None) -> str:
+    header = ["arm", "first >= 90 % (seeds 0 / 1 / 2)",
+              "mean success at " + " / ".join(ksteps(s).replace(".0k", "k") for s in steps),
+              "mean of all evaluations"]
+    if late_from is not None:
+        header.append(f"mean of the evaluations from {ksteps(late_from)}")
+    header.append("final (seeds)")
+    return table(header, [_arm_row(label, runs, spacing, steps, late_from) for label, runs in arms])
+
+
+def _runs(res: Results, name: str) -> list[dict[str, Any]]:
+    return list(res(name)["runs"])
+
+
+def _pick_true(res: Results) -> list[dict[str, Any]]:
+    return list(res("learned_reward_twin-pick-cube.json")["arms"]["true"]["runs"])
+
+
+PICK_STEPS = [500, 1000, 2000, 3000, 4000, 5000, 6000]
+PEG_STEPS = [1000, 2000, 3000, 4000, 5000, 6000]
+
+
+def residual(res: Results) -> str:
+    pick = compare([("residual RL on the BC base", _runs(res, "sample_efficiency_twin-pick-cube_state_residual.json")),
+                    ("RLPD from scratch (+ demos, BC term)", _pick_true(res))], 500, PICK_STEPS)
+    peg = compare([("residual RL on the BC base", _runs(res, "sample_efficiency_twin-peg-insert_state_residual.json")),
+                   ("RLPD from scratch (+ demos, BC term)",
+                    _runs(res, "sample_efficiency_twin-peg-insert_state_mse6k.json"))], 1000, PEG_STEPS)
+    return ("Pick-cube (state), 20 evaluation episodes every 500 env steps:\n\n" + pick + "\n\n"
+            + source("sample_efficiency_twin-pick-cube_state_residual.json", "learned_reward_twin-pick-cube.json",
+                     note="its true-reward arm")
+            + "\n\nPeg-insert (state), 20 evaluation episodes every 1,000 env steps:\n\n" + peg
+            + "\n\n" + source("sample_efficiency_twin-peg-insert_state_residual.json",
+                              "sample_efficiency_twin-peg-insert_state_mse6k.json"))
+
+
+def hl_gauss(res: Results) -> str:
+    pick = compare([("MSE (the recipe)", _pick_true(res)),
+                    ("HL-Gauss, default support", _runs(res, "sample_efficiency_twin-pick-cube_state_hlgauss.json"))],
+                   500, [2000, 3000, 4000, 5000, 6000], late_from=4500)
+    peg = compare([("MSE (the recipe)", _runs(res, "sample_efficiency_twin-peg-insert_state_mse6k.json")),
+                   ("HL-Gauss, default support", _runs(res, "sample_efficiency_twin-peg-insert_state_hlgauss.json")),
+                   ("HL-Gauss, `hl_gauss_range=-0.5,1.5`",
+                    _runs(res, "sample_efficiency_twin-peg-insert_state_hlgauss_fine.json"))], 1000, PEG_STEPS)
+    pix = compare([("MSE (the recipe)", _runs(res, "sample_efficiency_twin-pick-cube_pixels64_mse3k.json")),
+                   ("HL-Gauss, default support",
+                    _runs(res, "sample_efficiency_twin-pick-cube_pixels64_hlgauss3k.json"))], 1000, [1000, 2000, 3000])
+    return ("Pick-cube (state), 3 seeds, 20 evaluation episodes every 500 env steps:\n\n" + pick + "\n\n"
+            + source("learned_reward_twin-pick-cube.json", "sample_efficiency_twin-pick-cube_state_hlgauss.json")
+            + "\n\nPeg-insert (state), 3 seeds, 20 evaluation episodes every 1,000 env steps:\n\n" + peg + "\n\n"
+            + source("sample_efficiency_twin-peg-insert_state_mse6k.json",
+                     "sample_efficiency_twin-peg-insert_state_hlgauss.json",
+                     "sample_efficiency_twin-peg-insert_state_hlgauss_fine.json")
+            + "\n\nPick-cube from two 64x64 cameras, 3 seeds, 10 evaluation episodes every 1,000 env steps:\n\n" + pix
+            + "\n\n" + source("sample_efficiency_twin-pick-cube_pixels64_mse3k.json",
+                              "sample_efficiency_twin-pick-cube_pixels64_hlgauss3k.json"))
+
+
+WARM_START_RUNS = [("warm_start_twin-pick-cube.json", "pick-cube, online data only"),
+                   ("warm_start_twin-pick-cube_retain.json", "pick-cube, offline data retained"),
+                   ("warm_start_twin-pick-cube_full.json", "pick-cube, online data only, full length"),
+                   ("warm_start_twin-peg-insert.json", "peg-insert, online data only"),
+                   ("warm_start_twin-peg-insert_retain.json", "peg-insert, offline data retained")]
+
+
+def warm_start(res: Results) -> str:
+    rows = []
+    for name, label in WARM_START_RUNS:
+        d = res(name)
+        shown = range(0, d["steps"] + 1, 2000 if d["steps"] > 5000 else d["eval_every"])
+        for r in d["runs"]:
+            curve = [at(r["curve"], s, d["eval_every"]) for s in shown]
+            offline = "reused" if d["retain"] else minutes(r["offline_wall_s"])
+            rows.append([label, r["seed"], f"{d['offline_updates']:,} / {d['steps']:,}", pct(r["offline_success"]),
+                         arrows(curve), f"{pct(r['min_after_switch'])} at {ksteps(r['min_step'])}",
+                         pct(r["final_success"]), f"{offline} + {minutes(r['warm_wall_s'])}"])
+    notes = []
+    for name, _ in WARM_START_RUNS:
+        d = res(name)
+        if d["retain"]:
+            continue
+        q = sorted({rnd(r["offline_q_mean"], 2) for r in d["runs"]})
+        notes.append(f"`{name}`: {d['demos']} demos + {d['rollouts']} noisy rollouts ({d['rollout_successes']} "
+                     f"successful), offline q_mean {'-'.join(q[:1] + q[1:][-1:])}")
+    return "\n\n".join([table(["run", "seed", "offline updates / env steps", "offline (switch) level",
+                               "evaluation after the switch", "lowest after the switch", "final",
+                               "minutes offline + warm start"], rows),
+                        "Offline data: " + "; ".join(notes) + ". The retained runs reuse the offline agents of the "
+                        "shortened run of their task. " + source(*(n for n, _ in WARM_START_RUNS))])
+
+
+def interventions(res: Results) -> str:
+    d = res("interventions.json")
+    steps = list(range(d["args"]["eval_every"], d["args"]["steps"] + 1, d["args"]["eval_every"]))
+    rows = []
+    for flag, label in [(False, "without interventions"), (True, "with interventions")]:
+        runs = [r for r in d["runs"] if r["interventions"] is flag]
+        rate = " / ".join(rnd(r["curve"][0]["intervention_rate"], 2) for r in runs) + " → " + " / ".join(
+            rnd(r["curve"][-1]["intervention_rate"], 2) for r in runs) if flag else "-"
+        per_seed = "; ".join(pcts([at(r["curve"], s, d["args"]["eval_every"]) for s in steps]) for r in runs)
+        rows.append([label, *[pct(mean_at(runs, s, d["args"]["eval_every"])) for s in steps], rate, per_seed])
+    h = d["human"]
+    note = (f"{d['task']}, state, {len(d['args']['seed_list'])} seeds, {d['args']['eval_episodes']} deterministic "
+            f"evaluation episodes without the human. The scripted human takes over when the policy's translation "
+            f"points away from the expert's (cosine < {h['cos_threshold']} for {h['patience_steps']} steps), drives "
+            f"{h['takeover_steps']} steps, at most {rnd(100 * h['max_intervention_fraction'])} % of an episode. "
+            + source("interventions.json"))
+    header = ["pick-cube, mean of 3 seeds", *[ksteps(s).replace(".0k", "k") for s in steps],
+              "intervention rate, first → last evaluation (seeds 0 / 1 / 2)", "per seed (0; 1; 2)"]
+    return table(header, rows) + "\n\n" + note
+
+
+def gym_defaults(res: Results) -> str:
+    d = res("gym_defaults.json")
+    rows = []
+    for r in d["runs"]:
+        curve = ", ".join(f"{rnd(p['return'])}" for p in r["curve"])
+        rows.append([r["env_id"], rnd(r["bar"]), curve, ksteps(r["first_step_at_bar"]), rnd(r["final_return"]),
+                     f"{minutes(r['wall_s'])} min", rnd(r["updates_per_s"], 1)])
+    note = (f"`robot-rl train --env-id ENV --max-env-steps {d['steps']}` with no other flags, seed 0, "
+            f"{d['eval_episodes']} evaluation episodes every {d['eval_every']:,} env steps, the {len(d['runs'])} runs "
+            f"sharing the 2 cores ({d['time'][:10]}). " + source("gym_defaults.json"))
+    return table(["env", "bar", "evaluation return at each 1k env steps", "first at the bar", "final", "wall",
+                  "learner updates/s"], rows) + "\n\n" + note
+
+
+DIAGNOSIS_RUNS = [("insertion_diagnosis_base.json", "gripper free, peg and hole positions, one-step targets"),
+                  ("insertion_diagnosis_lock.json", "+ gripper locked closed"),
+                  ("insertion_diagnosis_peg_relobs.json", "+ the peg's pose relative to the hole"),
+                  ("insertion_diagnosis_peg_n5.json", "+ 5-step returns (the recipe)")]
+
+
+def insertion_diagnosis(res: Results) -> str:
+    base = res("insertion_diagnosis_base.json")
+    expert = base["expert"]
+    e_rows = [[f"{e['noise_std']}", pct(e["success_rate"]), rnd(e["max_force_n"]),
+               f"{rnd(100 * e['box_clipped_share'])} %", f"{rnd(100 * e['ref_clip_share'])} %",
+               rnd(1000 * e["max_windup_m"])] for e in expert]
+    probes = [1000 * k for k in range(1, 9)]
+    p_rows = []
+    for name, label in DIAGNOSIS_RUNS:
+        d = res(name)
+        for mode in ("deterministic", "stochastic"):
+            curve = [{"env_step": p["env_step"], "success_rate": p[mode]["success_rate"]} for p in d["probes"]]
+            p_rows.append([f"{label} (`{name}`)", mode, *[pct(at(curve, s, 1000)) for s in probes]])
+    first, last = base["probes"][0], base["probes"][-1]
+    six = min(base["probes"], key=lambda p: abs(p["env_step"] - 6000))
+    arm_std = first["policy_std"][:6]
+    fails = [p["stochastic"] for p in base["probes"] if p["stochastic"]["success_rate"] < 1]
+    note = (f"Critic of the first row against the Monte-Carlo return G: deterministic Q - G "
+            f"{rnd(first['deterministic']['overestimate'], 2)} at {ksteps(first['env_step'])}, "
+            f"{rnd(six['deterministic']['overestimate'], 2)} at {ksteps(six['env_step'])}; stochastic "
+            f"{signed(first['stochastic']['overestimate'], 2)} at {ksteps(first['env_step'])}; entropy "
+            f"{rnd(first['entropy'], 1)} → {rnd(last['entropy'], 1)}; pre-tanh std of the arm dims at "
+            f"{ksteps(first['env_step'])}: {rnd(min(arm_std), 1)}-{rnd(max(arm_std), 1)}; "
+            f"failed stochastic episodes ended with the peg tilted "
+            f"{rnd(min(f['fail_tilt_rad'] for f in fails), 1)}-{rnd(max(f['fail_tilt_rad'] for f in fails), 1)} rad "
+            f"and peak wrist forces {rnd(min(f['max_force_n'] for f in fails))}-"
+            f"{rnd(max(f['max_force_n'] for f in fails))} N.")
+    return "\n\n".join([
+        "The scripted expert under Gaussian action noise (20 episodes each):",
+        table(["noise std", "success", "peak wrist force, N", "steps whose target the safety box changed",
+               "steps where the reference clip bound", "max target lead, mm"], e_rows),
+        "Policy probes every 1,000 env steps (10 episodes each, seed 0):",
+        table(["variant", "policy", *[ksteps(s).replace(".0k", "k") for s in probes]], p_rows),
+        note + " " + source(*(n for n, _ in DIAGNOSIS_RUNS))])

@@ -1,0 +1,63 @@
+"""README.md's generated blocks: the front page's headline figures, each from its results file. A block is
+the lines between `<!-- BEGIN generated: NAME -->` and `<!-- END generated: NAME -->`; NAME is a key of
+README_BLOCKS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .fmt import Results, Row, ksteps, minutes, rnd, table
+from .learning import MAIN_COMMAND_RUNS
+
+
+def readme_main_command(res: Results) -> str:
+    """The README's sentence on the default command's run."""
+    d = res(MAIN_COMMAND_RUNS[0][0])
+    r, n = d["result"], d["result"]["eval_episodes"]
+    ms = r["milestones"]
+    return (f"Measured on the 2-core CI machine ({d['date']}, `benchmarks/results/{MAIN_COMMAND_RUNS[0][0]}`): "
+            f"{minutes(r['wall_s'])} minutes for {ksteps(r['env_step'])} env steps, the learner at "
+            f"{rnd(r['updates_per_s'], 1)} updates/s; training-episode success first 90 % at "
+            f"{ksteps(ms['0.9']['env_step'])} env steps ({minutes(ms['0.9']['wall_s'])} min), and the final "
+            f"checkpoint lifts the cube in **{rnd(r['eval_success_rate'] * n)} of {n}** deterministic evaluation "
+            f"episodes.")
+
+
+def readme_glance(res: Results) -> str:
+    """The README's headline figures, one row per benchmark family."""
+    mc = res("main_command_twin-pick-cube.json")["result"]
+    pick = res("sample_efficiency_twin-pick-cube_state.json")["runs"]
+    peg = res("sample_efficiency_twin-peg-insert_state.json")["runs"]
+    cls = res("classifier.json")["sizes"]["64"]["test"]
+    lr = res("learned_reward_twin-pick-cube.json")
+    twin = res("twin_speed.json")["goals"]
+    tr = res("transport.json")["speedup_transitions_per_s"]["robot-rl vs pickle REQ/REP, 2x640x480"]
+    act = res("actor_latency.json")["rows"]
+    rows: list[Row] = [
+        ["the main command, `robot-rl sim --task twin-pick-cube` (2 actors, 10k env steps, 2 CPU cores)",
+         f"{minutes(mc['wall_s'])} min; final checkpoint {rnd(mc['eval_success_rate'] * mc['eval_episodes'])} / "
+         f"{mc['eval_episodes']} deterministic evaluation episodes", "main_command_twin-pick-cube.json"],
+        ["pick-cube from state, RLPD + Q-filtered BC, 3 seeds: first evaluation >= 90 %",
+         " / ".join(ksteps(r["first_step_at_90"]) for r in pick) + " env steps",
+         "sample_efficiency_twin-pick-cube_state.json"],
+        ["peg-insert from state, 3 seeds: first evaluation >= 90 %",
+         " / ".join(ksteps(r["first_step_at_90"]) for r in peg) + " env steps",
+         "sample_efficiency_twin-peg-insert_state.json"],
+        ["reward classifier on 64x64 frames, held out", f"precision {rnd(cls['precision'], 3)}, recall "
+                                                        f"{rnd(cls['recall'], 3)}", "classifier.json"],
+        ["training on the classifier's reward instead of the true success: env steps to 90 %",
+         f"{rnd(lr['ratio_learned_to_true'], 2)}x", "learned_reward_twin-pick-cube.json"],
+        ["twin env steps/s against gym-hil's pick-cube (worst twin task)",
+         f"{rnd(twin['state_min_ratio'], 1)}x state-only, {rnd(twin['images_min_ratio'])}x with two cameras",
+         "twin_speed.json"],
+        ["transitions/s against pickle over REQ/REP, two 640x480 cameras", f"{rnd(tr, 1)}x", "transport.json"],
+        ["what the actor adds around policy and env step, p99",
+         " / ".join(f"{rnd(r['rest_ms_p99'], 2)} ms" for r in act) + " (state / cameras)", "actor_latency.json"],
+    ]
+    return table(["measured", "figure", "results file"], [[a, b, f"`{c}`"] for a, b, c in rows])
+
+
+README_BLOCKS: dict[str, Callable[[Results], str]] = {
+    "main_command": readme_main_command,
+    "glance": readme_glance,
+}

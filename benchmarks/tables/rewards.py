@@ -1,0 +1,120 @@
+"""Tables of the reward benchmarks: the reward classifier (held-out metrics and the k-frame gate), learning with
+the classifier's reward, and the reset-free forward/backward runs."""
+
+from __future__ import annotations
+
+from .fmt import Results, first_at, ksteps, mean, minutes, pct, pcts, rnd, source, table
+
+
+def classifier(res: Results) -> str:
+    d = res("classifier.json")
+    rows = []
+    for size, s in d["sizes"].items():
+        t = s["test"]
+        tr = s["training"]
+        kinds = [v for k, v in s["test_false_positives_by_kind"].items() if k.startswith("near")]
+        near, near_fp = sum(v["negative_frames"] for v in kinds), sum(v["false_positives"] for v in kinds)
+        early = " (early stop)" if tr["steps"] < d["args"]["max_steps"] else ""
+        rows.append([f"{size}x{size}", f"{tr['steps']:,} steps{early}, **{minutes(tr['seconds'])} min**",
+                     rnd(s["threshold"], 3), f"**{rnd(t['precision'], 3)}**", f"**{rnd(t['recall'], 3)}**",
+                     rnd(t["fp_per_1000"], 1), rnd(t["roc_auc"], 4), f"{near_fp} of {near:,}", rnd(s["test_ece"], 3)])
+    sizes = list(d["sizes"])
+    k_rows = []
+    for i, k in enumerate(d["sizes"][sizes[0]]["live_gate_with_predicate"]):
+        g = [d["sizes"][z]["live_gate_with_predicate"][i] for z in sizes]
+        k_rows.append([f"**{k['k']}**" if k["k"] == 3 else k["k"], *[x["false_ends"] for x in g],
+                       sum(x["false_ends_in_failed_episodes"] for x in g),
+                       " / ".join(str(x["misses"]) for x in g),
+                       " / ".join(rnd(x["delay_steps_mean"], 1) for x in g)])
+    s0 = d["sizes"][sizes[0]]
+    lab, test = s0["labels"]["train"][0], s0["labels"]["test"][0]
+    near_train = sum(v for k, v in lab["segments"].items() if k.startswith("near"))
+    live = s0["live_gate_with_predicate"][0]
+    note = (f"{d['task']}, both twin cameras; training labels {lab['frames']:,} frames in {lab['episodes']} episodes "
+            f"({lab['segments']['expert']} expert + {near_train} near misses), held out {test['frames']:,} frames in "
+            f"{test['episodes']} episodes; goal precision >= {s0['goal']['precision']} at recall >= "
+            f"{s0['goal']['recall']}. The k table replays the gate on {live['episodes']} live episodes per size "
+            f"({live['true_success_episodes']} truly succeed); an early end is the gate firing before the true "
+            f"success.")
+    return "\n\n".join([
+        table(["image size", "training", "threshold", "held-out precision", "recall", "FP / 1,000 frames", "ROC-AUC",
+               "near-miss frames called success", "calibration error"], rows),
+        table(["k", *[f"early ends {z}x{z}" for z in sizes], "ends of failed episodes",
+               f"misses ({' / '.join(sizes)})", f"mean delay after true success, steps ({' / '.join(sizes)})"],
+              k_rows),
+        note + " " + source("classifier.json")])
+
+
+def learned_reward(res: Results) -> str:
+    d = res("learned_reward_twin-pick-cube.json")
+    rows = []
+    for arm, label in [("true", "the twin's true success"), ("learned", "the classifier's gated reward")]:
+        runs = d["arms"][arm]["runs"]
+        rows.append([label, " / ".join(ksteps(r["first_step_at_90"]) for r in runs),
+                     ksteps(d["arms"][arm]["mean_first_step_at_90"]), pcts([r["final_success_rate"] for r in runs])])
+    c = res("classifier_learned_reward.json")["sizes"]["64"]
+    note = (f"Learned / true env steps to 90 %: **{rnd(d['ratio_learned_to_true'], 2)}x** (goal <= "
+            f"{d['goal_ratio']}x). "
+            f"The classifier ended {d['learned_ended_by_classifier']} of {d['learned_training_episodes']} training "
+            f"episodes, {d['learned_false_ends']} of them ({rnd(100 * d['learned_false_end_share'], 1)} % of all "
+            f"episodes) without true success. Its card: 64x64, both cameras, threshold {rnd(c['threshold'], 3)}, "
+            f"held-out precision {rnd(c['test']['precision'], 3)} / recall {rnd(c['test']['recall'], 3)}. "
+            f"{len(d['seeds'])} seeds per arm, {d['steps']:,} env steps, {d['eval_episodes']} evaluation episodes "
+            f"every {d['eval_every']} env steps scored by the true success. "
+            + source("learned_reward_twin-pick-cube.json", "classifier_learned_reward.json"))
+    return table(["reward", "first >= 90 % (seeds 0 / 1 / 2)", "mean", "final"], rows) + "\n\n" + note
+
+
+FB_RUNS = [
+    ("forward_backward_classifier.json", "classifiers, expert + noisy labels, 3 cm walls"),
+    ("forward_backward.json", "true success (privileged), 3 cm walls"),
+    ("forward_backward_classifier_3cm_walls.json", "classifiers + relocate near misses, rewards withdrawn, 3 cm walls"),
+    ("forward_backward_classifier_demos_tray.json", "as above, 5 cm walls, demos from tray starts"),
+    ("forward_backward_classifier_demos50.json", "5 cm walls, **50 demos** per direction (zone starts)"),
+    ("forward_backward_classifier_qfilter.json",
+     "**today's recipe**: Q-filtered BC term, withdrawn rewards stored as terminal, 50 demos"),
+    ("forward_backward_classifier_relabel.json",
+     "today's recipe, forward classifier retrained on the audits (`audit-labels --true-success`)"),
+]
+
+
+def forward_backward(res: Results) -> str:
+    rows = []
+    for name, label in FB_RUNS:
+        d = res(name)
+        for r in d["runs"]:
+            fwd = [p["forward_success_rate"] for p in r["curve"]]
+            bwd = [p["backward_success_rate"] for p in r["curve"]]
+
+            def span(xs: list[float], full: bool) -> str:
+                if full:
+                    return pcts(xs)
+                return f"{pct(min(xs)).removesuffix(' %')}-{pct(max(xs))} (final {pct(xs[-1])})"
+
+            rows.append([f"{label} (`{name}`)", r["seed"], ksteps(r["env_steps_done"]).replace(".0k", "k"),
+                         span(fwd, len(fwd) <= 12), span(bwd, len(bwd) <= 4),
+                         f"{r['handovers']} ({r['handovers_without_true_success']})", r["false_positive_handovers"],
+                         r["timeout_handovers"], f"{minutes(r['wall_s'])} / {minutes(r['cpu_s'])} min"])
+    return "\n\n".join([fb_goal(res), table(["run (file)", "seed", "env steps", "forward evaluation (every 2k)",
+                               "backward evaluation", "hand-overs (without true success)",
+                               "false-positive hand-overs refused", "timeout hand-overs", "wall / CPU"], rows),
+                        "One seed per row, state policy, 20 scripted demos per direction unless the row says 50, "
+                        "evaluation every 2,000 env steps on 20 deterministic episodes per direction from the usual "
+                        "start zones. Files in `benchmarks/results/`, each with its figure."])
+
+
+def fb_goal(res: Results, name: str = "forward_backward_classifier_qfilter.json", bar: float = 0.8,
+            held_from: int = 16000) -> str:
+    """The goal paragraph: today's recipe against 'forward >= 80 % within 16k env steps, and held'."""
+    runs = res(name)["runs"]
+    later = [(r["seed"], p["forward_success_rate"]) for r in runs for p in r["curve"] if p["env_step"] >= held_from]
+    below = [f"{pct(x)} (seed {seed})" for seed, x in later if x < bar - 1e-9]
+    last4 = [mean([p["forward_success_rate"] for p in r["curve"][-4:]]) for r in runs]
+    seeds = " / ".join(str(r["seed"]) for r in runs)
+    return (f"Today's recipe (`{name}`, seeds {seeds}): the forward policy's evaluation first reaches "
+            f"{pct(bar)} at {' / '.join(ksteps(first_at(r['curve'], bar, 'forward_success_rate')) for r in runs)} "
+            f"env steps; from {ksteps(held_from)} on {len(later) - len(below)} of {len(later)} evaluations are >= "
+            f"{pct(bar)} (the others: {', '.join(below) or 'none'}) and the last four average {pcts(last4)}; the "
+            f"backward policy first reaches {pct(bar)} at "
+            f"{' / '.join(ksteps(first_at(r['curve'], bar, 'backward_success_rate')) for r in runs)}; "
+            f"{' / '.join(str(r['teleports_after_first_reset']) for r in runs)} teleports after the first reset.")

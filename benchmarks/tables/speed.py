@@ -1,0 +1,183 @@
+"""Tables of the speed benchmarks: the twin, the controller, the learner update (CPU, torch.compile, GPU), the
+transport and the actor's step cost. Each function maps the results directory to one markdown table + notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .fmt import Results, Row, grouped, rnd, source, table
+
+
+def twin_speed(res: Results) -> str:
+    d = res("twin_speed.json")
+    by = {(r["env"], r["obs"]): r for r in d["rows"]}
+    envs = list(dict.fromkeys(r["env"] for r in d["rows"]))
+    rows: list[Row] = [[e.replace("_", "-"), rnd(by[e, "state"]["steps_per_s_p50"]),
+                        rnd(by[e, "2x128px"]["steps_per_s_p50"], 1 if by[e, "2x128px"]["steps_per_s_p50"] < 10 else 0)]
+                       for e in envs]
+    g = d["goals"]
+    rows.append(["worst twin task / gym-hil", f"**{rnd(g['state_min_ratio'], 1)}x**",
+                 f"**{rnd(g['images_min_ratio'])}x**"])
+    twin_state = [r for r in d["rows"] if r["env"].startswith("twin") and r["obs"] == "state"]
+    hil = by["gym-hil PandaPickCube", "state"]
+    note = (f"Physics {twin_state[0]['physics_steps_per_env_step']} steps per 10 Hz env step, "
+            f"{rnd(min(r['physics_steps_per_s'] for r in twin_state) / 1000)}k-"
+            f"{rnd(max(r['physics_steps_per_s'] for r in twin_state) / 1000)}k physics steps/s state-only; the "
+            f"impedance law takes {rnd(100 * min(r['controller_share'] for r in twin_state))}-"
+            f"{rnd(100 * max(r['controller_share'] for r in twin_state))} % of a state-only twin step "
+            f"({rnd(min(r['controller_us_per_tick'] for r in twin_state), 1)}-"
+            f"{rnd(max(r['controller_us_per_tick'] for r in twin_state), 1)} µs per tick) against "
+            f"{rnd(100 * hil['controller_share'])} % for gym-hil's Python controller. Goal: >= "
+            f"{rnd(g['state_min_ratio_goal'])}x gym-hil state-only and >= {rnd(g['images_min_ratio_goal'])}x with "
+            f"images (1 / median step time, {d['rounds']} interleaved rounds).")
+    return "\n\n".join([table(["env", "state-only steps/s", "2x128x128 cameras steps/s"], rows), note,
+                        source("twin_speed.json")])
+
+
+def controller_speed(res: Results) -> str:
+    d = res("controller_speed.json")
+    rows = [[name, rnd(us, 1)] for name, us in d["rows"].items()]
+    ratio = d["rows"]["law in plain numpy (stateless)"] / d["rows"]["torque() numba"]
+    note = (f"The plain numpy law is {rnd(ratio)}x slower than the numba kernel; numba compiles in "
+            f"{rnd(d['compile_cold_s'], 1)} s cold, {rnd(d['compile_from_cache_s'], 1)} s from its cache.")
+    return "\n\n".join([table(["impedance law, one 1 kHz tick", "µs"], rows), note, source("controller_speed.json")])
+
+
+def _cases(d: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(c["case"], c["backend"]): c for c in d["cases"]}
+
+
+def learner_speed_cpu(res: Results) -> str:
+    d = res("learner_speed_cpu.json")
+    c = _cases(d)
+    labels = {"state RLPD": "state RLPD: ensemble 10 / subset 2, batch 256, MLP 256x256 LN, 8 critic updates per call",
+              "state RLPD, reference config": "the reference's config (UTD 20, ReLU, 5-step rows, our sampler in "
+                                              "the timing)",
+              "image DrQ 128px x2": "image DrQ: 2 cameras 128x128, frozen ResNet-10, batch 32, 4 critic updates"}
+    rows = []
+    for case, label in labels.items():
+        t, j = c[case, "torch"], c[case, "jax"]
+        rows.append([label, rnd(t["critic_updates_per_s"], 2 if t["critic_updates_per_s"] < 10 else 1),
+                     rnd(j["critic_updates_per_s"], 2 if j["critic_updates_per_s"] < 10 else 1),
+                     f"{rnd(j['ratio_to_torch'], 2)}x, {rnd(j['ratio_to_torch_cpu'], 2)}x",
+                     f"{rnd(j['first_update_cold_s'], 1)} s / {rnd(j['first_update_cached_s'], 1)} s"])
+    ref = d["reference"]
+    rt, rj = c["state RLPD, reference config", "torch"], c["state RLPD, reference config", "jax"]
+    note = (f"The independent JAX reference (its bare jitted update on batches already on the device, same run): "
+            f"{rnd(ref['critic_updates_per_s'], 1)} critic updates/s. Against it on its config: JAX backend "
+            f"**{rnd(rj['ratio_to_reference'], 2)}x** (wall) / {rnd(rj['ratio_to_reference_cpu'], 2)}x (per CPU "
+            f"second), torch {rnd(rt['ratio_to_reference'], 2)}x / {rnd(rt['ratio_to_reference_cpu'], 2)}x. "
+            f"{d['threads']} threads, {d['rounds']} interleaved rounds (medians), measured matmul "
+            f"{rnd(d['matmul_gflops'], 1)} GFLOP/s in the same run, {d['time'][:10]}.")
+    return "\n\n".join([table(["case", "torch critic updates/s", "JAX critic updates/s",
+                               "JAX / torch (wall, per CPU-s)", "JAX first update, cold / cached"], rows),
+                        note, source("learner_speed_cpu.json")])
+
+
+def learner_speed_cpu_compile(res: Results) -> str:
+    d = res("learner_speed_cpu_compile.json")
+    c = _cases(d)
+    rows = []
+    for case, label in [("state RLPD", "state RLPD (UTD 8, SiLU)"),
+                        ("state RLPD, reference config", "the reference's config (UTD 20, ReLU, 5-step, our sampler)")]:
+        eager, comp, jax = c[case, "torch"], c[case + " [compile]", "torch"], c[case, "jax"]
+        vs_ref = ""
+        if "ratio_to_reference" in eager:
+            vs_ref = (f"{rnd(eager['ratio_to_reference'], 2)}x, **{rnd(comp['ratio_to_reference'], 2)}x**, "
+                      f"{rnd(jax['ratio_to_reference'], 2)}x (wall); {rnd(eager['ratio_to_reference_cpu'], 2)}x, "
+                      f"{rnd(comp['ratio_to_reference_cpu'], 2)}x, {rnd(jax['ratio_to_reference_cpu'], 2)}x per CPU-s")
+        rows.append([label, rnd(eager["critic_updates_per_s"], 1), rnd(comp["critic_updates_per_s"], 1),
+                     rnd(jax["critic_updates_per_s"], 1), f"{rnd(comp['ratio_to_torch'], 2)}x", vs_ref,
+                     f"{rnd(comp['first_update_s'], 1)} s"])
+    note = (f"Critic updates/s; the JAX reference did {rnd(d['reference']['critic_updates_per_s'], 1)} in the same "
+            f"run ({d['threads']} threads, {d['rounds']} interleaved rounds, {d['time'][:10]}).")
+    return "\n\n".join([table(["case", "torch eager", "torch compiled (the CPU default)", "JAX backend",
+                               "compiled / eager", "vs the JAX reference (eager, compiled, JAX)",
+                               "compile (first update)"], rows), note, source("learner_speed_cpu_compile.json")])
+
+
+def learner_speed_gpu(res: Results) -> str:
+    base, comp, jx = (res(f"learner_speed_cuda_h100{t}.json") for t in ("", "_compile", "_jax"))
+    b, c, j = _cases(base), _cases(comp), _cases(jx)
+
+    def ups(case: dict[str, Any]) -> str:
+        u, cu = case["updates_per_s"], case["critic_updates_per_s"]
+        return (f"{rnd(u, 2) if u < 10 else rnd(u, 1) if u < 100 else grouped(u)} "
+                f"({rnd(cu, 1) if cu < 100 else grouped(cu)})")
+
+    def ratio(case: dict[str, Any]) -> str:
+        return f"{rnd(case['ratio_to_torch'], 2)}x"
+
+    s, i = "state RLPD", "image DrQ 128px x2"
+    sampled, pre = b[s + " [sampled]", "torch"], b[s + " [sampled+prefetch]", "torch"]
+    isam, ipre = b[i + " [sampled]", "torch"], b[i + " [sampled+prefetch]", "torch"]
+    ref = jx["reference"]["critic_updates_per_s"]
+    rt, rj = j["state RLPD, reference config", "torch"], j["state RLPD, reference config", "jax"]
+    rows: list[Row] = [
+        ["state RLPD (ensemble 10 / subset 2, batch 256, UTD 8), eager, fixed batch", ups(b[s, "torch"]),
+         f"{rnd(100 * b[s, 'torch']['fraction_of_matmul'], 1)} % of the matmul rate"],
+        ["the same, bf16 autocast", ups(b[s + " [bf16]", "torch"]), ratio(b[s + " [bf16]", "torch"])],
+        ["the same, torch.compile (losses)", ups(c[s + " [compile]", "torch"]),
+         f"{rnd(c[s + ' [compile]', 'torch']['ratio_to_torch'], 2)}x (first update "
+         f"{rnd(c[s + ' [compile]', 'torch']['first_update_s'], 1)} s)"],
+        ["the same, sampling from replay in the loop / + prefetch",
+         f"{rnd(sampled['updates_per_s'], 1)} / {rnd(pre['updates_per_s'], 1)}",
+         f"{rnd(sampled['ratio_to_torch'], 2)}x / {rnd(pre['ratio_to_torch'], 2)}x (prefetch "
+         f"{rnd(pre['ratio_to_sampled'], 2)}x the sampling row)"],
+        ["the same, JAX backend", ups(j[s, "jax"]), f"**{rnd(j[s, 'jax']['ratio_to_torch'], 1)}x** (torch in its run: "
+                                                   f"{rnd(j[s, 'torch']['updates_per_s'], 1)})"],
+        ["image DrQ (2 cameras 128x128, frozen ResNet-10, batch 256, UTD 4), eager, fixed batch", ups(b[i, "torch"]),
+         f"{rnd(100 * b[i, 'torch']['fraction_of_matmul'])} % of the matmul rate"],
+        ["the same, bf16 autocast", ups(b[i + " [bf16]", "torch"]), ratio(b[i + " [bf16]", "torch"])],
+        ["the same, torch.compile (losses)", ups(c[i + " [compile]", "torch"]),
+         f"{rnd(c[i + ' [compile]', 'torch']['ratio_to_torch'], 2)}x (first update "
+         f"{rnd(c[i + ' [compile]', 'torch']['first_update_s'], 1)} s)"],
+        ["the same, sampling from replay in the loop", ups(isam), f"{rnd(isam['ratio_to_torch'], 2)}x"],
+        ["the same, sampling + prefetch", ups(ipre),
+         f"{rnd(ipre['ratio_to_torch'], 2)}x; **{rnd(ipre['ratio_to_sampled'], 2)}x** the sampling row"],
+        ["reference config (UTD 20, ReLU, 5-step, our sampler): torch / JAX backend / JAX reference (bare)",
+         f"{rnd(rt['updates_per_s'], 1)} / {rnd(rj['updates_per_s'])} / {rnd(ref / 20)} "
+         f"({grouped(rt['critic_updates_per_s'])} / {grouped(rj['critic_updates_per_s'])} / {grouped(ref)})",
+         f"torch {rnd(rt['ratio_to_reference'], 2)}x, JAX backend {rnd(rj['ratio_to_reference'], 2)}x the reference"],
+    ]
+    note = (f"{base['device_name']}, {base['cpu_count']} cores, torch {base['torch']}, jax {jx['jax']}, "
+            f"{base['time'][:10]}; measured float32 matmul {rnd(base['matmul_gflops'] / 1000, 1)} TFLOP/s. The compile "
+            f"rows' eager twins in their own run: {rnd(c[s, 'torch']['updates_per_s'], 1)} / "
+            f"{rnd(c[i, 'torch']['updates_per_s'], 2)} updates/s.")
+    return "\n\n".join([table(["case", "updates/s (critic updates/s)", "against the eager row of the same run"], rows),
+                        note, source("learner_speed_cuda_h100.json", "learner_speed_cuda_h100_compile.json",
+                                     "learner_speed_cuda_h100_jax.json")])
+
+
+def transport(res: Results) -> str:
+    d = res("transport.json")
+    by = {(r["design"], r["images"]): r for r in d["rows"]}
+    rows = []
+    for images in dict.fromkeys(r["images"] for r in d["rows"]):
+        p, o, c = by["pickle REQ/REP", images], by["robot-rl", images], by["robot-rl + CURVE", images]
+        speedup = d["speedup_transitions_per_s"][f"robot-rl vs pickle REQ/REP, {images}"]
+        rows.append([images, f"{rnd(p['transitions_per_s'])} /s, {rnd(p['MB_per_s'])} MB/s",
+                     f"{rnd(o['transitions_per_s'])} /s, {rnd(o['MB_per_s'])} MB/s (**{rnd(speedup, 1)}x**)",
+                     f"{rnd(c['transitions_per_s'])} /s, {rnd(c['MB_per_s'])} MB/s"])
+    return "\n\n".join([table(["images", "pickle REQ/REP", "robot-rl", "robot-rl + CURVE"], rows),
+                        f"Acknowledged transitions per second over loopback, chunks of {d['params']['chunk']}, "
+                        f"{d['when'][:10]}. " + source("transport.json")])
+
+
+def actor_latency(res: Results) -> str:
+    d = res("actor_latency.json")
+
+    def ms(row: dict[str, Any], key: str, digits: int) -> str:
+        return rnd(row[key], digits)
+
+    rows = []
+    for r in d["rows"]:
+        obs = r["obs"] + (", conv encoder" if r["encoder"] == "conv" else "")
+        rows.append([obs, f"{ms(r, 'policy_ms_p50', 2)} / {ms(r, 'policy_ms_p99', 1)} ms",
+                     f"{ms(r, 'rest_ms_p50', 2)} / **{ms(r, 'rest_ms_p99', 2)} ms** ({ms(r, 'rest_ms_max', 1)})",
+                     f"{ms(r, 'weights_ready_ms_p50', 1)} / {ms(r, 'weights_ready_ms_p99', 1)} ms",
+                     f"{ms(r, 'weights_used_ms_p50', 0)} / {ms(r, 'weights_used_ms_p99', 0)} ms"])
+    note = (f"{d['rows'][0]['steps']} steps per row at {rnd(d['rows'][0]['hz'])} Hz, weights published every "
+            f"{d['publish_every_s']} s; goal: {d['goal']}. " + source("actor_latency.json"))
+    return "\n\n".join([table(["observation", "policy p50 / p99", "rest p50 / p99 (max)", "weights ready p50 / p99",
+                               "weights in use p50 / p99"], rows), note])
