@@ -108,7 +108,8 @@ def gripper_index(values: torch.Tensor) -> torch.Tensor:
 
 
 class Policy(nn.Module):
-    """Encoder + tanh-Gaussian actor (+ gripper Q head): everything an actor needs to act."""
+    """Encoder + tanh-Gaussian actor (+ gripper Q head): everything an actor needs to act (the acting half of the
+    Agent seam, learners.agents.agent.SupportsAct)."""
 
     def __init__(self, spec: EnvSpec, cfg: AgentConfig) -> None:
         super().__init__()
