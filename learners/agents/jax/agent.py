@@ -125,6 +125,29 @@ def check_supported(cfg: AgentConfig) -> None:
                               f"backend=jax yet; leave it at {getattr(default, f.name)!r} or use backend=torch")
 
 
+def _static(cfg: AgentConfig, policy: Policy, target_entropy: float) -> Static:
+    """The static shape of the agent's networks and update (never traced): from the config and the torch policy."""
+    from learners.agents.encoders import CameraEncoder, ConvBackbone
+
+    cams = []
+    for name, enc in policy.encoder.camera_encoders().items():
+        assert isinstance(enc, CameraEncoder)
+        kind = "conv" if isinstance(enc.backbone, ConvBackbone) else "resnet10"
+        cams.append(Camera(name, policy.encoder.camera_keys[name], kind, enc.frozen,
+                           len(cfg.conv_channels) if kind == "conv" else 0))
+    return Static(
+        act=cfg.activation, n_hidden=len(cfg.hidden_dims), layer_norm=cfg.layer_norm,
+        ensemble=cfg.ensemble_size, members=cfg.ensemble_subsample or cfg.ensemble_size, arm_dim=policy.arm_dim,
+        gripper=cfg.gripper_head, n_gripper_hidden=len(cfg.gripper_hidden_dims),
+        log_std_min=math.log(cfg.std_min), log_std_max=math.log(cfg.std_max), cameras=tuple(cams),
+        state_dim=policy.layout.state_dim, proprio=policy.encoder.proprio is not None,
+        dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
+        critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
+        bc_q_filter=cfg.bc_q_filter, mc_lower_bound=cfg.mc_lower_bound, backup_entropy=cfg.backup_entropy,
+        learn_temperature=cfg.learn_temperature, target_entropy=target_entropy, grad_clip_norm=cfg.grad_clip_norm,
+        k=cfg.critic_updates_per_actor_update, minibatch=cfg.batch_size, feat_dim=policy.encoder.out_dim)
+
+
 # ------------------------------------------------------------------------------------------------ the agent
 class JaxSACAgent:
     """learners.agents.sac.SACAgent's interface and update, in JAX (see the module docstring)."""
@@ -134,7 +157,6 @@ class JaxSACAgent:
         check_supported(cfg)
         jax = import_jax()
 
-        from learners.agents.encoders import CameraEncoder, ConvBackbone
         from learners.agents.sac import SACAgent
 
         self.cfg, self.spec = cfg, spec
@@ -145,67 +167,63 @@ class JaxSACAgent:
         self.policy: Policy = template.policy
         self.layout = self.policy.layout
         self.arm_dim = self.policy.arm_dim
+        self._map_names(template)
+        self._st = _static(cfg, self.policy, float(template.target_entropy))
+        policy_arrays = {n: t.detach().cpu().numpy() for n, t in self.policy.state_dict().items()}
+        self._s = self._initial_state(template, policy_arrays)
+        self._frozen = self._put(self._policy_map.to_jax(policy_arrays, self._frozen_names))
+        del template
+        self._jit_functions()
+        self._policy_dirty = False
+        self.compile_s: float | None = None
+        """Seconds the first `update()` took (tracing + XLA compilation + the update itself)."""
+
+    def _map_names(self, template: Any) -> None:
+        """The name maps (torch names <-> JAX paths) of every network, and the policy's parameter groups."""
         frozen_torch = {f"encoder.{n}" for n in self.policy.encoder.frozen_names()}
         self._policy_map = ParamMap(self.policy)
         self._critic_map = ParamMap(template.critic)
         self._target_encoder_map = ParamMap(template.target_encoder)
         self._gripper_map = ParamMap(template.target_gripper) if template.target_gripper is not None else None
-        psd = {n: t.detach().cpu().numpy() for n, t in self.policy.state_dict().items()}
-        names = list(psd)
+        names = list(self.policy.state_dict())
         self._groups: dict[str, list[str]] = {
             "actor": [n for n in names if n.startswith("actor.")],
             "encoder": [n for n in names if n.startswith("encoder.") and n not in frozen_torch],
             "gripper": [n for n in names if n.startswith("gripper.")]}
         self._frozen_names = sorted(frozen_torch)
-        tsd = {n: t.detach().cpu().numpy() for n, t in template.target_encoder.state_dict().items()}
-        self._target_encoder_names = [n for n in tsd if f"encoder.{n}" not in frozen_torch]
+        self._target_encoder_names = [n for n in template.target_encoder.state_dict()
+                                      if f"encoder.{n}" not in frozen_torch]
 
-        cams = []
-        for name, enc in self.policy.encoder.camera_encoders().items():
-            assert isinstance(enc, CameraEncoder)
-            kind = "conv" if isinstance(enc.backbone, ConvBackbone) else "resnet10"
-            cams.append(Camera(name, self.policy.encoder.camera_keys[name], kind, enc.frozen,
-                               len(cfg.conv_channels) if kind == "conv" else 0))
-        k = cfg.critic_updates_per_actor_update
-        self._st = Static(
-            act=cfg.activation, n_hidden=len(cfg.hidden_dims), layer_norm=cfg.layer_norm,
-            ensemble=cfg.ensemble_size, members=cfg.ensemble_subsample or cfg.ensemble_size, arm_dim=self.arm_dim,
-            gripper=cfg.gripper_head, n_gripper_hidden=len(cfg.gripper_hidden_dims),
-            log_std_min=math.log(cfg.std_min), log_std_max=math.log(cfg.std_max), cameras=tuple(cams),
-            state_dim=self.layout.state_dim, proprio=self.policy.encoder.proprio is not None,
-            dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
-            critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
-            bc_q_filter=cfg.bc_q_filter, mc_lower_bound=cfg.mc_lower_bound, backup_entropy=cfg.backup_entropy,
-            learn_temperature=cfg.learn_temperature,
-            target_entropy=float(template.target_entropy), grad_clip_norm=cfg.grad_clip_norm, k=k,
-            minibatch=cfg.batch_size, feat_dim=self.policy.encoder.out_dim)
+    def _initial_state(self, template: Any, policy_arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """The JAX state on the device: the torch template's weights, log_alpha, fresh Adam states, the key."""
+        cfg, put = self.cfg, self._put
 
-        put = self._put
+        def arrays(module: Any) -> dict[str, np.ndarray]:
+            return {n: t.detach().cpu().numpy() for n, t in module.state_dict().items()}
+
         s: dict[str, Any] = {
-            "actor": put(self._policy_map.to_jax(psd, self._groups["actor"])),
-            "encoder": put(self._policy_map.to_jax(psd, self._groups["encoder"])),
-            "gripper": put(self._policy_map.to_jax(psd, self._groups["gripper"])),
-            "critic": put(self._critic_map.to_jax({n: t.detach().numpy() for n, t in
-                                                   template.critic.state_dict().items()})),
-            "target_critic": put(self._critic_map.to_jax({n: t.detach().numpy() for n, t in
-                                                          template.target_critic.state_dict().items()})),
-            "target_encoder": put(self._target_encoder_map.to_jax(tsd, self._target_encoder_names)),
+            "actor": put(self._policy_map.to_jax(policy_arrays, self._groups["actor"])),
+            "encoder": put(self._policy_map.to_jax(policy_arrays, self._groups["encoder"])),
+            "gripper": put(self._policy_map.to_jax(policy_arrays, self._groups["gripper"])),
+            "critic": put(self._critic_map.to_jax(arrays(template.critic))),
+            "target_critic": put(self._critic_map.to_jax(arrays(template.target_critic))),
+            "target_encoder": put(self._target_encoder_map.to_jax(arrays(template.target_encoder),
+                                                                  self._target_encoder_names)),
             "target_gripper": {},
             "log_alpha": put(np.asarray(math.log(cfg.temperature_init), np.float32)),
             "num_updates": put(np.zeros((), np.int32)),
-            "key": put(np.asarray(jax.random.PRNGKey(cfg.seed + 3), np.uint32)),
+            "key": put(np.asarray(self._jax.random.PRNGKey(cfg.seed + 3), np.uint32)),
         }
         if template.target_gripper is not None and self._gripper_map is not None:
-            s["target_gripper"] = put(self._gripper_map.to_jax({n: t.detach().numpy() for n, t in
-                                                                template.target_gripper.state_dict().items()}))
+            s["target_gripper"] = put(self._gripper_map.to_jax(arrays(template.target_gripper)))
         for name, params in (("actor", s["actor"]), ("critic", (s["critic"], s["encoder"])),
                              ("temperature", s["log_alpha"]), ("gripper", s["gripper"])):
             s[f"opt_{name}"] = put(adam_init(params))  # committed like the rest: no second compile
-        self._s = s
-        self._frozen = put(self._policy_map.to_jax(psd, self._frozen_names))
-        del template
-        st = self._st
-        n_rows = cfg.samples_per_update
+        return s
+
+    def _jit_functions(self) -> None:
+        """The jitted update (random draws from the state's key, or given) and the policy's mode."""
+        jax, st, n_rows = self._jax, self._st, self.cfg.samples_per_update
 
         def keyed(state: dict[str, Any], frozen: Any, batch: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             key, draws = draws_from_key(state["key"], st, n_rows)
@@ -227,9 +245,6 @@ class JaxSACAgent:
         self._mode_fn = jax.jit(mode_action)
         self._update_fn = jax.jit(keyed, donate_argnums=(0,))
         self._update_draws_fn = jax.jit(with_draws)
-        self._policy_dirty = False
-        self.compile_s: float | None = None
-        """Seconds the first `update()` took (tracing + XLA compilation + the update itself)."""
 
     # ------------------------------------------------------------------ devices and transfers
     def _jax_device(self, name: str) -> Any:
