@@ -1,32 +1,31 @@
-"""Learners: SAC / RLPD / DrQ agents (HIL-SERL gripper head) in torch and JAX, encoders, replay buffers, training loop.
+"""Learners: everything on the learning side of SERL / HIL-SERL, by concept; imports only robot_rl (never envs,
+controllers, rclpy or zmq), and nothing at import time (import the module you need).
 
-Modules (import the one you need; this package imports nothing at import time):
-- `learners.agents.config`   AgentConfig + presets (drq_config, rlpd_state_config, hil_serl_config, sac_config)
-- `learners.agents.recipes`  per-task training recipes (typed AgentConfig overrides, updates per env step)
-- `learners.agents.options`  --set FIELD=VALUE parsing, defaults < recipe < flags < --set, OUT/agent_config.json
-- `learners.agents.policy`   actor-side policy (encoder + tanh-Gaussian actor + gripper head): build_policy, act,
-                      trainable_state / load_trainable_state. Actors import only this module and reward_model.
-- `learners.rewards.reward_model`  run-time rewards: ClassifierReward (k-frame gate + proprio predicate, audit log),
-                      HumanReward (success key), RewardModelWrapper (any gymnasium-style env), --reward parsing
-- `learners.rewards.classifier`  the reward classifier (per-camera CameraEncoder + HIL-SERL head), card, save / load;
-                      `classifier_data` (labels, split by episode), `classifier_metrics` (threshold, tables,
-                      k-gate replay), `classifier_train`, `classifier_cli` (train-classifier / eval-classifier)
-- `learners.agents.sac`      SACAgent: critic ensemble, targets, temperature, UTD updates, full state for checkpoints
-- `learners.agents.agent`   the Agent seam (LearnerAgent) and make_agent: cfg.backend 'torch' (sac) or 'jax'
-- `learners.agents.jax.agent`  JaxSACAgent: sac's update as one jitted JAX function (the `jax` extra, imported lazily);
-                      acts and publishes through the torch policy
-- `learners.agents.jax.nets`  its building blocks: ParamMap (torch names/layouts <-> JAX paths), the networks as jnp
-                      functions, Adam (jax imported lazily, inside the functions)
-- `learners.replay.buffer`   ReplayBuffer (uint8 frames stored once), MixedSampler (RLPD), route_transition
-- `learners.training.online`     train_online (generator of per-episode metrics) and evaluate, for any gymnasium-like
-env
-- `learners.agents.encoders` ResNet-10 (GroupNorm, local safetensors weights), small conv net, random shift
-- `learners.distributed.learner`  the distributed learner (ingest, UTD schedule, weights out, checkpoints), with
-                      `learners.distributed.inbox` (durable inbox + seq ledger) and `learners.distributed.status`
-                      (status.json,
-                      metrics, TensorBoard, plot, per-actor records)
-- `learners.cli.train`, `learners.cli.learner`, `learners.cli.eval`  the train / learner / eval commands
-- `learners.agents.nets`, `learners.agents.obs`, `learners.training.run_state`  building blocks
+- `learners.agents`       the Agent seam and its implementations: `agent` (SupportsAct, LearnerAgent, make_agent),
+                          `sac` (SACAgent: SAC / RLPD / DrQ, critic ensemble, HIL-SERL gripper head; its update in
+                          critic / actor / temperature phases) with `sac_batch` (UpdateBatch, to_update_batch),
+                          `jax` (JaxSACAgent and update_core, the `jax` extra, lazily), `policy` (the actor-side
+                          Policy, build_policy, load_base_policy: what actors import), `config` (AgentConfig and the
+                          presets drq_config, rlpd_state_config, hil_serl_config, sac_config), `options` (--set
+                          parsing, resolve_agent_config), `recipes` (recipe_for), `device_defaults`, `encoders`
+                          (ResNet-10, conv net, random_shift), `nets` (MLP, EnsembleMLP, HLGauss, soft_update), `obs`
+                          (ObsLayout), `residual` (FrozenBase, save_policy_file), `lerobot_base`.
+- `learners.replay`       `buffer` (ReplayBuffer with uint8 frames stored once, MixedSampler for RLPD's halves,
+                          sampler_for, route_transition) and `prefetch` (BatchPrefetcher, BatchSource).
+- `learners.rewards`      `reward_model` (the run-time rewards: ClassifierReward with its k-frame gate and proprio
+                          predicate, HumanReward, RewardModelWrapper, make_reward_model), `classifier`
+                          (RewardClassifier, save_classifier / load_classifier), `labels` (load_labels,
+                          split_by_episode), `metrics` (thresholds, tables, gate_stats), `training`
+                          (train_classifier) and `audit` (write_audit_labels).
+- `learners.training`     one-process training: `online` (train_online, train_offline, evaluate_episodes),
+                          `warm_start` (init_agent_from), `forward_backward` / `forward_backward_run` (reset-free
+                          training with two agents), `gym_compat` (any gymnasium env's traits), `run_state`
+                          (TrainingRun: save / restore a whole run).
+- `learners.distributed`  the distributed learner: `learner` (Learner, LearnerConfig), `inbox` (Inbox, SeqLedger),
+                          `status` (LearnerOutputs: status.json, metrics, TensorBoard, per-actor records).
+- `learners.cli`          the learner-side commands (`robot-rl train`, `eval`, `train-bc`, `train-classifier`,
+                          `eval-classifier`, `audit-labels`, `learner`): parse, build a config, call one function;
+                          nothing imports them but robot_rl.cli.
 
-See ../shared/DESIGN.md for the agent seam.
+See ../shared/DESIGN.md for the seams (the Agent seam: learners.agents.agent).
 """

@@ -17,8 +17,7 @@ import torch
 from point_reach import ENV_ID, PointReachEnv, point_reach_spec, record_point_reach
 
 from learners.agents.config import AgentConfig
-from learners.agents.policy import build_policy
-from learners.agents.residual import load_base_policy, load_run_policy
+from learners.agents.policy import build_policy, load_base_policy, load_run_policy
 from learners.agents.sac import SACAgent
 from learners.cli import eval as eval_cli
 from learners.cli import train as train_cli

@@ -15,6 +15,7 @@ import torch
 from learners.agents.config import AgentConfig
 from learners.agents.policy import build_policy, tanh_gaussian
 from learners.agents.sac import SACAgent
+from learners.agents.sac_batch import to_update_batch
 from robot_rl.errors import ShapeError
 from robot_rl.specs import ArraySpec, EnvSpec
 
@@ -293,6 +294,25 @@ def test_terminate_last_relabels_only_an_open_transition() -> None:
     assert not buf.terminate_last()                               # already ended
     buf.add(nxt, np.zeros(3), 0.0, obs, False, True)
     assert not buf.terminate_last()                               # truncated: ended already
+
+
+def test_update_batch_minibatches_are_the_strided_rows_in_either_order() -> None:
+    """learners.agents.sac_batch: minibatch i is rows i::k; in minibatch order it is the contiguous block i and
+    holds the same rows (every column moved alike)."""
+    agent = SACAgent(_spec(), _cfg(critic_updates_per_actor_update=3, batch_size=4))
+    batch = _batch(12)
+    batch["intervention"] = np.arange(12) % 2 == 0
+    b = to_update_batch(batch, agent.policy.layout, agent.policy.action_dim, agent.cfg, agent.device)
+    ordered = b.in_minibatch_order()
+    assert (b.k, b.minibatch, ordered.strided) == (3, 4, False)
+    for i in range(3):
+        assert b.rows(i) == slice(i, None, 3) and ordered.rows(i) == slice(4 * i, 4 * i + 4)
+        np.testing.assert_array_equal(b.actions[b.rows(i)].numpy(), batch["actions"][i::3])
+        for name in ("actions", "state", "next_state", "returns", "bootstrap", "intervention"):
+            np.testing.assert_array_equal(getattr(b, name)[b.rows(i)].numpy(),
+                                          getattr(ordered, name)[ordered.rows(i)].numpy(), err_msg=name)
+    with pytest.raises(ShapeError, match="equal minibatches"):
+        to_update_batch(_batch(10), agent.policy.layout, agent.policy.action_dim, agent.cfg, agent.device)
 
 
 def test_every_critic_minibatch_and_the_actor_see_the_same_source_mix() -> None:

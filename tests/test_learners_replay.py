@@ -256,6 +256,7 @@ def test_n_step_returns_in_the_critic_target() -> None:
 
     from learners.agents.config import AgentConfig
     from learners.agents.sac import SACAgent
+    from learners.agents.sac_batch import UpdateBatch, to_update_batch
 
     spec = EnvSpec("r", (ArraySpec("state", (2,), "float32"),), ArraySpec("action", (2,), "float32", -1, 1), 10.0)
     cfg = AgentConfig(batch_size=8, critic_updates_per_actor_update=1, hidden_dims=(16,), ensemble_size=2,
@@ -275,13 +276,16 @@ def test_n_step_returns_in_the_critic_target() -> None:
     steps = np.array([3, 1, 2, 1, 1, 1, 1, 1])
     term = np.zeros(8, bool)
     term[1] = True
-    parts = a._split_batch({**one, "terminated": term, "n_rewards": nr, "n_grasp_penalty": np.zeros_like(nr),
-                            "n_steps": steps})
-    np.testing.assert_allclose(parts["returns"][:3].numpy(), [1 + 0.9 * 2 + 0.81 * 4, 1.0, 0.5 + 0.45], rtol=1e-6)
-    np.testing.assert_allclose(parts["bootstrap"][:3].numpy(), [0.9 ** 3, 0.0, 0.81], rtol=1e-6)
+    def split(batch: dict) -> UpdateBatch:  # the agent's batch preparation, before any network runs
+        return to_update_batch(batch, a.policy.layout, a.policy.action_dim, a.cfg, a.device)
+
+    parts = split({**one, "terminated": term, "n_rewards": nr, "n_grasp_penalty": np.zeros_like(nr),
+                   "n_steps": steps})
+    np.testing.assert_allclose(parts.returns[:3].numpy(), [1 + 0.9 * 2 + 0.81 * 4, 1.0, 0.5 + 0.45], rtol=1e-6)
+    np.testing.assert_allclose(parts.bootstrap[:3].numpy(), [0.9 ** 3, 0.0, 0.81], rtol=1e-6)
     with pytest.raises(ShapeError, match="n_steps"):
-        a._split_batch({**one, "n_rewards": nr, "n_grasp_penalty": np.zeros_like(nr), "n_steps": steps * 2})
-    assert torch.isfinite(parts["returns"]).all()
+        split({**one, "n_rewards": nr, "n_grasp_penalty": np.zeros_like(nr), "n_steps": steps * 2})
+    assert torch.isfinite(parts.returns).all()
 
 
 def test_takeover_terminated_marks_the_step_before_each_takeover_start() -> None:

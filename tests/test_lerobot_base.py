@@ -17,7 +17,8 @@ import torch
 from safetensors.torch import save_file
 
 from learners.agents.config import AgentConfig
-from learners.agents.residual import absolute_source, load_base_policy
+from learners.agents.policy import load_base_policy
+from learners.agents.residual import absolute_source
 from learners.agents.sac import SACAgent
 from robot_rl.errors import ConfigError
 from robot_rl.specs import ArraySpec, EnvSpec

@@ -1,5 +1,10 @@
 """The Agent seam and the backend factory: one interface, two implementations (torch and JAX).
 
+The seam is defined here and nowhere else, in two halves: `SupportsAct` (an action for one observation: what
+evaluation needs; learners.agents.policy.Policy, both agents and anything with the same `act` satisfy it) and
+`LearnerAgent` (SupportsAct + update, weights for the wire, full state for checkpoints: what the training loops,
+the distributed learner, checkpoints and `robot-rl eval` need).
+
 `make_agent(spec, cfg)` builds the learner agent for `cfg.backend`: 'torch' (learners.agents.sac.SACAgent, the default)
 or 'jax' (learners.agents.jax.agent.JaxSACAgent, imported only then; without the `jax` extra it is a one-line
 MissingExtraError naming it). Everything around the agent is backend-agnostic and shared: replay buffers and
@@ -27,18 +32,23 @@ from learners.agents.config import AgentConfig
 from robot_rl.specs import EnvSpec
 
 
-class LearnerAgent(Protocol):
-    """What the training loop, the distributed learner, checkpoints and `robot-rl eval` need from an agent."""
+class SupportsAct(Protocol):
+    """The acting half of the seam: what evaluation needs (an agent, or an actor-side policy)."""
+
+    def act(self, obs: Any, deterministic: bool = False) -> np.ndarray:
+        """Action in [-1, 1] (float32 (A,)) for one observation."""
+        ...
+
+
+class LearnerAgent(SupportsAct, Protocol):
+    """What the training loops, the distributed learner, checkpoints and `robot-rl eval` need from an agent."""
 
     cfg: AgentConfig
     num_updates: int
 
     def update(self, batch: Mapping[str, Any]) -> dict[str, float]:
-        """critic_updates_per_actor_update critic updates + one actor/temperature update on one batch."""
-        ...
-
-    def act(self, obs: Any, deterministic: bool = False) -> np.ndarray:
-        """Action in [-1, 1] (float32 (A,)) for one observation."""
+        """critic_updates_per_actor_update critic updates + one actor/temperature update on one batch; pure
+        (no I/O, no clocks); float metrics."""
         ...
 
     def trainable_state(self) -> dict[str, np.ndarray]:

@@ -1,7 +1,8 @@
 """The actor-side policy: observation encoder + tanh-Gaussian actor (+ the discrete gripper head), nothing else.
 
-Actors import only this module (it imports learners.agents.config/obs/nets/encoders, never the critic, the agent or the
-replay code), build the policy from the EnvSpec and the AgentConfig, and load the weights the learner sends:
+Actors import only this module (it imports learners.agents.config/obs/nets/encoders/residual, never the critic, the
+agent or the replay code), build the policy from the EnvSpec and the AgentConfig, and load the weights the learner
+sends:
 
     policy = build_policy(spec, cfg, device="cpu")    # loads the frozen backbone from cfg.encoder_weights itself
     policy.load_trainable_state(arrays)               # {name: np.ndarray} from the learner; ShapeError on mismatch
@@ -14,12 +15,17 @@ are never in it (each side loads them from the same local file).
 Gripper head (cfg.gripper_head): the last action dim is a discrete gripper command with values {-1, 0, +1}
 (index 0, 1, 2; which value closes/opens is the env's convention), chosen by argmax of a Q network over
 {-1, 0, +1} (HIL-SERL's double-DQN gripper critic); the Gaussian actor outputs only the other (arm) dims.
+
+Residual RL (cfg.residual_base): `build_policy` loads the frozen base with `load_base_policy`; a base that is one
+of our own policies (a run or a policy file) is rebuilt here by `load_run_policy` (learners.agents.residual holds
+the base interface and the other sources, and imports nothing of this module).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,7 +37,14 @@ from learners.agents.config import AgentConfig
 from learners.agents.encoders import ObservationEncoder
 from learners.agents.nets import MLP, xavier_linear
 from learners.agents.obs import ObsLayout
-from learners.agents.residual import FrozenBase
+from learners.agents.residual import (
+    LEROBOT_PREFIX,
+    POLICY_FILE_SUFFIX,
+    PY_PREFIX,
+    FrozenBase,
+    external_base,
+    read_policy_file,
+)
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
 
@@ -108,7 +121,8 @@ def gripper_index(values: torch.Tensor) -> torch.Tensor:
 
 
 class Policy(nn.Module):
-    """Encoder + tanh-Gaussian actor (+ gripper Q head): everything an actor needs to act."""
+    """Encoder + tanh-Gaussian actor (+ gripper Q head): everything an actor needs to act (the acting half of the
+    Agent seam, learners.agents.agent.SupportsAct)."""
 
     def __init__(self, spec: EnvSpec, cfg: AgentConfig) -> None:
         super().__init__()
@@ -252,7 +266,64 @@ def build_policy(spec: EnvSpec, cfg: AgentConfig | None = None, device: str | to
     dev = resolve_device(cfg.device) if device is None else torch.device(device)
     policy = policy.to(dev)
     if cfg.residual_base is not None:
-        from learners.agents.residual import load_base_policy
-
         policy.base = load_base_policy(cfg.residual_base, spec, dev)
     return policy
+
+
+# ---------------------------------------------------------------------- our own policies as residual bases
+class _PolicyFn:
+    """Our own policy as a base (learners.agents.residual): its deterministic action (the mode), weights frozen."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        policy.eval()
+        policy.requires_grad_(False)
+
+    def __call__(self, obs: Any) -> torch.Tensor:
+        images, state = self.policy.layout.to_torch(obs, self.policy.device, batched=True)
+        return self.policy.action_from_features(self.policy.features(images, state), deterministic=True)
+
+
+def load_run_policy(path: str | Path, spec: EnvSpec, device: torch.device | str = "cpu") -> Policy:
+    """The policy of a `robot-rl train-bc` or `robot-rl train` run (a run directory, its checkpoints/, one
+    ckpt_*, or a policy .safetensors file with its .json), rebuilt from its saved AgentConfig for `spec`;
+    ConfigError / CheckpointError / ShapeError otherwise."""
+    from robot_rl.checkpoint import find_checkpoint, load_checkpoint
+
+    p = Path(path)
+    if p.is_file() and p.suffix == POLICY_FILE_SUFFIX:
+        arrays, meta = read_policy_file(p)
+        where = str(p)
+    else:
+        ckpt = find_checkpoint(p)
+        groups, meta = load_checkpoint(ckpt)
+        where = str(ckpt)
+        if "policy" in groups:  # robot-rl train-bc
+            arrays = groups["policy"]
+        elif "agent" in groups:  # robot-rl train / learner: the agent's policy/ entries
+            arrays = {k[len("policy/"):]: v for k, v in groups["agent"].items() if k.startswith("policy/")}
+        else:
+            raise ConfigError(f"base policy {path}: {ckpt} holds neither a 'policy' nor an 'agent' group")
+    if not isinstance(meta.get("agent_config"), dict):
+        raise ConfigError(f"base policy {path}: {where} has no agent_config")
+    cfg = AgentConfig.from_dict(meta["agent_config"])
+    if cfg.residual_base is not None:
+        raise ConfigError(f"base policy {path}: it is itself a residual policy; use a BC or RL policy as the base")
+    if isinstance(meta.get("spec"), dict):
+        EnvSpec.from_dict(meta["spec"]).require_equal(spec, what=f"the base policy in {path}")
+    policy = build_policy(spec, cfg.replace(device=str(device)), device=device)
+    names = set(policy.trainable_names())
+    policy.load_trainable_state({k: np.array(v) for k, v in arrays.items() if k in names})
+    return policy
+
+
+def load_base_policy(source: str, spec: EnvSpec, device: torch.device | str = "cpu") -> FrozenBase:
+    """The frozen base policy named by `source` (a run, a policy file, py:MODULE:FACTORY or lerobot:DIR: see
+    learners.agents.residual) for `spec`."""
+    action_dim = int(spec.action.shape[0])
+    if source.startswith((PY_PREFIX, LEROBOT_PREFIX)):
+        return FrozenBase(external_base(source, spec, device), action_dim, device, source)
+    if not Path(source).exists():
+        raise ConfigError(f"residual_base {source}: no such run directory, checkpoint or policy file (or use "
+                          "py:MODULE:FACTORY or lerobot:DIR)")
+    return FrozenBase(_PolicyFn(load_run_policy(source, spec, device)), action_dim, device, source)

@@ -18,8 +18,14 @@ Where a base comes from (`residual_base`; local only, nothing is downloaded):
 - `lerobot:DIR`: a LeRobot policy checkpoint (pretrained_model directory), loaded with LeRobot's own API when the
   lerobot package is installed (learners.agents.lerobot_base; optional, never required).
 
+This module holds the interface (`FrozenBase`), the policy file format (`save_policy_file`, `read_policy_file`),
+the bases that are not our own policy (`external_base`: py: and lerobot:) and `absolute_source`; it imports no
+policy code. Our own policies are rebuilt where policies are built, in learners.agents.policy: `load_run_policy`
+(a run or a policy file) and `load_base_policy` (any source above, as a FrozenBase), which `build_policy` calls.
+
 Usage::
 
+    from learners.agents.policy import load_base_policy
     base = load_base_policy("runs/bc_pick", spec, device="cpu")
     actions = base(batch_obs)             # torch float32 (B, A) in [-1, 1], no gradient
     save_policy_file(policy, {"agent_config": cfg.to_dict(), "spec": spec.to_dict()}, "runs/bc_pick/policy.safetensors")
@@ -69,19 +75,6 @@ class FrozenBase:
         return t.clamp(-1.0, 1.0)
 
 
-class _PolicyFn:
-    """Our own policy (learners.agents.policy.Policy) as a base: its deterministic action (the mode), weights frozen."""
-
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
-        policy.eval()
-        policy.requires_grad_(False)
-
-    def __call__(self, obs: Any) -> torch.Tensor:
-        images, state = self.policy.layout.to_torch(obs, self.policy.device, batched=True)
-        return self.policy.action_from_features(self.policy.features(images, state), deterministic=True)
-
-
 def absolute_source(source: str) -> str:
     """`source` with a local path made absolute (a run saved with it can be evaluated or resumed from any working
     directory, and actors on the same machine find it); `py:` sources unchanged."""
@@ -115,7 +108,8 @@ def save_policy_file(policy: Any, meta: Mapping[str, Any], path: str | Path) -> 
     return path
 
 
-def _read_policy_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def read_policy_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """(weights, meta) of a policy file written by `save_policy_file`; ConfigError when unreadable."""
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
@@ -132,44 +126,9 @@ def _read_policy_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
     return arrays, meta
 
 
-def load_run_policy(path: str | Path, spec: EnvSpec, device: torch.device | str = "cpu") -> Any:
-    """The policy of a `robot-rl train-bc` or `robot-rl train` run (a run directory, its checkpoints/, one
-    ckpt_*, or a policy .safetensors file with its .json), rebuilt from its saved AgentConfig for `spec`;
-    ConfigError / CheckpointError / ShapeError otherwise."""
-    from learners.agents.config import AgentConfig
-    from learners.agents.policy import build_policy
-    from robot_rl.checkpoint import find_checkpoint, load_checkpoint
-
-    p = Path(path)
-    if p.is_file() and p.suffix == POLICY_FILE_SUFFIX:
-        arrays, meta = _read_policy_file(p)
-        where = str(p)
-    else:
-        ckpt = find_checkpoint(p)
-        groups, meta = load_checkpoint(ckpt)
-        where = str(ckpt)
-        if "policy" in groups:  # robot-rl train-bc
-            arrays = groups["policy"]
-        elif "agent" in groups:  # robot-rl train / learner: the agent's policy/ entries
-            arrays = {k[len("policy/"):]: v for k, v in groups["agent"].items() if k.startswith("policy/")}
-        else:
-            raise ConfigError(f"base policy {path}: {ckpt} holds neither a 'policy' nor an 'agent' group")
-    if not isinstance(meta.get("agent_config"), dict):
-        raise ConfigError(f"base policy {path}: {where} has no agent_config")
-    cfg = AgentConfig.from_dict(meta["agent_config"])
-    if cfg.residual_base is not None:
-        raise ConfigError(f"base policy {path}: it is itself a residual policy; use a BC or RL policy as the base")
-    if isinstance(meta.get("spec"), dict):
-        EnvSpec.from_dict(meta["spec"]).require_equal(spec, what=f"the base policy in {path}")
-    policy = build_policy(spec, cfg.replace(device=str(device)), device=device)
-    names = set(policy.trainable_names())
-    policy.load_trainable_state({k: np.array(v) for k, v in arrays.items() if k in names})
-    return policy
-
-
-def load_base_policy(source: str, spec: EnvSpec, device: torch.device | str = "cpu") -> FrozenBase:
-    """The frozen base policy named by `source` (see the module docstring) for `spec`."""
-    action_dim = int(spec.action.shape[0])
+def external_base(source: str, spec: EnvSpec, device: torch.device | str = "cpu") -> BaseFn:
+    """The base policy function of a `py:MODULE:FACTORY` or `lerobot:DIR` source (see the module docstring);
+    ConfigError for any other source (runs and policy files: learners.agents.policy.load_base_policy)."""
     if source.startswith(PY_PREFIX):
         module, _, attr = source[len(PY_PREFIX):].rpartition(":")
         if not module or not attr:
@@ -178,12 +137,10 @@ def load_base_policy(source: str, spec: EnvSpec, device: torch.device | str = "c
             factory = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as err:
             raise ConfigError(f"residual_base {source}: cannot import {attr!r} from {module!r} ({err})") from None
-        return FrozenBase(factory(spec), action_dim, device, source)
+        fn: BaseFn = factory(spec)
+        return fn
     if source.startswith(LEROBOT_PREFIX):
         from learners.agents.lerobot_base import load_lerobot_base
 
-        return FrozenBase(load_lerobot_base(source[len(LEROBOT_PREFIX):], spec, device), action_dim, device, source)
-    if not Path(source).exists():
-        raise ConfigError(f"residual_base {source}: no such run directory, checkpoint or policy file (or use "
-                          "py:MODULE:FACTORY or lerobot:DIR)")
-    return FrozenBase(_PolicyFn(load_run_policy(source, spec, device)), action_dim, device, source)
+        return load_lerobot_base(source[len(LEROBOT_PREFIX):], spec, device)
+    raise ConfigError(f"residual_base {source}: not a py:MODULE:FACTORY or lerobot:DIR source")

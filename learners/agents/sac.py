@@ -21,19 +21,26 @@ One class covers the family; the config picks the recipe (learners.agents.config
   `grasp_penalty` (the flip penalty, set by envs.wrappers.GripperPenaltyWrapper); the continuous critic sees
   only the arm dims.
 
+The update reads like rlpd's: `update(batch)` = `_prepare` (the checked batch with its reward terms and
+minibatches, learners.agents.sac_batch, plus DrQ shifts, frozen-backbone features and residual base actions), then
+k x `_critic_phase` (critic + encoder step, the gripper head's `_gripper_phase`, soft target updates), then
+`_actor_phase` on the last minibatch and `_temperature_phase`. Each phase's loss is a pure function of tensors
+(`_critic_loss_eager`, `_actor_loss_eager`; compiled with cfg.compile) followed by one optimizer step.
+
 Mixed precision (cfg.mixed_precision='bf16'): the update's forward passes run under torch.autocast(bfloat16); the
 networks' outputs are cast back to float32 before any loss, target, log-probability or minimum, and backward + the
 optimizer steps run outside autocast on float32 weights (no loss scaling: bf16 has float32's exponent range).
 
 The update is pure torch: no I/O, no clocks (with cfg.compile the first update is timed, `compile_s`, and a
 compiled loss that fails on its first forward or backward falls back to eager for good with a RuntimeWarning,
-`compile_status`). Batches (learners.replay.buffer.ReplayBuffer.sample) are dicts of numpy
-arrays or tensors: obs / next_obs (flat {slash/path: (B, ...)} or nested dicts, or a (B, ...) array for a Box
-observation), actions (B, A) in [-1, 1], rewards (B,), terminated (B,), optional grasp_penalty (B,) and
-intervention (B,) (human rows: the rows the optional behaviour-cloning term, cfg.bc_weight, imitates), and for
-multi-step targets (cfg.n_step > 1, learners.replay.buffer.ReplayBuffer.gather) n_rewards / n_grasp_penalty (B, n) and
-n_steps (B,): the critic target is then sum_j gamma^j r_j + gamma^k (1 - terminated) min Q'(s_k, a'), with
-next_obs = s_k, the frame after the row's last step.
+`compile_status`). Batches (learners.replay.buffer.ReplayBuffer.sample; checked by
+learners.agents.sac_batch.to_update_batch) are dicts of numpy arrays or tensors: obs / next_obs (flat
+{slash/path: (B, ...)} or nested dicts, or a (B, ...) array for a Box observation), actions (B, A) in [-1, 1],
+rewards (B,), terminated (B,), optional grasp_penalty (B,) and intervention (B,) (human rows: the rows the optional
+behaviour-cloning term, cfg.bc_weight, imitates), and for multi-step targets (cfg.n_step > 1,
+learners.replay.buffer.ReplayBuffer.gather) n_rewards / n_grasp_penalty (B, n) and n_steps (B,): the critic target
+is then sum_j gamma^j r_j + gamma^k (1 - terminated) min Q'(s_k, a'), with next_obs = s_k, the frame after the
+row's last step.
 
 Usage::
 
@@ -47,6 +54,7 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 import warnings
@@ -61,11 +69,27 @@ from learners.agents.config import AgentConfig
 from learners.agents.encoders import random_shift
 from learners.agents.nets import EnsembleMLP, HLGauss, soft_update
 from learners.agents.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
-from learners.replay.buffer import mc_floor
+from learners.agents.sac_batch import UpdateBatch, to_update_batch
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
 
 _OPT_FIELDS = ("step", "exp_avg", "exp_avg_sq")
+
+
+@dataclasses.dataclass(frozen=True)
+class _NextActions:
+    """a' ~ pi(s') for a minibatch's next observations (no gradient): the target critics' input [target features
+    of s', a'] (B, F + A) and log pi(a'|s') (B,), with the online and target encoder features of s' (B, F) that
+    the gripper head reads (None where not kept: `select` of a whole-batch pass)."""
+
+    target_in: torch.Tensor
+    logp: torch.Tensor
+    feats: torch.Tensor | None = None
+    target_feats: torch.Tensor | None = None
+
+    def select(self, rows: slice) -> _NextActions:
+        """The rows of one minibatch (the gripper head computes its s' features itself)."""
+        return _NextActions(self.target_in[rows], self.logp[rows])
 
 
 class SACAgent:
@@ -176,63 +200,150 @@ class SACAgent:
         out = net(x, members).float()  # float32 also under bf16 mixed precision
         return self.hl_gauss.expected(out) if self.hl_gauss is not None else out.squeeze(-1)
 
-    # ------------------------------------------------------------------ batches
-    def _split_batch(self, batch: Mapping[str, Any]) -> dict[str, Any]:
-        for key in ("obs", "next_obs", "actions", "rewards", "terminated"):
-            if key not in batch:
-                raise ShapeError(f"batch is missing '{key}' (has {sorted(batch)})")
-        layout = self.policy.layout
-        dev = self.device
-        images, state = layout.to_torch(batch["obs"], dev, batched=True)
-        next_images, next_state = layout.to_torch(batch["next_obs"], dev, batched=True)
-        actions = torch.as_tensor(batch["actions"]).to(dev, torch.float32)
-        n = actions.shape[0]
-        if actions.shape != (n, self.policy.action_dim):
-            raise ShapeError(f"batch actions: expected (B, {self.policy.action_dim}), got {tuple(actions.shape)}")
-        out: dict[str, Any] = {"images": images, "state": state, "next_images": next_images,
-                               "next_state": next_state, "actions": actions}
-        for key in ("rewards", "terminated", "grasp_penalty", "intervention"):
-            if key not in batch:
-                out[key] = torch.zeros(n, device=dev)
-                continue
-            t = torch.as_tensor(batch[key]).to(dev, torch.float32).reshape(-1)
-            if t.shape != (n,):
-                raise ShapeError(f"batch '{key}': expected ({n},), got {tuple(np.shape(batch[key]))}")
-            out[key] = t
-        # the discounted return up to the bootstrap and the bootstrap's weight gamma^k (1 - terminated)
-        gamma = self.cfg.discount
-        if "n_steps" in batch:  # multi-step rows (learners.replay.buffer.ReplayBuffer.gather(n_step=...))
-            steps = torch.as_tensor(batch["n_steps"]).to(dev, torch.float32).reshape(-1)
-            seqs = {}
-            for key in ("n_rewards", "n_grasp_penalty"):
-                if key not in batch:
-                    raise ShapeError(f"batch has 'n_steps' but no '{key}'")
-                seqs[key] = torch.as_tensor(batch[key]).to(dev, torch.float32)
-                if seqs[key].dim() != 2 or seqs[key].shape[0] != n:
-                    raise ShapeError(f"batch '{key}': expected ({n}, n_step), got {tuple(seqs[key].shape)}")
-            if steps.shape != (n,) or bool((steps < 1).any()) or bool((steps > seqs["n_rewards"].shape[1]).any()):
-                raise ShapeError(f"batch 'n_steps': expected ({n},) values in [1, n_step]")
-            powers = gamma ** torch.arange(seqs["n_rewards"].shape[1], device=dev, dtype=torch.float32)
-            out["returns"] = seqs["n_rewards"] @ powers
-            out["grasp_penalty_returns"] = seqs["n_grasp_penalty"] @ powers
-            out["bootstrap"] = gamma ** steps * (1.0 - out["terminated"])
-        else:
-            out["returns"], out["grasp_penalty_returns"] = out["rewards"], out["grasp_penalty"]
-            out["bootstrap"] = gamma * (1.0 - out["terminated"])
-        out["target_floor"] = self._target_floor(batch, n)
-        for name, t in list(images.items()) + list(next_images.items()):
-            if t.shape[0] != n:
-                raise ShapeError(f"batch camera '{name}' has {t.shape[0]} rows, actions have {n}")
-        for st in (state, next_state):
-            if st is not None and st.shape[0] != n:
-                raise ShapeError(f"batch state has {st.shape[0]} rows, actions have {n}")
+    # ----------------------------------------------------- update: the critic, actor and temperature phases
+    def update(self, batch: Mapping[str, Any]) -> dict[str, float]:
+        """critic_updates_per_actor_update critic (+ target) updates on equal minibatches of `batch` (strided rows:
+        minibatch i = rows i::k), then one actor + temperature update on the last; returns float metrics (critic
+        metrics averaged)."""
+        t0 = time.perf_counter()
+        with self._autocast():
+            out = self._update(batch)
+        if self.compile_s is None and self.cfg.compile:  # the first compiled update: timed (tracing + inductor)
+            self.compile_s = time.perf_counter() - t0
         return out
 
-    def _target_floor(self, batch: Mapping[str, Any], n: int) -> torch.Tensor:
-        """(B,) lower bound of each row's critic target: its Monte-Carlo return where known and cfg.mc_lower_bound,
-        else -inf (no bound)."""
-        floor = mc_floor(batch, n, self.cfg.mc_lower_bound)
-        return torch.as_tensor(floor).to(self.device)
+    def _update(self, batch: Mapping[str, Any]) -> dict[str, float]:
+        """prepare -> k x critic phase -> actor phase -> temperature phase (see the module docstring)."""
+        cfg = self.cfg
+        self.encoder.train()
+        self.actor.train()
+        b = self._prepare(batch)
+        # the target subsets of all k critic updates at once: each row a uniformly random M-subset of the members
+        members = torch.rand(b.k, cfg.ensemble_size, generator=self.generator, device=self.device).argsort(1)
+        members = members[:, : cfg.ensemble_subsample or cfg.ensemble_size]
+        # no cameras and no trainable encoder: the next actions of all k minibatches from one actor pass (the actor
+        # does not change during the critic updates)
+        shared_next = self._next_actions(b, slice(None)) if not b.images and not self._enc_params else None
+        alpha = self.log_alpha.detach().exp()
+        infos: list[dict[str, torch.Tensor]] = []
+        feats = None
+        for i in range(b.k):
+            feats, info = self._critic_phase(b, b.rows(i), members[i], alpha, shared_next)
+            infos.append(info)
+        assert feats is not None
+        actor_info, logp = self._actor_phase(b, feats, alpha)  # on the last minibatch
+        temperature_info = self._temperature_phase(logp)
+        self.num_updates += 1
+        out = {key: torch.stack([m[key] for m in infos]).mean() for key in infos[0]}
+        out.update(actor_info)
+        out.update(temperature_info)
+        values = torch.stack([v.float() for v in out.values()]).cpu().tolist()  # one device sync
+        return dict(zip(list(out), values, strict=True))
+
+    def _prepare(self, batch: Mapping[str, Any]) -> UpdateBatch:
+        """The batch checked and on the device (learners.agents.sac_batch) with what needs the networks: DrQ's
+        random shifts (obs and next_obs independently, per camera), the frozen backbones' features (once for the
+        whole batch), the residual base's actions (on the raw observations); without cameras, in minibatch order."""
+        cfg = self.cfg
+        b = to_update_batch(batch, self.policy.layout, self.policy.action_dim, cfg, self.device)
+        if b.images and cfg.augment_pad > 0:
+            pad, gen = cfg.augment_pad, self.generator
+            b = dataclasses.replace(b, images={name: random_shift(t, pad, gen) for name, t in b.images.items()},
+                                    next_images={name: random_shift(t, pad, gen) for name, t in b.next_images.items()})
+        if b.images and self.encoder.all_backbones_frozen:
+            b = dataclasses.replace(b, backbone=self.encoder.backbone_features(b.images),
+                                    next_backbone=self.encoder.backbone_features(b.next_images))
+        b = dataclasses.replace(b, base=self.policy.base_actions(batch["obs"]),
+                                next_base=self.policy.base_actions(batch["next_obs"]))
+        return b if b.images else b.in_minibatch_order()
+
+    def _critic_phase(self, b: UpdateBatch, rows: slice, members: torch.Tensor, alpha: torch.Tensor,
+                      shared_next: _NextActions | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One critic update (with the encoder) on minibatch `rows`, the gripper head's update, then the soft
+        target updates; returns the minibatch's encoder features (detached: the actor's input) and its metrics.
+        `members`: the target critics whose minimum is the target; `shared_next`: the next actions of the whole
+        batch when computed once (else drawn here)."""
+        feats = self._features(b, rows)
+        nxt = shared_next.select(rows) if shared_next is not None else self._next_actions(b, rows)
+        (_, info), norm = self._loss_step(
+            "critic", (feats, b.actions[rows, : self.arm_dim], nxt.target_in, nxt.logp, b.returns[rows],
+                       b.bootstrap[rows], members, alpha, b.target_floor[rows]), self.critic_opt, self._critic_params)
+        if norm is not None:
+            info["critic_grad_norm"] = norm.detach()
+        if self.gripper is not None:
+            info.update(self._gripper_phase(b, rows, feats.detach(), nxt))
+        for tgt, src in self._targets:
+            soft_update(tgt, src, self.cfg.tau)
+        return feats.detach(), info
+
+    def _gripper_phase(self, b: UpdateBatch, rows: slice, feats: torch.Tensor, nxt: _NextActions,
+                       ) -> dict[str, torch.Tensor]:
+        """One double-DQN update of the gripper head on minibatch `rows` (detached encoder features `feats`):
+        online argmax on s', target value, reward + grasp penalty."""
+        assert self.gripper is not None and self.target_gripper is not None and self.gripper_opt is not None
+        with torch.no_grad():
+            next_feats, target_feats = nxt.feats, nxt.target_feats
+            if next_feats is None or target_feats is None:
+                next_feats = self._features(b, rows, next_obs=True)
+                target_feats = self._features(b, rows, next_obs=True, target=True)
+            best = self.gripper(next_feats).argmax(-1, keepdim=True)
+            next_q = self.target_gripper(target_feats).float().gather(-1, best).squeeze(-1)
+            target = b.returns[rows] + b.grasp_penalty_returns[rows] + b.bootstrap[rows] * next_q
+        idx = gripper_index(b.actions[rows, -1])
+        q = self.gripper(feats).float().gather(-1, idx.unsqueeze(-1)).squeeze(-1)
+        loss = (q - target).pow(2).mean()
+        self._step(self.gripper_opt, list(self.gripper.parameters()), loss)
+        return {"gripper_loss": loss.detach(), "gripper_q_mean": q.detach().mean()}
+
+    def _actor_phase(self, b: UpdateBatch, feats: torch.Tensor, alpha: torch.Tensor,
+                     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """One actor update on the last minibatch (its detached encoder features `feats`), the critic frozen;
+        returns the metrics and log pi(a|s) (B,) of the sampled actions (the temperature's input)."""
+        last = b.rows(b.k - 1)
+        self.critic.requires_grad_(False)
+        try:
+            noise = torch.randn(b.minibatch, self.arm_dim, generator=self.generator, device=self.device)
+            (actor_loss, logp, bc_loss, bc_share), _ = self._loss_step(
+                "actor", (feats, noise, alpha, b.actions[last, : self.arm_dim], b.intervention[last],
+                          b.base[last] if b.base is not None else None), self.actor_opt, self._actor_params)
+        finally:
+            self.critic.requires_grad_(True)
+        info: dict[str, torch.Tensor] = {}
+        if self.cfg.bc_weight > 0:
+            info["bc_loss"] = bc_loss.detach()
+            if self.cfg.bc_q_filter:
+                info["bc_kept"] = bc_share.detach()  # share of the human rows the Q filter kept
+        info["actor_loss"] = actor_loss.detach()
+        return info, logp
+
+    def _temperature_phase(self, logp: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One temperature update toward the target entropy (with cfg.learn_temperature); its metrics."""
+        entropy = -logp.detach().mean()
+        loss = self.log_alpha.exp() * (entropy - self.target_entropy)
+        if self.cfg.learn_temperature:
+            self._step(self.temp_opt, [self.log_alpha], loss)
+        return {"entropy": entropy, "temperature": self.log_alpha.detach().exp(), "temperature_loss": loss.detach()}
+
+    def _features(self, b: UpdateBatch, rows: slice, next_obs: bool = False, target: bool = False) -> torch.Tensor:
+        """Encoder features (B, F) of obs (or next_obs) on `rows`, by the online (or target) encoder."""
+        enc = self.target_encoder if target else self.encoder
+        state = b.next_state if next_obs else b.state
+        st = state[rows] if state is not None else None
+        backbone = b.next_backbone if next_obs else b.backbone
+        if backbone is not None:  # frozen backbones: features precomputed once for the whole batch
+            return enc.head({k: v[rows] for k, v in backbone.items()}, st)
+        return enc({k: v[rows] for k, v in (b.next_images if next_obs else b.images).items()}, st)
+
+    @torch.no_grad()
+    def _next_actions(self, b: UpdateBatch, rows: slice) -> _NextActions:
+        """a' ~ pi(s') on `rows` (the executed action: base + correction with a residual base) and what the
+        targets need of it (see _NextActions)."""
+        next_feats = self._features(b, rows, next_obs=True)
+        target_feats = self._features(b, rows, next_obs=True, target=True)
+        noise = torch.randn(next_feats.shape[0], self.arm_dim, generator=self.generator, device=self.device)
+        next_a, next_logp = self.policy.sample_actions(
+            next_feats, b.next_base[rows] if b.next_base is not None else None, noise)
+        return _NextActions(torch.cat([target_feats, next_a], -1), next_logp, next_feats, target_feats)
 
     # ------------------------------------------------------------------ losses (pure functions of tensors)
     def _critic_loss_eager(self, feats: torch.Tensor, arm: torch.Tensor, target_in: torch.Tensor,
@@ -288,7 +399,7 @@ class SACAgent:
         bc = (sq * mask).sum() / n_human  # over all human rows: the term fades as the filter drops rows
         return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, mask.sum() / n_human
 
-    # ------------------------------------------------------------------ update
+    # ------------------------------------------------------ optimizer steps, compile fallback, autocast
     def _loss_step(self, which: str, args: tuple[Any, ...], opt: torch.optim.Optimizer,
                    params: Sequence[torch.Tensor]) -> tuple[tuple[Any, ...], torch.Tensor | None]:
         """`which` ('critic' or 'actor') loss on `args`, then its optimizer step; returns (the loss function's
@@ -338,149 +449,6 @@ class SACAgent:
         if self.cfg.mixed_precision == "bf16":
             return torch.autocast(device_type=self.device.type, enabled=False)
         return contextlib.nullcontext()
-
-    def _features(self, bfeats: dict[str, torch.Tensor] | None, images: dict[str, torch.Tensor],
-                  state: torch.Tensor | None, sl: slice, target: bool = False) -> torch.Tensor:
-        enc = self.target_encoder if target else self.encoder
-        st = state[sl] if state is not None else None
-        if bfeats is not None:  # frozen backbones: features precomputed once for the whole batch
-            return enc.head({k: v[sl] for k, v in bfeats.items()}, st)
-        return enc({k: v[sl] for k, v in images.items()}, st)
-
-    def update(self, batch: Mapping[str, Any]) -> dict[str, float]:
-        """critic_updates_per_actor_update critic (+ target) updates on equal minibatches of `batch` (strided rows:
-        minibatch i = rows i::k), then one actor + temperature update on the last; returns float metrics (critic
-        metrics averaged)."""
-        t0 = time.perf_counter()
-        with self._autocast():
-            out = self._update(batch)
-        if self.compile_s is None and self.cfg.compile:  # the first compiled update: timed (tracing + inductor)
-            self.compile_s = time.perf_counter() - t0
-        return out
-
-    def _update(self, batch: Mapping[str, Any]) -> dict[str, float]:
-        cfg = self.cfg
-        b = self._split_batch(batch)
-        n = b["actions"].shape[0]
-        k = cfg.critic_updates_per_actor_update
-        if n % k != 0 or n < k:
-            raise ShapeError(f"batch of {n} rows does not split into critic_updates_per_actor_update={k} "
-                             f"equal minibatches (use cfg.samples_per_update = {cfg.samples_per_update})")
-        mb = n // k
-        self.encoder.train()
-        self.actor.train()
-        gen = self.generator
-        images, next_images = b["images"], b["next_images"]
-        if images and cfg.augment_pad > 0:  # obs and next_obs shifted independently, per camera
-            images = {name: random_shift(t, cfg.augment_pad, gen) for name, t in images.items()}
-            next_images = {name: random_shift(t, cfg.augment_pad, gen) for name, t in next_images.items()}
-        bf = nbf = None
-        if images and self.encoder.all_backbones_frozen:
-            bf = self.encoder.backbone_features(images)
-            nbf = self.encoder.backbone_features(next_images)
-        members_n = cfg.ensemble_subsample or cfg.ensemble_size
-        # the target subsets of all k critic updates at once: each row a uniformly random M-subset of the members
-        members_all = torch.rand(k, cfg.ensemble_size, generator=gen, device=self.device).argsort(1)[:, :members_n]
-        state, next_state = b["state"], b["next_state"]
-        # residual RL: the frozen base policy's actions on obs and next_obs (raw observations), once per update
-        base_obs, base_next = self.policy.base_actions(batch["obs"]), self.policy.base_actions(batch["next_obs"])
-        # minibatch i is rows i, i+k, i+2k, ... (strided: samplers concatenate their sources, MixedSampler: online
-        # rows, then demo rows, so contiguous chunks would give some critic updates, and the actor, one source only).
-        # Without cameras the rows are put in minibatch order once, so each minibatch is a contiguous block.
-        rows: Callable[[int], slice] = lambda i: slice(i, None, k)  # noqa: E731
-        if not images:
-            order = torch.arange(n, device=self.device).view(mb, k).t().reshape(-1)
-            b = {key: (v.index_select(0, order) if isinstance(v, torch.Tensor) and v.dim() > 0 else v)
-                 for key, v in b.items()}
-            state, next_state, base_obs, base_next = (t.index_select(0, order) if t is not None else None
-                                                      for t in (state, next_state, base_obs, base_next))
-            rows = lambda i: slice(i * mb, (i + 1) * mb)  # noqa: E731
-        arm_all = b["actions"][:, : self.arm_dim]
-        target_in_all = next_logp_all = None
-        if not images and not self._enc_params:
-            # no trainable encoder: the targets of all k minibatches from one actor pass (the actor does not change
-            # during the critic updates)
-            with torch.no_grad():
-                next_feats_all = self._features(nbf, next_images, next_state, slice(None))
-                noise_all = torch.randn(n, self.arm_dim, generator=gen, device=self.device)
-                next_a_all, next_logp_all = self.policy.sample_actions(next_feats_all, base_next, noise_all)
-                target_in_all = torch.cat([self._features(nbf, next_images, next_state, slice(None), target=True),
-                                           next_a_all], -1)
-        critic_metrics: list[dict[str, torch.Tensor]] = []
-        grip_metrics: list[dict[str, torch.Tensor]] = []
-        last_feats_detached = None
-        alpha = self.log_alpha.detach().exp()
-        for i in range(k):
-            sl = rows(i)
-            feats = self._features(bf, images, state, sl)
-            with torch.no_grad():
-                next_feats = target_feats = None
-                if target_in_all is not None and next_logp_all is not None:
-                    target_in, next_logp = target_in_all[sl], next_logp_all[sl]
-                else:
-                    next_feats = self._features(nbf, next_images, next_state, sl)
-                    target_feats = self._features(nbf, next_images, next_state, sl, target=True)
-                    noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
-                    next_a, next_logp = self.policy.sample_actions(
-                        next_feats, base_next[sl] if base_next is not None else None, noise)
-                    target_in = torch.cat([target_feats, next_a], -1)
-            (_, info), norm = self._loss_step(
-                "critic", (feats, arm_all[sl], target_in, next_logp, b["returns"][sl], b["bootstrap"][sl],
-                           members_all[i], alpha, b["target_floor"][sl]), self.critic_opt, self._critic_params)
-            if norm is not None:
-                info["critic_grad_norm"] = norm.detach()
-            critic_metrics.append(info)
-            if self.gripper is not None and self.gripper_opt is not None and self.target_gripper is not None:
-                if next_feats is None or target_feats is None:
-                    with torch.no_grad():
-                        next_feats = self._features(nbf, next_images, next_state, sl)
-                        target_feats = self._features(nbf, next_images, next_state, sl, target=True)
-                grip_metrics.append(self._gripper_step(feats.detach(), next_feats, target_feats, b, sl))
-            for tgt, src in self._targets:
-                soft_update(tgt, src, cfg.tau)
-            last_feats_detached = feats.detach()
-        assert last_feats_detached is not None
-        # actor + temperature on the last minibatch; the actor sees detached encoder features
-        self.critic.requires_grad_(False)
-        try:
-            noise = torch.randn(mb, self.arm_dim, generator=gen, device=self.device)
-            last = rows(k - 1)
-            (actor_loss, logp, bc_loss, bc_share), _ = self._loss_step(
-                "actor", (last_feats_detached, noise, alpha, arm_all[last], b["intervention"][last],
-                          base_obs[last] if base_obs is not None else None), self.actor_opt, self._actor_params)
-        finally:
-            self.critic.requires_grad_(True)
-        entropy = -logp.detach().mean()
-        temp_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
-        if cfg.learn_temperature:
-            self._step(self.temp_opt, [self.log_alpha], temp_loss)
-        self.num_updates += 1
-        out: dict[str, torch.Tensor] = {key: torch.stack([m[key] for m in critic_metrics]).mean()
-                                        for key in critic_metrics[0]}
-        if grip_metrics:
-            out.update({key: torch.stack([m[key] for m in grip_metrics]).mean() for key in grip_metrics[0]})
-        if cfg.bc_weight > 0:
-            out["bc_loss"] = bc_loss.detach()
-            if cfg.bc_q_filter:
-                out["bc_kept"] = bc_share.detach()  # share of the human rows the Q filter kept
-        out.update(actor_loss=actor_loss.detach(), entropy=entropy, temperature=self.log_alpha.detach().exp(),
-                   temperature_loss=temp_loss.detach())
-        keys = list(out)
-        values = torch.stack([v.float() for v in out.values()]).cpu().tolist()  # one device sync
-        return dict(zip(keys, values, strict=True))
-
-    def _gripper_step(self, feats: torch.Tensor, next_feats: torch.Tensor, target_feats: torch.Tensor,
-                      b: Mapping[str, Any], sl: slice) -> dict[str, torch.Tensor]:
-        assert self.gripper is not None and self.target_gripper is not None and self.gripper_opt is not None
-        idx = gripper_index(b["actions"][sl, -1])
-        with torch.no_grad():  # double DQN: online argmax, target value
-            best = self.gripper(next_feats).argmax(-1, keepdim=True)
-            next_q = self.target_gripper(target_feats).float().gather(-1, best).squeeze(-1)
-            target = b["returns"][sl] + b["grasp_penalty_returns"][sl] + b["bootstrap"][sl] * next_q
-        q = self.gripper(feats).float().gather(-1, idx.unsqueeze(-1)).squeeze(-1)
-        loss = (q - target).pow(2).mean()
-        self._step(self.gripper_opt, list(self.gripper.parameters()), loss)
-        return {"gripper_loss": loss.detach(), "gripper_q_mean": q.detach().mean()}
 
     # ------------------------------------------------------------------ full state (checkpoints)
     def _modules(self) -> dict[str, nn.Module]:

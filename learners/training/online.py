@@ -19,28 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+# the Agent seam, defined once in learners.agents.agent; the loops take a LearnerAgent, evaluation its acting half
+from learners.agents.agent import LearnerAgent as Agent
+from learners.agents.agent import SupportsAct as Actor
 from learners.replay.buffer import ReplayBuffer, ReplayEmptyError, route_transition, sampler_for
 from learners.replay.prefetch import BatchSource
 from robot_rl.config import Config, require
 from robot_rl.evaluation import run_episodes
-
-
-class Actor(Protocol):
-    """What evaluation needs: an action for one observation (learners.agents.policy.Policy and SACAgent satisfy it)."""
-
-    def act(self, obs: Any, deterministic: bool = False) -> np.ndarray: ...
-
-
-class Agent(Actor, Protocol):
-    """What the training loop needs from an agent (learners.agents.sac.SACAgent satisfies it)."""
-
-    cfg: Any
-
-    def update(self, batch: Any) -> dict[str, float]: ...
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,3 +1,4 @@
-"""The JAX learner backend (the `jax` extra, imported lazily): `agent` (JaxSACAgent, the update as one jitted
-function) and `nets` (torch <-> JAX parameter maps, networks as jnp functions, Adam). Nothing is imported here.
+"""The JAX learner backend (the `jax` extra, imported lazily): `agent` (JaxSACAgent: the Agent seam, state, weights,
+checkpoints), `update` (update_core: the update's critic, gripper, actor and temperature phases as pure functions,
+jitted as one) and `nets` (torch <-> JAX parameter maps, networks as jnp functions, Adam). Nothing is imported here.
 """

@@ -1,17 +1,15 @@
 """The JAX learner backend (`AgentConfig.backend = "jax"`, the `jax` extra): learners.agents.sac's SAC / RLPD / DrQ
 update as ONE jitted function (the critic updates of one `update()` call as a `lax.scan`), behind the same Agent
-seam (learners.agents.agent.LearnerAgent). This module holds the options check, the update and the agent; the networks
-(pure jnp functions), the name map (`ParamMap`: torch names and layouts <-> JAX paths) and Adam are in
-learners.agents.jax.nets.
+seam (learners.agents.agent.LearnerAgent). This module holds the options check and the agent (state, batches,
+weights, checkpoints); the update's phases are learners.agents.jax.update (`update_core`), the networks (pure jnp
+functions), the name map (`ParamMap`: torch names and layouts <-> JAX paths) and Adam learners.agents.jax.nets.
 
 Shared with the torch backend, not copied: batches come from the same samplers (learners.replay.buffer: RLPD mixing,
-n-step rows), the same recipes and AgentConfig, the same checkpoints (learners.training.run_state.TrainingRun), and the
-same
-acting policy: `act()` runs the torch `learners.agents.policy.Policy` with the JAX weights loaded through the name map
-(learners.agents.jax.nets.ParamMap), exactly as an actor runs the weights this learner publishes. The initial weights
-are
-the torch agent's for the same config and seed (learners.agents.sac.SACAgent builds them), so both backends start from
-the same point.
+n-step rows), the same recipes and AgentConfig, the same checkpoints (learners.training.run_state.TrainingRun),
+and the same acting policy: `act()` runs the torch `learners.agents.policy.Policy` with the JAX weights loaded
+through the name map (learners.agents.jax.nets.ParamMap), exactly as an actor runs the weights this learner
+publishes. The initial weights are the torch agent's for the same config and seed (learners.agents.sac.SACAgent
+builds them), so both backends start from the same point.
 
 The update, step for step as learners.agents.sac (tests/test_jax_agent.py checks losses and parameter changes against
 the torch agent on the same parameters, batch and random draws): strided minibatches (rows i::k), DrQ random
@@ -54,22 +52,8 @@ import numpy as np
 import torch
 
 from learners.agents.config import AgentConfig
-from learners.agents.jax.nets import (
-    Camera,
-    ParamMap,
-    Static,
-    actor,
-    adam,
-    adam_init,
-    backbone,
-    clip,
-    encode,
-    ensemble,
-    gripper_q,
-    lerp,
-    random_shift,
-    tanh_gaussian,
-)
+from learners.agents.jax.nets import Camera, ParamMap, Static, actor, adam_init, encode, gripper_q
+from learners.agents.jax.update import draws_from_key, update_core
 from learners.agents.policy import Policy
 from learners.replay.buffer import mc_floor
 from robot_rl.errors import ConfigError, ShapeError
@@ -141,166 +125,27 @@ def check_supported(cfg: AgentConfig) -> None:
                               f"backend=jax yet; leave it at {getattr(default, f.name)!r} or use backend=torch")
 
 
-# ------------------------------------------------------------------------------------------------ the update
-def _update_core(s: dict[str, Any], frozen: Mapping[str, Any], batch: Mapping[str, Any], draws: Mapping[str, Any],
-                 st: Static) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One `update()`: st.k critic (+ gripper, + target) updates on the strided minibatches, then one actor and
-    temperature update on the last; pure function of (state, frozen weights, batch, random draws)."""
-    import jax
-    import jax.numpy as jnp
+def _static(cfg: AgentConfig, policy: Policy, target_entropy: float) -> Static:
+    """The static shape of the agent's networks and update (never traced): from the config and the torch policy."""
+    from learners.agents.encoders import CameraEncoder, ConvBackbone
 
-    k, mb = st.k, st.minibatch
-    images, next_images = dict(batch["images"]), dict(batch["next_images"])
-    if st.cameras and st.augment_pad > 0:
-        for j, cam in enumerate(st.cameras):
-            images[cam.name] = random_shift(images[cam.name], draws["shifts"][j])
-            next_images[cam.name] = random_shift(next_images[cam.name], draws["shifts"][len(st.cameras) + j])
-    bf = nbf = None
-    if st.all_frozen:  # frozen backbones once for the whole batch (obs and next_obs), as learners.agents.sac
-        bf = {c.name: jax.lax.stop_gradient(backbone(frozen, f"encoder/cameras/{c.key}/backbone", images[c.name], c))
-              for c in st.cameras}
-        nbf = {c.name: jax.lax.stop_gradient(backbone(frozen, f"encoder/cameras/{c.key}/backbone", next_images[c.name],
-                                                      c)) for c in st.cameras}
-
-    def strided(x: Any) -> Any:  # (n, ...) -> (k, mb, ...): minibatch i = rows i::k
-        return jnp.swapaxes(x.reshape(mb, k, *x.shape[1:]), 0, 1)
-
-    xs: dict[str, Any] = {key: strided(batch[key])
-                          for key in ("actions", "returns", "bootstrap", "gp_returns", "target_floor")}
-    xs["state"] = None if batch["state"] is None else strided(batch["state"])
-    xs["next_state"] = None if batch["next_state"] is None else strided(batch["next_state"])
-    xs["images"] = {n: strided(v) for n, v in (bf if bf is not None else images).items()}
-    xs["next_images"] = {n: strided(v) for n, v in (nbf if nbf is not None else next_images).items()}
-    xs["noise"], xs["members"], xs["dropout"] = draws["noise"], draws["members"], draws["dropout"]
-    use_bf = bf is not None
-
-    def enc_call(p: Mapping[str, Any], prefix: str, imgs: Mapping[str, Any], state: Any, key: Any) -> Any:
-        return encode(p, prefix, frozen, imgs, imgs if use_bf else None, state, st, key)
-
-    def critic_step(c: dict[str, Any], x: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        alpha = jnp.exp(c["log_alpha"])
-        arm = x["actions"][:, : st.arm_dim]
-        k_feat, k_next = (x["dropout"][0], x["dropout"][1]) if x["dropout"] is not None else (None, None)
-        next_feats = jax.lax.stop_gradient(enc_call(c["encoder"], "encoder/", x["next_images"], x["next_state"],
-                                                    k_next))
-        target_feats = enc_call(c["target_encoder"], "", x["next_images"], x["next_state"], None)
-        next_a, next_logp = tanh_gaussian(*actor(c["actor"], next_feats, st), x["noise"])
-        tq = ensemble(c["target_critic"], jnp.concatenate([target_feats, next_a], -1), st, x["members"]).min(0)
-        if st.backup_entropy:
-            tq = tq - alpha * next_logp
-        td = x["returns"] + x["bootstrap"] * tq
-        target = jax.lax.stop_gradient(jnp.maximum(td, x["target_floor"]))
-
-        def loss_fn(critic: Any, encoder: Any) -> tuple[Any, tuple[Any, Any]]:
-            feats = enc_call(encoder, "encoder/", x["images"], x["state"], k_feat)
-            q = ensemble(critic, jnp.concatenate([feats, arm], -1), st)
-            return jnp.mean(jnp.square(q - target[None])), (q, feats)
-
-        (loss, (q, feats)), grads = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True)(c["critic"],
-                                                                                                c["encoder"])
-        grads, norm = clip(grads, st.grad_clip_norm)
-        (critic, encoder), c_opt = adam((c["critic"], c["encoder"]), grads, c["opt_critic"], st.critic_lr)
-        c = dict(c, critic=critic, encoder=encoder, opt_critic=c_opt)
-        info = {"critic_loss": loss, "q_mean": q.mean(),
-                "q_ensemble_std": jnp.std(q, axis=0, ddof=1).mean() if st.ensemble > 1 else jnp.zeros(()),
-                "target_q_mean": target.mean()}
-        if st.mc_lower_bound:
-            info["mc_bound_share"] = jnp.mean((x["target_floor"] > td).astype(jnp.float32))
-        if st.grad_clip_norm is not None:
-            info["critic_grad_norm"] = norm
-        feats = jax.lax.stop_gradient(feats)
-        if st.gripper:
-            idx = (jnp.round(jnp.clip(x["actions"][:, -1], -1.0, 1.0)) + 1.0).astype(jnp.int32)
-            best = jnp.argmax(gripper_q(c["gripper"], next_feats, st), -1)
-            next_q = jnp.take_along_axis(gripper_q(c["target_gripper"], target_feats, st, prefix=""),
-                                         best[:, None], -1)[:, 0]
-            g_target = x["returns"] + x["gp_returns"] + x["bootstrap"] * next_q
-
-            def g_loss_fn(gp: Any) -> tuple[Any, Any]:
-                gq = jnp.take_along_axis(gripper_q(gp, feats, st), idx[:, None], -1)[:, 0]
-                return jnp.mean(jnp.square(gq - g_target)), gq
-
-            (g_loss, gq), g_grads = jax.value_and_grad(g_loss_fn, has_aux=True)(c["gripper"])
-            g_grads, _ = clip(g_grads, st.grad_clip_norm)
-            gripper, g_opt = adam(c["gripper"], g_grads, c["opt_gripper"], st.actor_lr)
-            c = dict(c, gripper=gripper, opt_gripper=g_opt,
-                     target_gripper=lerp(c["target_gripper"], _strip(gripper, "gripper/"), st.tau))
-            info.update(gripper_loss=g_loss, gripper_q_mean=gq.mean())
-        c = dict(c, target_critic=lerp(c["target_critic"], c["critic"], st.tau),
-                 target_encoder=lerp(c["target_encoder"], _strip(c["encoder"], "encoder/"), st.tau))
-        return dict(c, last_feats=feats), info
-
-    carry = dict(s, last_feats=jnp.zeros((mb, st.feat_dim), jnp.float32))
-    carry, infos = jax.lax.scan(critic_step, carry, xs)
-    feats = carry.pop("last_feats")
-    out = {key: v.mean() for key, v in infos.items()}
-
-    # actor + temperature on the last minibatch (rows k-1::k), features detached
-    alpha = jnp.exp(carry["log_alpha"])
-    bc_actions = xs["actions"][k - 1][:, : st.arm_dim]
-    bc_mask = strided(batch["intervention"])[k - 1]
-
-    n_human = jnp.maximum(bc_mask.sum(), 1.0)
-
-    def actor_loss_fn(actor_params: Any) -> tuple[Any, tuple[Any, Any, Any]]:
-        mean, log_std = actor(actor_params, feats, st)
-        a, logp = tanh_gaussian(mean, log_std, draws["actor_noise"])
-        q = ensemble(carry["critic"], jnp.concatenate([feats, a], -1), st).mean(0)
-        mode = jnp.tanh(mean)
-        sq = jnp.square(mode - bc_actions).sum(-1)
-        mask = bc_mask
-        if st.bc_q_filter:  # a human row counts only while the critic prefers its action to the mode (Nair 2018)
-            q_human = ensemble(carry["critic"], jnp.concatenate([feats, bc_actions], -1), st).mean(0)
-            q_mode = ensemble(carry["critic"], jnp.concatenate([feats, jax.lax.stop_gradient(mode)], -1),
-                              st).mean(0)
-            mask = mask * jax.lax.stop_gradient(q_human > q_mode).astype(mask.dtype)
-        bc = (sq * mask).sum() / n_human  # over all human rows: the term fades as the filter drops rows
-        return jnp.mean(alpha * logp - q) + st.bc_weight * bc, (logp, bc, mask.sum() / n_human)
-
-    (actor_loss, (logp, bc, bc_share)), a_grads = jax.value_and_grad(actor_loss_fn, has_aux=True)(carry["actor"])
-    a_grads, _ = clip(a_grads, st.grad_clip_norm)
-    new_actor, a_opt = adam(carry["actor"], a_grads, carry["opt_actor"], st.actor_lr)
-    carry = dict(carry, actor=new_actor, opt_actor=a_opt)
-    entropy = -jax.lax.stop_gradient(logp).mean()
-    temp_loss = jnp.exp(carry["log_alpha"]) * (entropy - st.target_entropy)
-    if st.learn_temperature:
-        t_grad, _ = clip(temp_loss, st.grad_clip_norm)  # d/d log_alpha of exp(log_alpha) * c is the loss itself
-        log_alpha, t_opt = adam(carry["log_alpha"], t_grad, carry["opt_temperature"], st.temperature_lr)
-        carry = dict(carry, log_alpha=log_alpha, opt_temperature=t_opt)
-    if st.bc_weight > 0:
-        out["bc_loss"] = bc
-        if st.bc_q_filter:
-            out["bc_kept"] = bc_share  # share of the human rows the Q filter kept
-    out.update(actor_loss=actor_loss, entropy=entropy, temperature=jnp.exp(carry["log_alpha"]),
-               temperature_loss=temp_loss)
-    carry["num_updates"] = carry["num_updates"] + 1
-    return carry, out
-
-
-def _strip(params: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """{prefix + path: v} -> {path: v} (online encoder / gripper paths -> their target networks' paths)."""
-    return {key[len(prefix):]: v for key, v in params.items()}
-
-
-def _draws(key: Any, st: Static, batch_rows: int) -> tuple[Any, dict[str, Any]]:
-    """The random numbers of one update from `key` (returns the next key): critic noise (k, mb, A), target
-    subsets (k, M), actor noise (mb, A), image shifts (2 x cameras, n, 2), dropout keys (k, 2)."""
-    import jax
-
-    keys = jax.random.split(key, 6)
-    members = jax.vmap(lambda kk: jax.random.permutation(kk, st.ensemble)[: st.members])(
-        jax.random.split(keys[2], st.k))
-    draws: dict[str, Any] = {
-        "noise": jax.random.normal(keys[1], (st.k, st.minibatch, st.arm_dim)),
-        "members": members,
-        "actor_noise": jax.random.normal(keys[3], (st.minibatch, st.arm_dim)),
-        "shifts": None, "dropout": None}
-    if st.cameras and st.augment_pad > 0:
-        draws["shifts"] = jax.random.randint(keys[4], (2 * len(st.cameras), batch_rows, 2), -st.augment_pad,
-                                             st.augment_pad + 1)
-    if st.cameras and st.dropout > 0:
-        draws["dropout"] = jax.random.split(keys[5], (st.k, 2))
-    return keys[0], draws
+    cams = []
+    for name, enc in policy.encoder.camera_encoders().items():
+        assert isinstance(enc, CameraEncoder)
+        kind = "conv" if isinstance(enc.backbone, ConvBackbone) else "resnet10"
+        cams.append(Camera(name, policy.encoder.camera_keys[name], kind, enc.frozen,
+                           len(cfg.conv_channels) if kind == "conv" else 0))
+    return Static(
+        act=cfg.activation, n_hidden=len(cfg.hidden_dims), layer_norm=cfg.layer_norm,
+        ensemble=cfg.ensemble_size, members=cfg.ensemble_subsample or cfg.ensemble_size, arm_dim=policy.arm_dim,
+        gripper=cfg.gripper_head, n_gripper_hidden=len(cfg.gripper_hidden_dims),
+        log_std_min=math.log(cfg.std_min), log_std_max=math.log(cfg.std_max), cameras=tuple(cams),
+        state_dim=policy.layout.state_dim, proprio=policy.encoder.proprio is not None,
+        dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
+        critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
+        bc_q_filter=cfg.bc_q_filter, mc_lower_bound=cfg.mc_lower_bound, backup_entropy=cfg.backup_entropy,
+        learn_temperature=cfg.learn_temperature, target_entropy=target_entropy, grad_clip_norm=cfg.grad_clip_norm,
+        k=cfg.critic_updates_per_actor_update, minibatch=cfg.batch_size, feat_dim=policy.encoder.out_dim)
 
 
 # ------------------------------------------------------------------------------------------------ the agent
@@ -312,7 +157,6 @@ class JaxSACAgent:
         check_supported(cfg)
         jax = import_jax()
 
-        from learners.agents.encoders import CameraEncoder, ConvBackbone
         from learners.agents.sac import SACAgent
 
         self.cfg, self.spec = cfg, spec
@@ -323,76 +167,72 @@ class JaxSACAgent:
         self.policy: Policy = template.policy
         self.layout = self.policy.layout
         self.arm_dim = self.policy.arm_dim
+        self._map_names(template)
+        self._st = _static(cfg, self.policy, float(template.target_entropy))
+        policy_arrays = {n: t.detach().cpu().numpy() for n, t in self.policy.state_dict().items()}
+        self._s = self._initial_state(template, policy_arrays)
+        self._frozen = self._put(self._policy_map.to_jax(policy_arrays, self._frozen_names))
+        del template
+        self._jit_functions()
+        self._policy_dirty = False
+        self.compile_s: float | None = None
+        """Seconds the first `update()` took (tracing + XLA compilation + the update itself)."""
+
+    def _map_names(self, template: Any) -> None:
+        """The name maps (torch names <-> JAX paths) of every network, and the policy's parameter groups."""
         frozen_torch = {f"encoder.{n}" for n in self.policy.encoder.frozen_names()}
         self._policy_map = ParamMap(self.policy)
         self._critic_map = ParamMap(template.critic)
         self._target_encoder_map = ParamMap(template.target_encoder)
         self._gripper_map = ParamMap(template.target_gripper) if template.target_gripper is not None else None
-        psd = {n: t.detach().cpu().numpy() for n, t in self.policy.state_dict().items()}
-        names = list(psd)
+        names = list(self.policy.state_dict())
         self._groups: dict[str, list[str]] = {
             "actor": [n for n in names if n.startswith("actor.")],
             "encoder": [n for n in names if n.startswith("encoder.") and n not in frozen_torch],
             "gripper": [n for n in names if n.startswith("gripper.")]}
         self._frozen_names = sorted(frozen_torch)
-        tsd = {n: t.detach().cpu().numpy() for n, t in template.target_encoder.state_dict().items()}
-        self._target_encoder_names = [n for n in tsd if f"encoder.{n}" not in frozen_torch]
+        self._target_encoder_names = [n for n in template.target_encoder.state_dict()
+                                      if f"encoder.{n}" not in frozen_torch]
 
-        cams = []
-        for name, enc in self.policy.encoder.camera_encoders().items():
-            assert isinstance(enc, CameraEncoder)
-            kind = "conv" if isinstance(enc.backbone, ConvBackbone) else "resnet10"
-            cams.append(Camera(name, self.policy.encoder.camera_keys[name], kind, enc.frozen,
-                               len(cfg.conv_channels) if kind == "conv" else 0))
-        k = cfg.critic_updates_per_actor_update
-        self._st = Static(
-            act=cfg.activation, n_hidden=len(cfg.hidden_dims), layer_norm=cfg.layer_norm,
-            ensemble=cfg.ensemble_size, members=cfg.ensemble_subsample or cfg.ensemble_size, arm_dim=self.arm_dim,
-            gripper=cfg.gripper_head, n_gripper_hidden=len(cfg.gripper_hidden_dims),
-            log_std_min=math.log(cfg.std_min), log_std_max=math.log(cfg.std_max), cameras=tuple(cams),
-            state_dim=self.layout.state_dim, proprio=self.policy.encoder.proprio is not None,
-            dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
-            critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
-            bc_q_filter=cfg.bc_q_filter, mc_lower_bound=cfg.mc_lower_bound, backup_entropy=cfg.backup_entropy,
-            learn_temperature=cfg.learn_temperature,
-            target_entropy=float(template.target_entropy), grad_clip_norm=cfg.grad_clip_norm, k=k,
-            minibatch=cfg.batch_size, feat_dim=self.policy.encoder.out_dim)
+    def _initial_state(self, template: Any, policy_arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """The JAX state on the device: the torch template's weights, log_alpha, fresh Adam states, the key."""
+        cfg, put = self.cfg, self._put
 
-        put = self._put
+        def arrays(module: Any) -> dict[str, np.ndarray]:
+            return {n: t.detach().cpu().numpy() for n, t in module.state_dict().items()}
+
         s: dict[str, Any] = {
-            "actor": put(self._policy_map.to_jax(psd, self._groups["actor"])),
-            "encoder": put(self._policy_map.to_jax(psd, self._groups["encoder"])),
-            "gripper": put(self._policy_map.to_jax(psd, self._groups["gripper"])),
-            "critic": put(self._critic_map.to_jax({n: t.detach().numpy() for n, t in
-                                                   template.critic.state_dict().items()})),
-            "target_critic": put(self._critic_map.to_jax({n: t.detach().numpy() for n, t in
-                                                          template.target_critic.state_dict().items()})),
-            "target_encoder": put(self._target_encoder_map.to_jax(tsd, self._target_encoder_names)),
+            "actor": put(self._policy_map.to_jax(policy_arrays, self._groups["actor"])),
+            "encoder": put(self._policy_map.to_jax(policy_arrays, self._groups["encoder"])),
+            "gripper": put(self._policy_map.to_jax(policy_arrays, self._groups["gripper"])),
+            "critic": put(self._critic_map.to_jax(arrays(template.critic))),
+            "target_critic": put(self._critic_map.to_jax(arrays(template.target_critic))),
+            "target_encoder": put(self._target_encoder_map.to_jax(arrays(template.target_encoder),
+                                                                  self._target_encoder_names)),
             "target_gripper": {},
             "log_alpha": put(np.asarray(math.log(cfg.temperature_init), np.float32)),
             "num_updates": put(np.zeros((), np.int32)),
-            "key": put(np.asarray(jax.random.PRNGKey(cfg.seed + 3), np.uint32)),
+            "key": put(np.asarray(self._jax.random.PRNGKey(cfg.seed + 3), np.uint32)),
         }
         if template.target_gripper is not None and self._gripper_map is not None:
-            s["target_gripper"] = put(self._gripper_map.to_jax({n: t.detach().numpy() for n, t in
-                                                                template.target_gripper.state_dict().items()}))
+            s["target_gripper"] = put(self._gripper_map.to_jax(arrays(template.target_gripper)))
         for name, params in (("actor", s["actor"]), ("critic", (s["critic"], s["encoder"])),
                              ("temperature", s["log_alpha"]), ("gripper", s["gripper"])):
             s[f"opt_{name}"] = put(adam_init(params))  # committed like the rest: no second compile
-        self._s = s
-        self._frozen = put(self._policy_map.to_jax(psd, self._frozen_names))
-        del template
-        st = self._st
-        n_rows = cfg.samples_per_update
+        return s
+
+    def _jit_functions(self) -> None:
+        """The jitted update (random draws from the state's key, or given) and the policy's mode."""
+        jax, st, n_rows = self._jax, self._st, self.cfg.samples_per_update
 
         def keyed(state: dict[str, Any], frozen: Any, batch: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-            key, draws = _draws(state["key"], st, n_rows)
+            key, draws = draws_from_key(state["key"], st, n_rows)
             state = dict(state, key=key)
-            return _update_core(state, frozen, batch, draws, st)
+            return update_core(state, frozen, batch, draws, st)
 
         def with_draws(state: dict[str, Any], frozen: Any, batch: Any, draws: Any,
                        ) -> tuple[dict[str, Any], dict[str, Any]]:
-            return _update_core(state, frozen, batch, draws, st)
+            return update_core(state, frozen, batch, draws, st)
 
         def mode_action(state: dict[str, Any], frozen: Any, images: Any, obs_state: Any) -> Any:
             feats = encode(state["encoder"], "encoder/", frozen, images, None, obs_state, st, None)
@@ -405,9 +245,6 @@ class JaxSACAgent:
         self._mode_fn = jax.jit(mode_action)
         self._update_fn = jax.jit(keyed, donate_argnums=(0,))
         self._update_draws_fn = jax.jit(with_draws)
-        self._policy_dirty = False
-        self.compile_s: float | None = None
-        """Seconds the first `update()` took (tracing + XLA compilation + the update itself)."""
 
     # ------------------------------------------------------------------ devices and transfers
     def _jax_device(self, name: str) -> Any:

@@ -1,6 +1,6 @@
-"""The building blocks of the JAX learner backend (learners.agents.jax.agent): the name map between torch modules and
-JAX
-parameter dicts, the static shape of an agent's networks, the networks as pure jnp functions, and torch's Adam.
+"""The building blocks of the JAX learner backend (learners.agents.jax.agent, learners.agents.jax.update): the name map
+between torch modules and JAX parameter dicts, the static shape of an agent's networks, the networks as pure jnp
+functions, and torch's Adam.
 
 - Name map: `ParamMap` (entries: `Entry`), described below.
 - Static shape: `Static` (with one `Camera` per image input) holds every python value the jitted update closes
