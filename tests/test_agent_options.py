@@ -21,7 +21,7 @@ from learners.agents.options import (
 )
 from learners.agents.recipes import DEFAULT_RECIPE, RECIPES, Recipe, recipe_for
 from learners.cli import learner as learner_cli
-from learners.cli.train import TrainConfig
+from learners.training.config import TrainConfig
 from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS
 

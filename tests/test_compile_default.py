@@ -20,8 +20,8 @@ from learners.agents.config import AgentConfig
 from learners.agents.device_defaults import COMPILE_ENV, compile_default, machine_defaults, notice, settle
 from learners.agents.sac import SACAgent
 from learners.cli import learner as learner_cli
-from learners.cli import train as train_cli
-from learners.cli.train import TrainConfig
+from learners.training.config import TrainConfig
+from robot_rl.cli import main as cli_main
 from tests.test_learners_agent import _batch as _agent_batch
 from tests.test_learners_agent import _spec
 
@@ -176,10 +176,10 @@ def test_train_with_no_flags_trains_compiled(tmp_path: Path, capsys: pytest.Capt
     if device_defaults.compile_usable() is not None:
         pytest.skip(f"torch.compile cannot build code here: {device_defaults.compile_usable()}")
     out = tmp_path / "run"
-    assert train_cli.main(["--env-id", "Pendulum-v1", "--batch-size", "32", "--hidden", "32",
-                           "--learning-starts", "100", "--start-steps", "100", "--eval-every", "150",
-                           "--eval-episodes", "1", "--checkpoint-every", "150", "--replay-capacity", "1000",
-                           "--max-env-steps", "150", "--out", str(out)]) == 0
+    assert cli_main(["train", "--env-id", "Pendulum-v1", "--batch-size", "32", "--hidden", "32",
+                     "--learning-starts", "100", "--start-steps", "100", "--eval-every", "150",
+                     "--eval-episodes", "1", "--checkpoint-every", "150", "--replay-capacity", "1000",
+                     "--max-env-steps", "150", "--out", str(out)]) == 0
     log = capsys.readouterr().out
     assert "torch.compile on for its losses" in log, log
     first = [line for line in log.splitlines() if line.startswith("[train] first update ")]

@@ -344,15 +344,16 @@ def test_actor_refuses_faithful_without_a_reward_model() -> None:
 def test_train_faithful_learns_from_the_classifier_and_evaluates_with_the_true_success(tmp_path: Path) -> None:
     """`robot-rl train --faithful --reward classifier:DIR`: the training env is hardware-faithful and wrapped in
     the reward model (its rewards, never the task's); the evaluation env drops the object observation only."""
-    from learners.cli import train as train_cli
+    from learners.training.config import TrainConfig
     from learners.training.online import LoopConfig, train_online
+    from learners.training.train import build_run
     from tests.test_reward_classifier import constant_classifier
 
     size = 32  # the smallest the learner's conv encoder takes
     cls = constant_classifier(tmp_path / "always", 0.999, size=size, k=2, cameras=("images/front", "images/wrist"))
-    cfg = train_cli.TrainConfig(task="twin-pick-cube", obs_mode="pixels", image_size=size, faithful=True,
-                                reward=f"classifier:{cls}", device="cpu", learning_starts=1000, start_steps=100)
-    run = train_cli.build_run(cfg, reward_audit=tmp_path / "audit")
+    cfg = TrainConfig(task="twin-pick-cube", obs_mode="pixels", image_size=size, faithful=True,
+                      reward=f"classifier:{cls}", device="cpu", learning_starts=1000, start_steps=100)
+    run = build_run(cfg, reward_audit=tmp_path / "audit")
     try:
         assert isinstance(run.env, RewardModelWrapper) and run.env.unwrapped.faithful
         ev = run.eval_env.unwrapped.config

@@ -105,7 +105,7 @@ def test_backend_reaches_the_learner_from_every_entry_point(tmp_path: Path) -> N
     torch stays the default."""
     from learners.cli.learner import agent_config
     from learners.cli.learner import build_parser as learner_parser
-    from learners.cli.train import TrainConfig
+    from learners.training.config import TrainConfig
 
     argv = sim(tmp_path, "--backend", "jax").learner_argv(None)
     assert argv[argv.index("--backend") + 1] == "jax"

@@ -38,6 +38,7 @@ from learners.agents.device_defaults import compile_default, gpu_notice, settle
 from learners.agents.options import add_set_option, announce_agent_config, compile_what, parse_set, resolve_agent_config
 from learners.agents.recipes import recipe_for
 from learners.distributed.learner import Learner, LearnerConfig, checkpoint_exists, set_torch_threads
+from learners.training.demos import load_demo_episodes
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.gym_env import env_spec_of, make_task_env
@@ -158,26 +159,6 @@ def env_spec(task: str, obs_mode: str, image_size: int | None, faithful: bool = 
         env.close()
 
 
-def load_demos(directory: Path, spec: EnvSpec) -> list[Any]:
-    """Episodes of a demo directory (corrupt files reported and skipped); refuses demos of another spec. Leaves the
-    run does not observe (the privileged "object" state in a faithful run) are dropped."""
-    from learners.cli.train import without_extra_leaves
-    from robot_rl.episodes import load_dir
-
-    episodes, errors = load_dir(directory)
-    for err in errors:
-        print(f"learner: skipping {err}", file=sys.stderr)
-    episodes = [without_extra_leaves(ep, spec) for ep in episodes]
-    for ep in episodes:
-        if ep.spec is not None:
-            other = EnvSpec.from_dict(ep.spec)
-            diff = [f for f in spec.diff(other) if f != "task"]
-            if diff:
-                raise ConfigError(f"--demos {directory}: episodes were recorded with another observation/action "
-                                  f"spec (differs in {diff}); record them with the same --obs-mode / image size")
-    return episodes
-
-
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
@@ -197,7 +178,7 @@ def main(argv: list[str]) -> int:
                          checkpoint_every=args.checkpoint_every, max_env_steps=args.max_env_steps,
                          capacity=args.capacity, log_every_s=args.log_every, tensorboard=not args.no_tensorboard,
                          seed=args.seed, takeover_terminal=args.takeover_terminal)
-    demos = load_demos(args.demos, spec) if args.demos is not None and not (args.resume and existing) else []
+    demos = load_demo_episodes(args.demos, spec) if args.demos is not None and not (args.resume and existing) else []
     from robot_rl.transport import TransportConfig, bind_learner
 
     keys = None
