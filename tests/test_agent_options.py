@@ -20,7 +20,8 @@ from learners.agents.options import (
     resolve_agent_config,
 )
 from learners.agents.recipes import DEFAULT_RECIPE, RECIPES, Recipe, recipe_for
-from learners.cli import learner as learner_cli
+from learners.distributed.flags import agent_config as learner_agent_config
+from learners.distributed.flags import build_learner_parser, updates_per_transition
 from learners.training.config import TrainConfig
 from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS
@@ -56,22 +57,22 @@ def test_every_task_preset_has_a_recipe_and_others_get_the_default() -> None:
 
 def test_recipe_values_reach_the_agent_config_of_train_and_learner() -> None:
     def learner(*extra: str) -> Any:
-        return learner_cli.build_parser().parse_args(["--task", "twin-pick-cube", "--out", "/nonexistent", *extra])
+        return build_learner_parser().parse_args(["--task", "twin-pick-cube", "--out", "/nonexistent", *extra])
 
     state = RECIPES["twin-pick-cube"].overrides("state")
     for cfg in (TrainConfig(task="twin-pick-cube").agent_config(has_cameras=False),
-                learner_cli.agent_config(learner())):
+                learner_agent_config(learner())):
         assert {k: getattr(cfg, k) for k in state} == state
     pixels = RECIPES["twin-pick-cube"].overrides("pixels")
     for cfg in (TrainConfig(task="twin-pick-cube", obs_mode="pixels").agent_config(has_cameras=True),
-                learner_cli.agent_config(learner("--obs-mode", "pixels"))):
+                learner_agent_config(learner("--obs-mode", "pixels"))):
         assert {k: getattr(cfg, k) for k in pixels} == pixels
     assert TrainConfig(task="twin-pick-cube").steps_per_update() == 2
     assert TrainConfig(task="twin-pick-cube", no_recipe=True).steps_per_update() == 1
     assert TrainConfig(env_id="Pendulum-v1").steps_per_update() == 1
-    assert learner_cli.updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
-    assert learner_cli.updates_per_transition(learner("--no-recipe")) == 1.0
-    assert learner_cli.updates_per_transition(learner("--utd", "0.5")) == 0.5
+    assert updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
+    assert updates_per_transition(learner("--no-recipe")) == 1.0
+    assert updates_per_transition(learner("--utd", "0.5")) == 0.5
 
 
 # ------------------------------------------------------------------------------------------------- --set
@@ -133,10 +134,10 @@ def test_resolution_order_defaults_recipe_flags_set() -> None:
     assert TrainConfig(task="twin-reach", agent_set=("device=cpu",)).agent_config(False).device == "cpu"
 
     def learner(*extra: str) -> AgentConfig:
-        return learner_cli.agent_config(learner_cli.build_parser().parse_args(
+        return learner_agent_config(build_learner_parser().parse_args(
             ["--task", "twin-reach", "--out", "/nonexistent", *extra]))
 
-    assert learner("--no-recipe").hidden_dims == (128, 128)  # this machine's default
+    assert learner("--no-recipe", "--device", "cpu").ensemble_size == 2  # this machine's default (CPU)
     assert learner().hidden_dims == (256, 256)  # recipe
     assert learner("--hidden", "64,64").hidden_dims == (64, 64)  # flag
     assert learner("--hidden", "64,64", "--set", "hidden_dims=32").hidden_dims == (32,)  # --set

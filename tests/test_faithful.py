@@ -258,8 +258,8 @@ def test_faithful_is_one_switch_on_the_twin_and_its_presets() -> None:
 def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_path: Path) -> None:
     from actors.actor_cli import build_parser as actor_parser
     from actors.actor_cli import make_actor_env
-    from learners.cli.learner import build_parser as learner_parser
-    from learners.cli.learner import env_spec
+    from learners.distributed.flags import build_learner_parser as learner_parser
+    from learners.distributed.process import task_spec as env_spec
     from supervisor.sim_cli import Sim, build_parser
 
     sim = Sim(build_parser().parse_args(["--task", "twin-pick-cube", "--faithful", "--reward", "human", "--intervene",

@@ -21,8 +21,8 @@ def sim(tmp_path: Path, *extra: str) -> Sim:
 
 
 def test_sim_forwards_set_to_the_learner_command_line(tmp_path: Path) -> None:
-    from learners.cli.learner import agent_config
-    from learners.cli.learner import build_parser as learner_parser
+    from learners.distributed.flags import agent_config
+    from learners.distributed.flags import build_learner_parser as learner_parser
 
     s = sim(tmp_path, "--set", "discount=0.9", "--set", "hidden_dims=[64, 64]", "--learner-args", "--batch 32")
     argv = s.learner_argv(tmp_path / "demos")
@@ -103,8 +103,8 @@ def test_display_live_redraws_in_place_and_lines_mode_throttles(tmp_path: Path) 
 def test_backend_reaches_the_learner_from_every_entry_point(tmp_path: Path) -> None:
     """`--backend jax` on sim (forwarded), learner and train, and `--set backend=jax`, all set AgentConfig.backend;
     torch stays the default."""
-    from learners.cli.learner import agent_config
-    from learners.cli.learner import build_parser as learner_parser
+    from learners.distributed.flags import agent_config
+    from learners.distributed.flags import build_learner_parser as learner_parser
     from learners.training.config import TrainConfig
 
     argv = sim(tmp_path, "--backend", "jax").learner_argv(None)

@@ -5,7 +5,7 @@ updates per env step, the warm start's warm-up).
 Usage::
 
     cfg = TrainConfig(task="twin-reach", obs_mode="state", demos="demos/reach", max_env_steps=3000)
-    cfg.agent_config(has_cameras=False)       # the resolved AgentConfig (learners.agents.options)
+    cfg.agent_config(has_cameras=False)       # the resolved AgentConfig (learners.agents.options.resolve_agent)
     cfg.steps_per_update()                    # agent updates per env step: the flag, the recipe, else 1
     TrainConfig.from_dict(json.loads((out / "config.json").read_text())) == cfg
 """
@@ -15,15 +15,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from learners.agents.config import AgentConfig, drq_config, hil_serl_config, rlpd_state_config, sac_config
-from learners.agents.device_defaults import machine_defaults, settle
-from learners.agents.options import parse_set, resolve_agent_config
-from learners.agents.recipes import recipe_for
+from learners.agents.config import AgentConfig
+from learners.agents.options import ALGOS, AgentFlags, machine_layer, recipe_layer, resolve_agent, updates_per_step
 from learners.rewards.reward_model import parse_reward_source
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
-ALGOS = ("rlpd", "sac", "hil-serl")
 DEFAULT_WARMUP_STEPS = 200
 """--warmup-steps default: WSRL's 5000 warm-up steps are ~0.5-1 % of its fine-tuning runs; 200 is 1 % of a
 20k-step pick-cube run, 2-4 of its episodes (<= 100 steps) and twice the default --learning-starts."""
@@ -92,7 +89,8 @@ class TrainConfig(Config):
     backward_reward: str = "env"
     """--forward-backward: the backward direction's reward (env, classifier:DIR or human, as --reward)."""
     algo: str = "rlpd"
-    """rlpd (SAC + symmetric demo sampling + RLPD defaults), sac (classic SAC), hil-serl."""
+    """rlpd (SAC + symmetric demo sampling + RLPD defaults; SERL's DrQ agent with cameras), drq, sac (classic
+    SAC), hil-serl (learners.agents.options.ALGORITHMS)."""
     backend: str | None = None
     """Learner backend: torch or jax (AgentConfig.backend; None: the AgentConfig default, torch)."""
     max_env_steps: int = 10_000
@@ -120,12 +118,13 @@ class TrainConfig(Config):
     discount: float | None = None
     """Discount factor (None: the algorithm's default)."""
     ensemble: int | None = None
-    """Critic ensemble size (None: the algorithm's default); the target min uses a random subset of
-    min(2, ensemble) members."""
+    """Critic ensemble size (None: the algorithm's default); the target min keeps the algorithm's rule: a random
+    subset of min(2, ensemble) members for rlpd / drq, all members for sac / hil-serl (learners.agents.options)."""
     bc_weight: float | None = None
     """Behaviour-cloning weight on demo/intervention rows in the actor loss (None: 0, plain RLPD/SAC)."""
-    encoder: str = "conv"
-    """Image encoder: conv (small, trained from scratch) or resnet10 (needs encoder_weights)."""
+    encoder: str | None = None
+    """Image encoder: conv (small, trained from scratch) or resnet10 (needs encoder_weights); None: conv, or
+    resnet10 when encoder_weights is given."""
     encoder_weights: str | None = None
     """Local safetensors file with ResNet-10 weights (no downloads at run time)."""
     eval_every: int = 1000
@@ -191,7 +190,7 @@ class TrainConfig(Config):
         require(self.updates_per_step is None or self.updates_per_step >= 1, "updates_per_step",
                 self.updates_per_step, "must be >= 1")
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
-        parse_set(self.agent_set)  # an unknown field or a bad value fails here, before anything is built
+        self.agent_flags()  # an unknown --set field or a bad value fails here, before anything is built
         parse_reward_source(self.reward)
         parse_reward_source(self.backward_reward, flag="--backward-reward")
         require(not (self.faithful and self.task is None), "faithful", self.faithful,
@@ -211,26 +210,28 @@ class TrainConfig(Config):
         require(len(self.action_low) == len(self.action_high), "action_low/action_high",
                 (self.action_low, self.action_high), "must have the same length")
 
+    def agent_flags(self) -> AgentFlags:
+        """This run's agent options for the one resolver (learners.agents.options)."""
+        select = tuple(e.strip() for e in self.state_select.split(",") if e.strip()) if self.state_select else None
+        return AgentFlags(algo=self.algo, task=self.task, faithful=self.faithful, no_recipe=self.no_recipe,
+                          offline=self.offline_updates > 0, device=self.device, seed=self.seed,
+                          hidden_dims=(self.hidden, self.hidden) if self.hidden is not None else None,
+                          ensemble_size=self.ensemble, batch_size=self.batch_size, critic_updates=self.utd,
+                          discount=self.discount, state_select=select, state_scale=self.state_scale,
+                          bc_weight=self.bc_weight, obs_norm=self.obs_norm, encoder=self.encoder,
+                          encoder_weights=self.encoder_weights, backend=self.backend, set=self.agent_set)
+
     def recipe(self, has_cameras: bool) -> dict[str, Any]:
         """The task's recipe overrides (learners.agents.recipes; {} for --env-id runs and with no_recipe)."""
-        if self.task is None or self.no_recipe:
-            return {}
-        out = self._task_recipe(has_cameras)
-        if self.offline_updates > 0 and out.get("bc_q_filter"):
-            out["bc_q_filter"] = False  # OFFLINE_BC_NOTE says why; --set bc_q_filter=true still wins
-        return out
-
-    def _task_recipe(self, has_cameras: bool) -> dict[str, Any]:
-        """learners.agents.recipes' overrides for this run's task and mode, as the recipe states them."""
-        assert self.task is not None
-        return recipe_for(self.task).overrides("pixels" if has_cameras else "state", faithful=self.faithful)
+        return recipe_layer(self.agent_flags(), has_cameras)
 
     def offline_bc_note(self, has_cameras: bool, cfg: AgentConfig) -> str | None:
         """OFFLINE_BC_NOTE when this run's offline phase dropped the recipe's Q filter (and --set did not put it
         back), else None."""
-        if self.offline_updates <= 0 or self.task is None or self.no_recipe or cfg.bc_q_filter:
+        if self.offline_updates <= 0 or cfg.bc_q_filter:
             return None
-        return OFFLINE_BC_NOTE if self._task_recipe(has_cameras).get("bc_q_filter") else None
+        return OFFLINE_BC_NOTE if recipe_layer(self.agent_flags().replace(offline=False), has_cameras).get(
+            "bc_q_filter") else None
 
     def demo_dirs(self) -> tuple[str, ...]:
         """Every episode directory of the demo buffer (--demos DIR [DIR ...]); () without demos."""
@@ -246,42 +247,13 @@ class TrainConfig(Config):
         """Agent updates per env step: the flag, else the task's recipe, else 1."""
         if self.updates_per_step is not None:
             return self.updates_per_step
-        return recipe_for(None if self.no_recipe else self.task).updates_per_step
+        return updates_per_step(self.task, self.no_recipe)
 
     def machine_defaults(self, has_cameras: bool) -> dict[str, Any]:
         """The device's defaults for this run's agent (learners.agents.device_defaults; {} on a GPU or with cameras)."""
-        return machine_defaults(self.device, has_cameras, self.algo)
+        return machine_layer(self.agent_flags(), has_cameras)
 
     def agent_config(self, has_cameras: bool) -> AgentConfig:
-        """The AgentConfig for this run: the algorithm's defaults < the device's defaults < the task's recipe <
-        the flags < --set."""
-        over: dict[str, Any] = dict(seed=self.seed, device=self.device, encoder=self.encoder,
-                                    encoder_weights=self.encoder_weights)
-        if self.utd is not None:
-            over["critic_updates_per_actor_update"] = self.utd
-        if self.batch_size is not None:
-            over["batch_size"] = self.batch_size
-        if self.hidden is not None:
-            over["hidden_dims"] = (self.hidden, self.hidden)
-        if self.state_select:
-            over["state_select"] = tuple(e.strip() for e in self.state_select.split(",") if e.strip())
-        if self.state_scale is not None:
-            over["state_scale"] = self.state_scale
-        if self.discount is not None:
-            over["discount"] = self.discount
-        if self.ensemble is not None:
-            over["ensemble_size"] = self.ensemble
-            over["ensemble_subsample"] = min(2, self.ensemble)
-        if self.bc_weight is not None:
-            over["bc_weight"] = self.bc_weight
-        if self.obs_norm:
-            over["obs_norm"] = True
-        if self.backend is not None:
-            over["backend"] = self.backend
-        make = {"sac": sac_config, "hil-serl": hil_serl_config}.get(
-            self.algo, drq_config if has_cameras else rlpd_state_config)
-        machine, recipe, set_fields = self.machine_defaults(has_cameras), self.recipe(has_cameras), \
-            parse_set(self.agent_set)
-        return settle(resolve_agent_config(make, machine, recipe, over, set_fields), machine,
-                      explicit=(recipe, over, set_fields))
-
+        """The AgentConfig for this run (learners.agents.options.resolve_agent: the algorithm's defaults < the
+        device's defaults < the task's recipe < the flags < --set)."""
+        return resolve_agent(self.agent_flags(), has_cameras)

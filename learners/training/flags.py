@@ -37,6 +37,9 @@ FLAG_HELP = {
                  "temperature, Adam moments; not its replay, update counter or RNG states), evaluate it at env "
                  "step 0, collect --warmup-steps steps with it, then fine-tune on online data only (plus --demos "
                  "when given)",
+    "encoder": "camera encoder: conv (small, trained from scratch; the default) or resnet10 (the default with "
+               "--encoder-weights)",
+    "algo": "rlpd (RLPD; SERL's DrQ agent with cameras), drq, sac or hil-serl (default: rlpd)",
     "warmup_steps": f"with --init-from: env steps collected with the loaded policy before the first update (no "
                     f"random actions; replaces --learning-starts; default: {DEFAULT_WARMUP_STEPS})",
 }
