@@ -1,4 +1,4 @@
-"""`robot-rl sim` (supervisor.sim_cli) without running it: the command lines it builds (--set reaches the learner),
+"""`robot-rl sim` (supervisor.sim) without running it: the command lines it builds (--set reaches the learner),
 its refusals, the progress display. The real multi-process run is in test_runtime_faults.py."""
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import pytest
 from robot_rl.checkpoint import save_checkpoint
 from robot_rl.cli import main
 from supervisor.display import Display, fmt_count, fmt_duration, fmt_rate, read_json
-from supervisor.sim_cli import STOP_ACTORS, STOP_LEARNER, STOP_SERVERS, Sim, build_parser, milestones, render_status
+from supervisor.sim import STOP_ACTORS, STOP_LEARNER, STOP_SERVERS, Sim, milestones, render_status
+from supervisor.sim_config import build_sim_parser, sim_config
 
 
 def sim(tmp_path: Path, *extra: str) -> Sim:
-    return Sim(build_parser().parse_args(["--task", "twin-reach", "--out", str(tmp_path / "run"), *extra]))
+    return Sim(sim_config(build_sim_parser().parse_args(["--task", "twin-reach", "--out", str(tmp_path / "run"),
+                                                         *extra])))
 
 
 def test_sim_forwards_set_to_the_learner_command_line(tmp_path: Path) -> None:
