@@ -15,6 +15,7 @@ from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.cli import main as cli_main
 from robot_rl.errors import ConfigError
 from robot_rl.metrics import read_metrics
+from robot_rl.run_dir import tensorboard_dir
 
 TINY = ["--env-id", "Pendulum-v1", "--algo", "sac", "--hidden", "32", "--batch-size", "32", "--utd", "1",
         "--learning-starts", "100", "--start-steps", "100", "--eval-every", "200", "--eval-episodes", "2",
@@ -54,6 +55,9 @@ def test_train_stop_resume_is_the_same_run(tmp_path: Path, capsys: pytest.Captur
     assert rows_a[-1]["return"] == rows_b[-1]["return"]
     assert (two / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((two / "config.json").read_text())["env_id"] == "Pendulum-v1"
+    # TensorBoard scalars in the one directory every run writes them to (robot_rl.run_dir), as the learner does
+    pytest.importorskip("tensorboard")
+    assert any(tensorboard_dir(two).glob("events.out.tfevents.*")) and not (two / "tb").exists()
 
 
 def test_existing_run_directory_is_refused_without_resume(tmp_path: Path) -> None:
