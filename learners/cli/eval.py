@@ -9,7 +9,7 @@ DIR is any run directory this project writes, or a part of one (robot_rl.checkpo
 - a checkpoints/ directory (its newest checkpoint) or one ckpt_* directory.
 
 Anything else (a demo directory, a run without a checkpoint yet, a typo) is a one-line error saying what DIR is
-and what to pass instead. The library is learners.training.eval.
+and what to pass instead. The library is learners.training.evaluation.
 
 Usage::
 
@@ -25,7 +25,7 @@ import argparse
 import json
 from pathlib import Path
 
-from learners.training.eval import evaluate_checkpoint
+from learners.training.evaluation import evaluate_checkpoint
 
 
 def build_parser() -> argparse.ArgumentParser:

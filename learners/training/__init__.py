@@ -10,7 +10,7 @@ Modules and their public names:
 - `demos`        load_demo_buffer (train), load_demo_episodes (the distributed learner), without_extra_leaves
 - `scalars`      ScalarWriter: TensorBoard scalars in OUT/tensorboard (robot_rl.run_dir)
 - `bc`           train_bc, BCConfig, BehaviourCloning: behaviour cloning (`robot-rl train-bc`)
-- `eval`         evaluate_checkpoint: a checkpoint's deterministic episodes (`robot-rl eval`)
+- `evaluation`   evaluate_checkpoint: a checkpoint's deterministic episodes (`robot-rl eval`)
 - `online`       train_online / train_offline (generators of metrics) and evaluate_episodes, for any env
 - `warm_start`   init_agent_from (WSRL's --init-from)
 - `forward_backward` and `forward_backward_run`: reset-free training with two agents (`--forward-backward`)
