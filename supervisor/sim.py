@@ -32,7 +32,6 @@ OUT/reward_audit/actor-i); `--faithful` to the learner, the actors and the final
 the task's true success.
 """
 
-
 from __future__ import annotations
 
 import json
