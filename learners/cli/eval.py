@@ -18,7 +18,6 @@ Usage::
     robot-rl eval --checkpoint runs/reach/checkpoints/ckpt_00003000          # one checkpoint
 """
 
-
 from __future__ import annotations
 
 import argparse

@@ -65,7 +65,6 @@ never in the observation, the replay buffer or a checkpoint), e.g.
         --demos demos/pick --max-env-steps 20000 --out runs/pick_state_cls
 """
 
-
 from __future__ import annotations
 
 import argparse

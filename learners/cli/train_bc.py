@@ -24,7 +24,6 @@ Usage::
         --set residual_base=runs/bc_pick
 """
 
-
 from __future__ import annotations
 
 import argparse
