@@ -53,7 +53,10 @@ def make_spec(pixels: bool) -> EnvSpec:
 
 def agent_config(pixels: bool) -> Any:
     from learners.agents.config import rlpd_state_config
-    from learners.cli.learner import PIXEL_DEFAULTS, STATE_DEFAULTS
+    # the learner's pixel / state machine defaults when these results were measured (before learners.agents.options
+    # made train's device defaults the learner's too); kept so the figures stay reproducible
+    PIXEL_DEFAULTS = {"encoder": "conv", "batch_size": 64, "critic_updates_per_actor_update": 1}
+    STATE_DEFAULTS = {"critic_updates_per_actor_update": 1, "hidden_dims": (128, 128), "batch_size": 128}
 
     return rlpd_state_config(device="cpu", **(PIXEL_DEFAULTS if pixels else STATE_DEFAULTS))
 

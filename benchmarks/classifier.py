@@ -156,8 +156,8 @@ def live_gate_table(eps: list[dict[str, Any]], threshold: float, use_predicate: 
 def run_size(size: int, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from learners.cli.train_classifier import evaluate_classifier
     from learners.rewards.classifier import ClassifierModelConfig, load_classifier
+    from learners.rewards.evaluation import evaluate_classifier
     from learners.rewards.reward_model import ProprioPredicate
     from learners.rewards.training import TrainClassifierConfig, gate_table, train_classifier
 
@@ -181,7 +181,7 @@ def run_size(size: int, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     loaded = load_classifier(cls_dir)
     card = loaded.card
     ev = evaluate_classifier(loaded, [test_dir], worst=8, k_values=KS)
-    from learners.cli.train_classifier import write_worst_sheet
+    from learners.rewards.evaluation import write_worst_sheet
 
     write_worst_sheet(ev, card.threshold, RESULTS / f"classifier_worst_{size}.png")
     test_m = ev.metrics["labels"]

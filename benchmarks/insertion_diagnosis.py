@@ -220,16 +220,17 @@ def main(argv: list[str] | None = None) -> int:
     if not args.expert_only:
         from sample_efficiency import record_demos  # benchmarks/ is on sys.path (this script's directory)
 
-        from learners.cli import train as train_cli
+        from learners.training.flags import build_train_parser, train_config
         from learners.training.online import LoopConfig, train_online
+        from learners.training.train import build_run
 
         work = args.work or Path(tempfile.mkdtemp(prefix="insertion_diagnosis_"))
         demos = record_demos(args.task, "state", None, args.demos, work / f"demos_{args.task}_state")
-        ns = train_cli.build_parser().parse_args(["--task", args.task, "--obs-mode", "state", "--demos",
-                                                  str(demos), "--seed", str(args.seed), "--device", "cpu",
-                                                  "--max-env-steps", str(args.steps), "--out", str(work), *extra])
-        cfg = train_cli.TrainConfig(**{f: getattr(ns, f) for f in train_cli.TrainConfig.__dataclass_fields__})
-        run = train_cli.build_run(cfg)
+        ns = build_train_parser().parse_args(["--task", args.task, "--obs-mode", "state", "--demos",
+                                              str(demos), "--seed", str(args.seed), "--device", "cpu",
+                                              "--max-env-steps", str(args.steps), "--out", str(work), *extra])
+        cfg = train_config(ns)
+        run = build_run(cfg)
         if sets:  # AgentConfig fields beyond robot-rl train's flags
             from learners.agents.sac import SACAgent
 

@@ -1,7 +1,7 @@
 """Sample efficiency: evaluation success rate vs env steps of `robot-rl train` (RLPD + scripted demos), per seed.
 
 For each seed this records nothing new (the demos are recorded once with `robot-rl record-demos`, scripted expert,
-seed 0) and runs the real training entry point (`learners.cli.train.main`) into its own run directory, then reads
+seed 0) and runs the real training entry point (`robot-rl train`, in process) into its own run directory, then reads
 that run's metrics.jsonl (one row per evaluation: deterministic policy, `--eval-episodes` episodes). Prints a table
 (success per evaluation and seed, the first env step at >= 90 % success), writes JSON and a PNG (one curve per
 seed + the mean) to benchmarks/results/.
@@ -93,10 +93,10 @@ def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int
 def run_seed(train_argv: list[str], out: Path) -> dict[str, Any]:
     """One `robot-rl train` run in this process; its metrics rows, wall time and CPU time (this process's, all
     threads: `train` steps the env, updates and evaluates in one process)."""
-    from learners.cli import train as train_cli
+    from robot_rl.cli import main as robot_rl_main
 
     t0, c0 = time.perf_counter(), time.process_time()
-    if train_cli.main([*train_argv, "--out", str(out)]) != 0:
+    if robot_rl_main(["train", *train_argv, "--out", str(out)]) != 0:
         raise SystemExit(f"robot-rl train failed for {out}")
     return {"rows": read_metrics(out / "metrics.jsonl"), "wall_s": time.perf_counter() - t0,
             "cpu_s": time.process_time() - c0}

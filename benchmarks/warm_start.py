@@ -1,7 +1,7 @@
 """Warm start without keeping offline data (WSRL, Zhou et al. 2024): does success dip at the offline-to-online
 switch, by how much, and how long until it is back?
 
-Per seed, with the real entry point (`learners.cli.train.main`, i.e. `robot-rl train`):
+Per seed, with the real entry point (`robot_rl.cli.main(["train", ...])`, i.e. `robot-rl train`):
 
 1. data, recorded once for all seeds: `--demos` scripted demonstrations (`robot-rl record-demos`, human rows) and
    `--rollouts` recorded rollouts of a noisy scripted policy (Gaussian noise `--rollout-noise` on the arm actions,
@@ -119,14 +119,14 @@ def switch_stats(rows: list[dict[str, Any]], window: int) -> dict[str, Any]:
 
 def run_seed(offline_argv: list[str], warm_argv: list[str], offline_out: Path, warm_out: Path) -> dict[str, Any]:
     """The offline phase, then the warm start from it, in this process; both runs' metrics rows and wall times."""
-    from learners.cli import train as train_cli
+    from robot_rl.cli import main as robot_rl_main
 
     t0 = time.perf_counter()
     if not (offline_out / "checkpoints").is_dir():  # a finished offline phase in --work is reused
-        if train_cli.main([*offline_argv, "--out", str(offline_out)]) != 0:
+        if robot_rl_main(["train", *offline_argv, "--out", str(offline_out)]) != 0:
             raise SystemExit(f"robot-rl train (offline phase) failed for {offline_out}")
     t1 = time.perf_counter()
-    if train_cli.main([*warm_argv, "--init-from", str(offline_out), "--out", str(warm_out)]) != 0:
+    if robot_rl_main(["train", *warm_argv, "--init-from", str(offline_out), "--out", str(warm_out)]) != 0:
         raise SystemExit(f"robot-rl train (warm start) failed for {warm_out}")
     return {"offline_rows": read_metrics(offline_out / "metrics.jsonl"), "offline_wall_s": t1 - t0,
             "warm_rows": read_metrics(warm_out / "metrics.jsonl"), "warm_wall_s": time.perf_counter() - t1}

@@ -13,8 +13,11 @@ Modules (import the one you need; this package imports nothing at import time):
                            grace period), turns SIGINT / SIGTERM into a stop request
 - `supervisor.display`     Display (live in-place redraw on a terminal, or a line every N seconds), number
                            formatting, reading the JSON status files children write
-- `supervisor.sim_cli`     `robot-rl sim`: demo recording, twin robot servers, learner and actors of a simulated
-                           training run, its progress view, final evaluation and summary
+- `supervisor.sim`         Sim / run_sim: `robot-rl sim`'s job: demo recording, twin robot servers, learner and
+                           actors of a simulated training run, its progress view (render_status), final
+                           evaluation and summary
+- `supervisor.sim_config`  SimConfig, build_sim_parser, sim_config: `robot-rl sim`'s options (the command module
+                           `supervisor.sim_cli` parses with them and calls run_sim)
 
 Layering: supervisor imports only robot_rl (and the standard library). Everything else runs as a child process
 (``python -m robot_rl.cli ...``), so a supervisor never imports torch, mujoco, gymnasium or zmq.

@@ -4,7 +4,7 @@ start), its scripted expert and an episode recorder.
     from point_reach import ENV_ID, PointReachEnv, record_point_reach
     demos = record_point_reach(tmp_path / "demos", episodes=20)          # expert, human rows
     rollouts = record_point_reach(tmp_path / "r", 20, noise=0.08, human=False, seed=500)
-    train_cli.main(["--env-id", ENV_ID, "--demos", str(demos), ...])
+    robot_rl.cli.main(["train", "--env-id", ENV_ID, "--demos", str(demos), ...])
 
 `ENV_ID` is the 2-D env, `ENV_ID_3D` the same in 3-D (a different spec); both are registered with gymnasium on
 import.

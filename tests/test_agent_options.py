@@ -20,8 +20,9 @@ from learners.agents.options import (
     resolve_agent_config,
 )
 from learners.agents.recipes import DEFAULT_RECIPE, RECIPES, Recipe, recipe_for
-from learners.cli import learner as learner_cli
-from learners.cli.train import TrainConfig
+from learners.distributed.flags import agent_config as learner_agent_config
+from learners.distributed.flags import build_learner_parser, updates_per_transition
+from learners.training.config import TrainConfig
 from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS
 
@@ -56,22 +57,22 @@ def test_every_task_preset_has_a_recipe_and_others_get_the_default() -> None:
 
 def test_recipe_values_reach_the_agent_config_of_train_and_learner() -> None:
     def learner(*extra: str) -> Any:
-        return learner_cli.build_parser().parse_args(["--task", "twin-pick-cube", "--out", "/nonexistent", *extra])
+        return build_learner_parser().parse_args(["--task", "twin-pick-cube", "--out", "/nonexistent", *extra])
 
     state = RECIPES["twin-pick-cube"].overrides("state")
     for cfg in (TrainConfig(task="twin-pick-cube").agent_config(has_cameras=False),
-                learner_cli.agent_config(learner())):
+                learner_agent_config(learner())):
         assert {k: getattr(cfg, k) for k in state} == state
     pixels = RECIPES["twin-pick-cube"].overrides("pixels")
     for cfg in (TrainConfig(task="twin-pick-cube", obs_mode="pixels").agent_config(has_cameras=True),
-                learner_cli.agent_config(learner("--obs-mode", "pixels"))):
+                learner_agent_config(learner("--obs-mode", "pixels"))):
         assert {k: getattr(cfg, k) for k in pixels} == pixels
     assert TrainConfig(task="twin-pick-cube").steps_per_update() == 2
     assert TrainConfig(task="twin-pick-cube", no_recipe=True).steps_per_update() == 1
     assert TrainConfig(env_id="Pendulum-v1").steps_per_update() == 1
-    assert learner_cli.updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
-    assert learner_cli.updates_per_transition(learner("--no-recipe")) == 1.0
-    assert learner_cli.updates_per_transition(learner("--utd", "0.5")) == 0.5
+    assert updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
+    assert updates_per_transition(learner("--no-recipe")) == 1.0
+    assert updates_per_transition(learner("--utd", "0.5")) == 0.5
 
 
 # ------------------------------------------------------------------------------------------------- --set
@@ -133,10 +134,10 @@ def test_resolution_order_defaults_recipe_flags_set() -> None:
     assert TrainConfig(task="twin-reach", agent_set=("device=cpu",)).agent_config(False).device == "cpu"
 
     def learner(*extra: str) -> AgentConfig:
-        return learner_cli.agent_config(learner_cli.build_parser().parse_args(
+        return learner_agent_config(build_learner_parser().parse_args(
             ["--task", "twin-reach", "--out", "/nonexistent", *extra]))
 
-    assert learner("--no-recipe").hidden_dims == (128, 128)  # this machine's default
+    assert learner("--no-recipe", "--device", "cpu").ensemble_size == 2  # this machine's default (CPU)
     assert learner().hidden_dims == (256, 256)  # recipe
     assert learner("--hidden", "64,64").hidden_dims == (64, 64)  # flag
     assert learner("--hidden", "64,64", "--set", "hidden_dims=32").hidden_dims == (32,)  # --set
@@ -183,3 +184,101 @@ def test_cpu_defaults_apply_to_the_state_rlpd_agent_on_a_cpu_only_and_are_announ
     assert (override.ensemble_size, override.critic_updates_per_actor_update) == (10, 8)
     assert notice(override, CPU_STATE_DEFAULTS) is None
     assert TrainConfig(env_id="Pendulum-v1", device="cuda").agent_config(has_cameras=False).ensemble_size == 10
+
+
+# ------------------------------------------------------------------------------------------------- one resolver
+
+# The same options in each command's own flag names: (robot-rl train, robot-rl learner, robot-rl sim). Sim forwards
+# --set, --backend, --seed, --obs-mode and --faithful as its learner's and anything else through --learner-args.
+SAME_OPTIONS: list[tuple[list[str], list[str], list[str]]] = [
+    ([], [], []),
+    (["--ensemble", "5"], ["--ensemble", "5"], ["--learner-args=--ensemble 5"]),
+    (["--ensemble", "1"], ["--ensemble", "1"], ["--learner-args=--ensemble 1"]),
+    (["--no-recipe"], ["--no-recipe"], ["--learner-args=--no-recipe"]),
+    (["--no-recipe", "--ensemble", "6"], ["--no-recipe", "--ensemble", "6"],
+     ["--learner-args=--no-recipe --ensemble 6"]),
+    (["--no-recipe", "--algo", "sac", "--ensemble", "4"], ["--no-recipe", "--agent", "sac", "--ensemble", "4"],
+     ["--learner-args=--no-recipe --agent sac --ensemble 4"]),
+    (["--algo", "hil-serl"], ["--agent", "hil-serl"], ["--learner-args=--agent hil-serl"]),
+    (["--algo", "drq", "--no-recipe"], ["--agent", "drq", "--no-recipe"],
+     ["--learner-args=--agent drq --no-recipe"]),
+    (["--hidden", "64", "--batch-size", "32", "--utd", "2"],
+     ["--hidden", "64,64", "--batch", "32", "--critic-updates", "2"],
+     ["--learner-args=--hidden 64,64 --batch 32 --critic-updates 2"]),
+    (["--set", "discount=0.9", "--set", "n_step=3"], ["--set", "discount=0.9", "--set", "n_step=3"],
+     ["--set", "discount=0.9", "--set", "n_step=3"]),
+    (["--backend", "jax"], ["--backend", "jax"], ["--backend", "jax"]),
+    (["--seed", "7", "--device", "cpu"], ["--seed", "7", "--device", "cpu"],
+     ["--seed", "7", "--learner-args=--device cpu"]),
+    (["--faithful", "--reward", "human"], ["--faithful"],
+     ["--faithful", "--reward", "human", "--intervene", "scripted"]),
+]
+
+
+def _three_ways(tmp_path: Path, obs_mode: str, train: list[str], learner: list[str], sim: list[str],
+                task: str = "twin-pick-cube") -> list[AgentConfig]:
+    """The AgentConfig `robot-rl train`, `robot-rl learner` and `robot-rl sim` (the learner command line it builds,
+    read by the learner's parser) resolve from the same options."""
+    from learners.training.flags import build_train_parser, train_config
+    from supervisor.sim import Sim
+    from supervisor.sim_config import build_sim_parser, sim_config
+
+    mode = ["--obs-mode", obs_mode]
+    train_cfg = train_config(build_train_parser().parse_args(["--task", task, *mode, *train, "--out", "x"]))
+    by_train = train_cfg.agent_config(has_cameras=obs_mode == "pixels")
+    by_learner = learner_agent_config(build_learner_parser().parse_args(["--task", task, "--out", "x", *mode,
+                                                                          *learner]))
+    s = Sim(sim_config(build_sim_parser().parse_args(["--task", task, "--out", str(tmp_path / "sim"), *mode, *sim])))
+    argv = s.learner_argv(None)
+    assert argv[3] == "learner"
+    by_sim = learner_agent_config(build_learner_parser().parse_args(argv[4:]))
+    return [by_train, by_learner, by_sim]
+
+
+@pytest.mark.parametrize("obs_mode", ["state", "pixels"])
+@pytest.mark.parametrize("compile_works", [False, True], ids=["no-compile", "compile-default"])
+@pytest.mark.parametrize("train, learner, sim", SAME_OPTIONS, ids=lambda v: " ".join(v) or "defaults")
+def test_the_same_options_give_the_same_agent_on_train_learner_and_sim(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, obs_mode: str, compile_works: bool, train: list[str],
+        learner: list[str], sim: list[str]) -> None:
+    from learners.agents import device_defaults
+
+    if compile_works:  # the compile default on, as on a machine with a C++ compiler (a device-layer field)
+        monkeypatch.delenv(device_defaults.COMPILE_ENV, raising=False)
+        monkeypatch.setattr(device_defaults, "_compile_check", lambda: None)
+    by_train, by_learner, by_sim = _three_ways(tmp_path, obs_mode, train, learner, sim)
+    assert by_train == by_learner, [f for f in AgentConfig.__dataclass_fields__
+                                    if getattr(by_train, f) != getattr(by_learner, f)]
+    assert by_sim == by_learner
+
+
+def test_the_ensemble_flag_keeps_the_algorithms_target_rule(tmp_path: Path) -> None:
+    """--ensemble N: RLPD / DrQ keep their random subset of 2 (min(2, N)), SAC and HIL-SERL their min over all
+    critics; the same on every command (here through all three)."""
+    def ensemble(obs_mode: str, train: list[str], learner: list[str]) -> tuple[int, int | None]:
+        cfgs = _three_ways(tmp_path, obs_mode, train, learner, ["--learner-args=" + " ".join(learner)])
+        assert cfgs[0] == cfgs[1] == cfgs[2]
+        return cfgs[0].ensemble_size, cfgs[0].ensemble_subsample
+
+    assert ensemble("state", ["--ensemble", "10"], ["--ensemble", "10"]) == (10, 2)  # SERL's state agent
+    assert ensemble("state", ["--ensemble", "1"], ["--ensemble", "1"]) == (1, 1)
+    assert ensemble("pixels", ["--ensemble", "5"], ["--ensemble", "5"]) == (5, 2)
+    assert ensemble("state", ["--algo", "sac", "--ensemble", "4"], ["--agent", "sac", "--ensemble", "4"]) == (4, None)
+    assert ensemble("state", ["--algo", "hil-serl", "--ensemble", "3"], ["--agent", "hil-serl", "--ensemble", "3"]) \
+        == (3, None)
+
+
+def test_rlpd_with_cameras_is_serls_image_agent_and_the_encoder_default(tmp_path: Path) -> None:
+    """--algo / --agent rlpd on pixels is SERL's DrQ agent (drq_config, as --algo drq); a run names no encoder:
+    conv, resnet10 when a weights file is given (both commands)."""
+    from learners.agents.config import drq_config
+
+    same = ["--no-recipe", "--device", "cuda"]  # no recipe, no device layer: the preset itself
+    rlpd = _three_ways(tmp_path, "pixels", ["--algo", "rlpd", *same], ["--agent", "rlpd", *same],
+                       ["--learner-args=--agent rlpd " + " ".join(same)])
+    drq = _three_ways(tmp_path, "pixels", ["--algo", "drq", *same], ["--agent", "drq", *same],
+                      ["--learner-args=--agent drq " + " ".join(same)])
+    assert set(rlpd) == set(drq) == {drq_config(encoder="conv", device="cuda")}
+    weights = ["--encoder-weights", "w.safetensors"]
+    cfgs = _three_ways(tmp_path, "pixels", weights, weights, ["--learner-args=" + " ".join(weights)])
+    assert {(c.encoder, c.encoder_weights) for c in cfgs} == {("resnet10", "w.safetensors")}

@@ -19,10 +19,11 @@ from point_reach import ENV_ID, PointReachEnv, point_reach_spec, record_point_re
 from learners.agents.config import AgentConfig
 from learners.agents.policy import build_policy, load_base_policy, load_run_policy
 from learners.agents.sac import SACAgent
-from learners.cli import eval as eval_cli
-from learners.cli import train as train_cli
-from learners.cli import train_bc as bc_cli
+from learners.training.bc import BCConfig, train_bc
+from learners.training.config import TrainConfig
+from learners.training.flags import build_bc_parser, build_train_parser, train_config
 from learners.training.online import evaluate_episodes
+from learners.training.train import train
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.cli import main as cli_main
 from robot_rl.errors import ConfigError, SpecMismatchError
@@ -43,14 +44,14 @@ def bc_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[s
     root = tmp_path_factory.mktemp("bc")
     demos = record_point_reach(root / "demos", 30)
     out = root / "bc"
-    args = bc_cli.build_parser().parse_args(["--env-id", ENV_ID, "--demos", str(demos), "--out", str(out),
-                                             "--steps", "1500", "--eval-every", "750", "--eval-episodes", "20",
-                                             *SMALL])
+    args = build_bc_parser().parse_args(["--env-id", ENV_ID, "--demos", str(demos), "--out", str(out),
+                                         "--steps", "1500", "--eval-every", "750", "--eval-episodes", "20",
+                                         *SMALL])
     lines: list[str] = []
-    bcfg = bc_cli.BCConfig(**{f: getattr(args, f) for f in bc_cli.BCConfig.__dataclass_fields__})
-    tcfg = train_cli.TrainConfig(env_id=ENV_ID, demos=str(demos), threads=1, seed=args.seed,
-                                 agent_set=tuple(args.agent_set))
-    bc_cli.train_bc(tcfg, bcfg, out, log=lines.append)
+    bcfg = BCConfig(**{f: getattr(args, f) for f in BCConfig.__dataclass_fields__})
+    tcfg = TrainConfig(env_id=ENV_ID, demos=str(demos), threads=1, seed=args.seed,
+                       agent_set=tuple(args.agent_set))
+    train_bc(tcfg, bcfg, out, log=lines.append)
     return demos, out, lines
 
 
@@ -87,7 +88,7 @@ def test_train_bc_clones_the_demos_and_reports_what_they_give(bc_run: tuple[Path
 def test_eval_evaluates_a_train_bc_run(bc_run: tuple[Path, Path, list[str]],
                                        capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = bc_run
-    assert eval_cli.main(["--checkpoint", str(out), "--episodes", "10"]) == 0
+    assert cli_main(["eval", "--checkpoint", str(out), "--episodes", "10"]) == 0
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert res["episodes"] == 10 and res["success_rate"] >= 0.7
 
@@ -287,20 +288,18 @@ def test_residual_agent_on_a_bc_base_updates_checkpoints_and_trains(bc_run: tupl
     old = os.getcwd()
     os.chdir(monkey_cwd)
     try:
-        cfg_args = train_cli.build_parser().parse_args(
+        cfg_args = build_train_parser().parse_args(
             ["--env-id", ENV_ID, "--demos", str(demos), "--out", str(run), "--max-env-steps", "120",
              "--start-steps", "50", "--learning-starts", "60", "--eval-every", "120", "--eval-episodes", "3",
              "--set", f"residual_base={rel}", "--set", "hidden_dims=32,32", "--set", "ensemble_size=2",
              "--set", "critic_updates_per_actor_update=1", "--set", "batch_size=32"])
-        values = {k: getattr(cfg_args, k) for k in vars(cfg_args) if k in train_cli.TrainConfig.__dataclass_fields__}
-        train_cli.train(train_cli.TrainConfig(**{**values, "agent_set": tuple(cfg_args.agent_set)}), run,
-                        log=lines.append)
+        train(train_config(cfg_args), run, log=lines.append)
     finally:
         os.chdir(old)
     assert any("no uniform random warm-up" in line for line in lines), lines
     saved = json.loads((run / "agent_config.json").read_text())
     assert saved["residual_base"] == str(bc_out.resolve())
-    assert eval_cli.main(["--checkpoint", str(run), "--episodes", "3"]) == 0
+    assert cli_main(["eval", "--checkpoint", str(run), "--episodes", "3"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["episodes"] == 3
     # a residual run is not a base
     with pytest.raises(ConfigError, match="itself a residual policy"):

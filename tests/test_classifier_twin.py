@@ -126,13 +126,14 @@ def test_train_takes_rewards_from_the_classifier(tmp_path: Path, capsys: pytest.
     """A classifier that calls every frame a success (gate k=2): `robot-rl train --reward classifier:DIR` stores
     reward 1 and a termination every second step, the env no longer ends episodes itself, evaluation keeps
     the env's own reward, and the positives are in the audit log."""
-    from learners.cli import train as train_cli
+    from learners.training.config import TrainConfig
     from learners.training.online import LoopConfig, train_online
+    from learners.training.train import build_run
 
     cls = constant_classifier(tmp_path / "always", 0.999, size=SIZE, k=2, cameras=("images/front", "images/wrist"))
-    cfg = train_cli.TrainConfig(task="twin-reach", obs_mode="pixels", image_size=SIZE, reward=f"classifier:{cls}",
-                                device="cpu", learning_starts=1000, start_steps=100)
-    run = train_cli.build_run(cfg, reward_audit=tmp_path / "audit")
+    cfg = TrainConfig(task="twin-reach", obs_mode="pixels", image_size=SIZE, reward=f"classifier:{cls}",
+                      device="cpu", learning_starts=1000, start_steps=100)
+    run = build_run(cfg, reward_audit=tmp_path / "audit")
     try:
         assert isinstance(run.env, RewardModelWrapper)
         assert run.env.unwrapped.config.terminate_on_success is False

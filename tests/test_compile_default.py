@@ -19,9 +19,10 @@ from learners.agents import device_defaults, sac
 from learners.agents.config import AgentConfig
 from learners.agents.device_defaults import COMPILE_ENV, compile_default, machine_defaults, notice, settle
 from learners.agents.sac import SACAgent
-from learners.cli import learner as learner_cli
-from learners.cli import train as train_cli
-from learners.cli.train import TrainConfig
+from learners.distributed.flags import agent_config as learner_agent_config
+from learners.distributed.flags import build_learner_parser
+from learners.training.config import TrainConfig
+from robot_rl.cli import main as cli_main
 from tests.test_learners_agent import _batch as _agent_batch
 from tests.test_learners_agent import _spec
 
@@ -71,13 +72,11 @@ def test_compile_default_applies_to_the_torch_state_agent_on_a_cpu_only(compile_
     # ... but an explicit compile=true with backend=jax is left for the JAX agent to refuse
     explicit = TrainConfig(env_id="Pendulum-v1", device="cpu", backend="jax", agent_set=("compile=true",))
     assert explicit.agent_config(False).compile
-    # the distributed learner: its own machine layer plus the compile default (state only)
-    args = learner_cli.build_parser().parse_args(["--task", "twin-pick-cube", "--out", "x"])
-    assert learner_cli.agent_config(args).compile
-    pix = learner_cli.build_parser().parse_args(["--task", "twin-pick-cube", "--out", "x", "--obs-mode", "pixels"])
-    assert not learner_cli.agent_config(pix).compile
-    jax_args = learner_cli.build_parser().parse_args(["--task", "twin-pick-cube", "--out", "x", "--backend", "jax"])
-    assert not learner_cli.agent_config(jax_args).compile
+    # the distributed learner: the same machine layer, so the same compile default (state only)
+    learner = ["--task", "twin-pick-cube", "--out", "x", "--device", "cpu"]
+    assert learner_agent_config(build_learner_parser().parse_args(learner)).compile
+    assert not learner_agent_config(build_learner_parser().parse_args([*learner, "--obs-mode", "pixels"])).compile
+    assert not learner_agent_config(build_learner_parser().parse_args([*learner, "--backend", "jax"])).compile
     # switched off: by the environment variable, or where torch.compile cannot build code
     monkeypatch.setenv(COMPILE_ENV, "0")
     assert "compile" not in machine_defaults("cpu", False)
@@ -176,10 +175,10 @@ def test_train_with_no_flags_trains_compiled(tmp_path: Path, capsys: pytest.Capt
     if device_defaults.compile_usable() is not None:
         pytest.skip(f"torch.compile cannot build code here: {device_defaults.compile_usable()}")
     out = tmp_path / "run"
-    assert train_cli.main(["--env-id", "Pendulum-v1", "--batch-size", "32", "--hidden", "32",
-                           "--learning-starts", "100", "--start-steps", "100", "--eval-every", "150",
-                           "--eval-episodes", "1", "--checkpoint-every", "150", "--replay-capacity", "1000",
-                           "--max-env-steps", "150", "--out", str(out)]) == 0
+    assert cli_main(["train", "--env-id", "Pendulum-v1", "--batch-size", "32", "--hidden", "32",
+                     "--learning-starts", "100", "--start-steps", "100", "--eval-every", "150",
+                     "--eval-episodes", "1", "--checkpoint-every", "150", "--replay-capacity", "1000",
+                     "--max-env-steps", "150", "--out", str(out)]) == 0
     log = capsys.readouterr().out
     assert "torch.compile on for its losses" in log, log
     first = [line for line in log.splitlines() if line.startswith("[train] first update ")]

@@ -96,7 +96,8 @@ def test_non_finite_values_are_refused_naming_file_field_and_row(tmp_path, field
 def test_train_refuses_demos_whose_only_episode_has_nan_actions(tmp_path, capsys) -> None:
     """`robot-rl train --demos` used to load NaN demo actions without complaint: now the file is skipped with a
     warning naming it and the field, and a demo directory with no usable episode is a one-line error."""
-    from learners.cli import train as train_cli
+    from learners.training.config import TrainConfig
+    from learners.training.train import build_run
     from robot_rl.episodes import episode_to_arrays
     from robot_rl.errors import ConfigError
 
@@ -106,8 +107,8 @@ def test_train_refuses_demos_whose_only_episode_has_nan_actions(tmp_path, capsys
     demos = tmp_path / "demos"
     demos.mkdir()
     np.savez(demos / "episode_000000.npz", **arrays)
-    cfg = train_cli.TrainConfig(task="twin-reach", obs_mode="state", demos=str(demos), device="cpu")
+    cfg = TrainConfig(task="twin-reach", obs_mode="state", demos=str(demos), device="cpu")
     with pytest.raises(ConfigError, match="no readable episodes"):
-        train_cli.build_run(cfg)
+        build_run(cfg)
     err = capsys.readouterr().err
     assert "episode_000000.npz: field 'actions'" in err and "row 2" in err

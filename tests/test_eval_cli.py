@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from learners.cli import train as train_cli
 from robot_rl.checkpoint import latest_checkpoint, save_checkpoint
 from robot_rl.cli import main
 from robot_rl.episodes import Episode, save_episode
@@ -76,9 +75,9 @@ def learner_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
 def test_eval_a_train_run_its_checkpoints_and_one_checkpoint(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "train"
-    assert train_cli.main(["--task", "twin-reach", "--obs-mode", "state", "--max-env-steps", "40", "--eval-every",
-                           "40", "--checkpoint-every", "40", *TINY_TRAIN, "--set", "hidden_dims=24,24",
-                           "--out", str(run)]) == 0  # eval must rebuild the 24-wide nets --set asked for
+    assert main(["train", "--task", "twin-reach", "--obs-mode", "state", "--max-env-steps", "40", "--eval-every",
+                 "40", "--checkpoint-every", "40", *TINY_TRAIN, "--set", "hidden_dims=24,24",
+                 "--out", str(run)]) == 0  # eval must rebuild the 24-wide nets --set asked for
     ckpt = latest_checkpoint(run / "checkpoints")
     assert ckpt is not None
     for path in (run, run / "checkpoints", ckpt):
@@ -94,8 +93,8 @@ def test_eval_a_jax_train_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     pytest.importorskip("jax")
     run = tmp_path / "train-jax"
     capsys.readouterr()
-    assert train_cli.main(["--task", "twin-reach", "--obs-mode", "state", "--max-env-steps", "40", "--eval-every",
-                           "40", "--checkpoint-every", "40", *TINY_TRAIN, "--backend", "jax", "--out", str(run)]) == 0
+    assert main(["train", "--task", "twin-reach", "--obs-mode", "state", "--max-env-steps", "40", "--eval-every",
+                 "40", "--checkpoint-every", "40", *TINY_TRAIN, "--backend", "jax", "--out", str(run)]) == 0
     out = capsys.readouterr().out
     logged = [line for line in out.splitlines() if line.startswith("[train] first update ")]
     assert len(logged) == 1 and "JAX" in logged[0], out
@@ -111,10 +110,10 @@ def test_eval_a_jax_train_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_eval_a_gymnasium_env_id_train_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-    assert train_cli.main(["--env-id", "Pendulum-v1", "--algo", "sac", "--hidden", "32", "--batch-size", "32",
-                           "--utd", "1", "--learning-starts", "100", "--start-steps", "100", "--eval-every", "200",
-                           "--eval-episodes", "2", "--checkpoint-every", "200", "--replay-capacity", "1000",
-                           "--max-env-steps", "200", "--out", str(out)]) == 0
+    assert main(["train", "--env-id", "Pendulum-v1", "--algo", "sac", "--hidden", "32", "--batch-size", "32",
+                 "--utd", "1", "--learning-starts", "100", "--start-steps", "100", "--eval-every", "200",
+                 "--eval-episodes", "2", "--checkpoint-every", "200", "--replay-capacity", "1000",
+                 "--max-env-steps", "200", "--out", str(out)]) == 0
     res = evaluate(capsys, out, episodes=2)
     assert res["episodes"] == 2 and res["success_rate"] == 0.0 and res["mean_length"] == 200.0
     assert -2000 < res["mean_return"] < 0 and res["task"] == "Pendulum-v1"

@@ -258,12 +258,14 @@ def test_faithful_is_one_switch_on_the_twin_and_its_presets() -> None:
 def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_path: Path) -> None:
     from actors.actor_cli import build_parser as actor_parser
     from actors.actor_cli import make_actor_env
-    from learners.cli.learner import build_parser as learner_parser
-    from learners.cli.learner import env_spec
-    from supervisor.sim_cli import Sim, build_parser
+    from learners.distributed.flags import build_learner_parser as learner_parser
+    from learners.distributed.process import task_spec as env_spec
+    from supervisor.sim import Sim
+    from supervisor.sim_config import build_sim_parser, sim_config
 
-    sim = Sim(build_parser().parse_args(["--task", "twin-pick-cube", "--faithful", "--reward", "human", "--intervene",
-                                         "scripted", "--out", str(tmp_path / "s")]))
+    sim = Sim(sim_config(build_sim_parser().parse_args([
+        "--task", "twin-pick-cube", "--faithful", "--reward", "human", "--intervene", "scripted",
+        "--out", str(tmp_path / "s")])))
     learner_argv, actor_argv = sim.learner_argv(None), sim.actor_argv(0, "tcp://127.0.0.1:1", None)
     evaluate_argv = sim.evaluate_argv(tmp_path / "e.json")
     assert all("--faithful" in argv for argv in (learner_argv, actor_argv, evaluate_argv))
@@ -285,14 +287,15 @@ def test_sim_passes_reward_to_every_actor_and_not_to_the_evaluation(tmp_path: Pa
     from actors.actor_cli import build_parser as actor_parser
     from actors.actor_cli import make_actor_env
     from learners.rewards.reward_model import ClassifierReward
-    from supervisor.sim_cli import Sim, build_parser
+    from supervisor.sim import Sim
+    from supervisor.sim_config import build_sim_parser, sim_config
     from tests.test_reward_classifier import constant_classifier
 
     cls = constant_classifier(tmp_path / "cls", 0.2, size=IMAGE, cameras=("images/front", "images/wrist"))
     out = tmp_path / "s"
-    sim = Sim(build_parser().parse_args(["--task", "twin-pick-cube", "--obs-mode", "pixels", "--image-size",
-                                         str(IMAGE), "--reward", f"classifier:{cls}", "--faithful", "--actors", "2",
-                                         "--out", str(out)]))
+    sim = Sim(sim_config(build_sim_parser().parse_args([
+        "--task", "twin-pick-cube", "--obs-mode", "pixels", "--image-size", str(IMAGE), "--reward",
+        f"classifier:{cls}", "--faithful", "--actors", "2", "--out", str(out)])))
     for i in (0, 1):
         argv = sim.actor_argv(i, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2")
         args = actor_parser().parse_args(argv[argv.index("actor") + 1:])
@@ -309,7 +312,7 @@ def test_sim_passes_reward_to_every_actor_and_not_to_the_evaluation(tmp_path: Pa
     # the learner computes no reward, the final evaluation reports the true success
     assert "--reward" not in sim.learner_argv(None) and "--reward" not in sim.evaluate_argv(tmp_path / "e.json")
     # without --reward the actors get none (the env's)
-    plain = Sim(build_parser().parse_args(["--task", "twin-pick-cube", "--out", str(tmp_path / "p")]))
+    plain = Sim(sim_config(build_sim_parser().parse_args(["--task", "twin-pick-cube", "--out", str(tmp_path / "p")])))
     assert "--reward" not in plain.actor_argv(0, "tcp://127.0.0.1:1", None)
 
 
@@ -344,15 +347,16 @@ def test_actor_refuses_faithful_without_a_reward_model() -> None:
 def test_train_faithful_learns_from_the_classifier_and_evaluates_with_the_true_success(tmp_path: Path) -> None:
     """`robot-rl train --faithful --reward classifier:DIR`: the training env is hardware-faithful and wrapped in
     the reward model (its rewards, never the task's); the evaluation env drops the object observation only."""
-    from learners.cli import train as train_cli
+    from learners.training.config import TrainConfig
     from learners.training.online import LoopConfig, train_online
+    from learners.training.train import build_run
     from tests.test_reward_classifier import constant_classifier
 
     size = 32  # the smallest the learner's conv encoder takes
     cls = constant_classifier(tmp_path / "always", 0.999, size=size, k=2, cameras=("images/front", "images/wrist"))
-    cfg = train_cli.TrainConfig(task="twin-pick-cube", obs_mode="pixels", image_size=size, faithful=True,
-                                reward=f"classifier:{cls}", device="cpu", learning_starts=1000, start_steps=100)
-    run = train_cli.build_run(cfg, reward_audit=tmp_path / "audit")
+    cfg = TrainConfig(task="twin-pick-cube", obs_mode="pixels", image_size=size, faithful=True,
+                      reward=f"classifier:{cls}", device="cpu", learning_starts=1000, start_steps=100)
+    run = build_run(cfg, reward_audit=tmp_path / "audit")
     try:
         assert isinstance(run.env, RewardModelWrapper) and run.env.unwrapped.faithful
         ev = run.eval_env.unwrapped.config

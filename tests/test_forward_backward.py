@@ -242,21 +242,23 @@ def test_train_refuses_what_it_cannot_run_in_one_line(tmp_path: Path, capsys: py
 
 
 def test_train_forward_backward_writes_a_run_both_policies_can_be_evaluated_from(tmp_path: Path) -> None:
-    from learners.cli import eval as eval_cli
-    from learners.cli import train as train_cli
+    from learners.training.flags import build_train_parser, train_config
+    from learners.training.train import train
+    from robot_rl.cli import main as cli_main
     from robot_rl.metrics import read_metrics
 
     out = tmp_path / "fb"
-    assert train_cli.main(["--task", "twin-cube-relocate", "--obs-mode", "state", "--forward-backward",
-                           "--max-env-steps", "40", "--learning-starts", "20", "--eval-every", "1000",
-                           "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8", "--ensemble", "2",
-                           "--out", str(out)]) == 0
+    assert cli_main(["train", "--task", "twin-cube-relocate", "--obs-mode", "state", "--forward-backward",
+                     "--max-env-steps", "40", "--learning-starts", "20", "--eval-every", "1000",
+                     "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8", "--ensemble", "2",
+                     "--out", str(out)]) == 0
     [row] = read_metrics(out / "metrics.jsonl")
     assert row["env_step"] == 40 and row["scene_teleports"] == 1 and row["forward_steps"] == 40  # no success yet
     assert row["backward_steps"] == 0 and row["handovers"] == 0 and row["forward_updates"] > 0
     assert {"forward_success_rate", "backward_success_rate", "false_positive_handovers"} <= set(row)
     assert json.loads((out / "agent_config_backward.json").read_text())["hidden_dims"] == [16, 16]
     for where in (out, out / "checkpoints_backward"):
-        assert eval_cli.main(["--checkpoint", str(where), "--episodes", "1"]) == 0
+        assert cli_main(["eval", "--checkpoint", str(where), "--episodes", "1"]) == 0
+    args = build_train_parser().parse_args(["--task", "twin-cube-relocate", "--forward-backward", "--out", str(out)])
     with pytest.raises(ConfigError, match="already holds a run"):
-        train_cli.main(["--task", "twin-cube-relocate", "--forward-backward", "--out", str(out)])
+        train(train_config(args), args.out)

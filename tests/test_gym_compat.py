@@ -17,10 +17,12 @@ import torch
 from learners.agents.config import AgentConfig
 from learners.agents.policy import build_policy
 from learners.agents.sac import SACAgent
-from learners.cli import eval as eval_cli
-from learners.cli import train as train_cli
+from learners.training.config import TrainConfig
+from learners.training.flags import build_train_parser, train_config
 from learners.training.gym_compat import auto_action_box, demo_action_warning, parse_action_scale
+from learners.training.train import build_run, train
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
+from robot_rl.cli import main as cli_main
 from robot_rl.episodes import Episode, save_episode
 from robot_rl.errors import ConfigError
 from robot_rl.metrics import read_metrics
@@ -103,10 +105,8 @@ for _id, _cls in (("RobotRLTest-Succeed-v0", SucceedEnv), ("RobotRLTest-WideActi
 
 def _train(args: list[str], out: Path) -> list[str]:
     lines: list[str] = []
-    cfg_args = train_cli.build_parser().parse_args([*args, "--out", str(out)])
-    values = {k: getattr(cfg_args, k) for k in vars(cfg_args) if k in train_cli.TrainConfig.__dataclass_fields__}
-    cfg = train_cli.TrainConfig(**{**values, "agent_set": tuple(cfg_args.agent_set)})
-    train_cli.train(cfg, out, log=lines.append)
+    cfg = train_config(build_train_parser().parse_args([*args, "--out", str(out)]))
+    train(cfg, out, log=lines.append)
     return lines
 
 
@@ -186,12 +186,12 @@ def test_action_scale_narrows_what_the_agent_can_do_in_training_and_eval(tmp_pat
     np.testing.assert_allclose(saved["action_low"], [-0.025, -0.025], atol=1e-6)
     assert WideActionEnv.max_abs_action <= 0.025 + 1e-6
     # the demo buffer holds the demos in the agent's [-1, 1] over the narrowed box: the largest demo step is 1
-    run = train_cli.build_run(train_cli.TrainConfig.from_dict(saved))
+    run = build_run(TrainConfig.from_dict(saved))
     assert run.demo is not None
     assert np.abs(run.demo.actions[run.demo.valid]).max() == pytest.approx(1.0, abs=1e-4)
     # `robot-rl eval` rebuilds the same box from the run's config
     WideActionEnv.max_abs_action = 0.0
-    assert eval_cli.main(["--checkpoint", str(tmp_path / "auto"), "--episodes", "2"]) == 0
+    assert cli_main(["eval", "--checkpoint", str(tmp_path / "auto"), "--episodes", "2"]) == 0
     assert 0.0 < WideActionEnv.max_abs_action <= 0.025 + 1e-6
 
     _train([*base, "--action-scale", "0.1"], tmp_path / "fixed")
@@ -209,8 +209,8 @@ def test_demo_actions_are_stored_in_the_agents_units(tmp_path: Path) -> None:
     save_episode(Episode({"obs": obs}, np.array([[1.0], [-2.0]], np.float32), np.zeros(2, np.float32),
                          np.zeros(2, bool), np.array([False, True]), np.ones(2, bool), np.zeros(2, bool),
                          task="Pendulum-v1", spec=spec.to_dict()), tmp_path)
-    run = train_cli.build_run(train_cli.TrainConfig(env_id="Pendulum-v1", demos=str(tmp_path), algo="sac",
-                                                    hidden=16))
+    run = build_run(TrainConfig(env_id="Pendulum-v1", demos=str(tmp_path), algo="sac",
+                                hidden=16))
     assert run.demo is not None
     np.testing.assert_allclose(sorted(run.demo.actions[run.demo.valid, 0]), [-1.0, 0.5])
 

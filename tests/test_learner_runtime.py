@@ -16,7 +16,8 @@ import pytest
 from actors.actor import Actor, ActorConfig, ChunkBuilder, PolicySwap, config_from_weights
 from learners.agents.config import rlpd_state_config
 from learners.distributed.inbox import Inbox, SeqLedger
-from learners.distributed.learner import CONFIG_ARRAY, Learner, LearnerConfig, RunExistsError, checkpoint_exists
+from learners.distributed.learner import CONFIG_ARRAY, Learner, LearnerConfig
+from robot_rl.run_dir import RunExistsError, latest_run_checkpoint
 from robot_rl.specs import ArraySpec, EnvSpec
 from robot_rl.transport import Delivery, InMemoryHub, LearnerStats, TransportConfig
 from robot_rl.wire import TransitionChunk, Transitions, Weights
@@ -207,7 +208,7 @@ def test_crash_and_resume_keeps_exactly_the_acknowledged_data(tmp_path: Path) ->
     for i in range(3):  # 12 transitions: a checkpoint at 12, inbox cleared
         ep.deliver("a0", "s", 4 * i, make_chunk(4, start=4 * i))
     drain(a)
-    assert checkpoint_exists(tmp_path) is not None and Inbox(tmp_path / "inbox").indices() == []
+    assert latest_run_checkpoint(tmp_path) is not None and Inbox(tmp_path / "inbox").indices() == []
     ep.deliver("a0", "s", 12, make_chunk(4, start=12, end="terminated", success=True))
     ep.deliver("a1", "x", 0, make_chunk(3, end="truncated", intervention=True))
     drain(a)
@@ -238,7 +239,7 @@ def test_resume_without_a_checkpoint_replays_the_inbox(tmp_path: Path) -> None:
     a = Learner(SPEC, AGENT, lcfg(), ep, tmp_path, clock=Clock())
     ep.deliver("a0", "s", 0, make_chunk(5))
     drain(a)
-    assert checkpoint_exists(tmp_path) is None
+    assert latest_run_checkpoint(tmp_path) is None
     with pytest.raises(RunExistsError, match="inbox"):
         Learner(SPEC, AGENT, lcfg(), FakeEndpoint(), tmp_path, clock=Clock())
     b = Learner(SPEC, AGENT, lcfg(), FakeEndpoint(), tmp_path, resume=True, clock=Clock())
@@ -524,15 +525,18 @@ def test_learner_refuses_an_existing_run_without_resume(tmp_path: Path, capsys: 
 
 
 def test_learner_cli_agent_options() -> None:
-    from learners.cli.learner import agent_config, build_parser
+    from learners.agents.device_defaults import CPU_STATE_DEFAULTS
+    from learners.distributed.flags import agent_config, build_learner_parser
     from robot_rl.errors import ConfigError
 
     def cfg(*extra: str) -> Any:
-        return agent_config(build_parser().parse_args(["--task", "twin-reach", "--out", "/nonexistent", *extra]))
+        return agent_config(build_learner_parser().parse_args(["--task", "twin-reach", "--out", "/nonexistent",
+                                                               *extra]))
 
-    base = cfg("--no-recipe")
-    assert (base.hidden_dims, base.batch_size, base.critic_updates_per_actor_update) == ((128, 128), 128, 1)
-    assert base.ensemble_size == 10 and base.ensemble_subsample == 2 and base.device == "cpu"
+    base = cfg("--no-recipe", "--device", "cpu")  # rlpd with the CPU defaults (learners.agents.device_defaults)
+    assert {k: getattr(base, k) for k in CPU_STATE_DEFAULTS} == CPU_STATE_DEFAULTS and base.device == "cpu"
+    assert (base.hidden_dims, base.batch_size, base.discount) == ((256, 256), 256, 0.99)
+    assert cfg().device == "auto"  # cuda when available, as on robot-rl train
     assert base.bc_weight == 0 and base.state_select == ()
     tuned = cfg()  # the task preset's recipe (robot_rl.presets), below explicit flags
     assert tuned.state_select == ("object", "state[0:3]") and tuned.discount == 0.9 and tuned.bc_weight == 30
@@ -551,7 +555,8 @@ def test_learner_cli_agent_options() -> None:
 def test_learner_cli_prints_and_saves_its_agent_config_and_a_failed_start_does_not_block_the_retry(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("mujoco")
-    from learners.cli import learner as learner_cli
+    from learners.distributed import process
+    from learners.distributed.flags import build_learner_parser, learner_process_config
     from robot_rl.errors import ConfigError
 
     class StopAtOnce(Learner):  # start up, then stop: close() writes the final checkpoint
@@ -559,21 +564,25 @@ def test_learner_cli_prints_and_saves_its_agent_config_and_a_failed_start_does_n
         def done(self) -> bool:
             return True
 
-    monkeypatch.setattr(learner_cli, "Learner", StopAtOnce)
+    monkeypatch.setattr(process, "Learner", StopAtOnce)
+
+    def run_learner(argv: list[str]) -> int:  # `robot-rl learner ARGV` through the library: a refusal raises
+        return process.run_learner_process(learner_process_config(build_learner_parser().parse_args(argv)))
+
     out = tmp_path / "run"
     argv = ["--task", "twin-reach", "--out", str(out), "--bind", "tcp://127.0.0.1:0", "--no-tensorboard", "--quiet",
             "--hidden", "32,32", "--ensemble", "2", "--batch", "32"]
     with pytest.raises(ConfigError, match="'nosuch'"):  # refused while the agent is built, after --out was made
-        learner_cli.main([*argv, "--set", "state_select=nosuch"])
+        run_learner([*argv, "--set", "state_select=nosuch"])
     assert out.is_dir() and not (out / "agent_config.json").exists()
-    assert learner_cli.main([*argv, "--set", "n_step=3"]) == 0  # the same --out, no --resume
+    assert run_learner([*argv, "--set", "n_step=3"]) == 0  # the same --out, no --resume
     printed = [ln for ln in capsys.readouterr().out.splitlines() if "agent config" in ln]
     assert len(printed) == 1 and printed[0].startswith("learner: agent config") and "n_step=3" in printed[0]
     saved = json.loads((out / "agent_config.json").read_text())
     assert (saved["n_step"], saved["hidden_dims"], saved["discount"]) == (3, [32, 32], 0.9)  # --set, flag, recipe
-    assert checkpoint_exists(out) is not None
+    assert latest_run_checkpoint(out) is not None
     # resumed: the checkpoint's config is the run's, whatever the flags say now; printed and saved the same way
-    assert learner_cli.main([*argv, "--set", "n_step=5", "--resume"]) == 0
+    assert run_learner([*argv, "--set", "n_step=5", "--resume"]) == 0
     printed = [ln for ln in capsys.readouterr().out.splitlines() if "agent config" in ln]
     assert len(printed) == 1 and "n_step=3" in printed[0]
     assert json.loads((out / "agent_config.json").read_text()) == saved

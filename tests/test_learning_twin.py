@@ -67,22 +67,21 @@ def test_rlpd_with_scripted_demos_learns_twin_reach(backend: str, tmp_path: Path
     if backend == "jax":
         pytest.importorskip("jax")
     from demos.cli import record_demos as record_cli
-    from learners.cli import eval as eval_cli
-    from learners.cli import train as train_cli
+    from robot_rl.cli import main as cli_main
 
     demos, run = tmp_path / "demos", tmp_path / "run"
     assert record_cli.main(["--task", "twin-reach", "--episodes", "20", "--out", str(demos), "--obs-mode", "state",
                             "--seed", "0"]) == 0
     t0 = time.perf_counter()
-    assert train_cli.main(["--task", "twin-reach", "--obs-mode", "state", "--demos", str(demos),
-                           "--max-env-steps", str(STEPS), "--eval-every", "1000", "--eval-episodes", "20",
-                           "--checkpoint-every", str(STEPS), "--seed", str(SEED), "--device", "cpu", "--threads", "1",
-                           "--backend", backend, *RECIPE, "--out", str(run)]) == 0
+    assert cli_main(["train", "--task", "twin-reach", "--obs-mode", "state", "--demos", str(demos),
+                     "--max-env-steps", str(STEPS), "--eval-every", "1000", "--eval-episodes", "20",
+                     "--checkpoint-every", str(STEPS), "--seed", str(SEED), "--device", "cpu", "--threads", "1",
+                     "--backend", backend, *RECIPE, "--out", str(run)]) == 0
     train_s = time.perf_counter() - t0
     rows = read_metrics(run / "metrics.jsonl")
     assert [r["env_step"] for r in rows][-1] == STEPS
     capsys.readouterr()
-    assert eval_cli.main(["--checkpoint", str(run), "--episodes", "20", "--seed", "5000000"]) == 0
+    assert cli_main(["eval", "--checkpoint", str(run), "--episodes", "20", "--seed", "5000000"]) == 0
     fresh = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     with capsys.disabled():
         print(f"\ntwin reach ({backend}): eval success {[r['success_rate'] for r in rows]} at "

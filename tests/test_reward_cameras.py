@@ -106,12 +106,13 @@ def test_the_classifier_reads_the_frames_in_info(tmp_path: Path) -> None:
 
 
 def _train_run(cls: Path, tmp_path: Path, name: str) -> Any:
-    from learners.cli import train as train_cli
+    from learners.training.config import TrainConfig
+    from learners.training.train import build_run
 
-    cfg = train_cli.TrainConfig(task="twin-pick-cube", obs_mode="state", reward=f"classifier:{cls}", faithful=True,
-                                device="cpu", hidden=16, batch_size=8, ensemble=2, learning_starts=4,
-                                start_steps=100)
-    return train_cli.build_run(cfg, reward_audit=tmp_path / name)
+    cfg = TrainConfig(task="twin-pick-cube", obs_mode="state", reward=f"classifier:{cls}", faithful=True,
+                      device="cpu", hidden=16, batch_size=8, ensemble=2, learning_starts=4,
+                      start_steps=100)
+    return build_run(cfg, reward_audit=tmp_path / name)
 
 
 def test_train_state_policy_gets_its_rewards_from_the_classifier(tmp_path: Path) -> None:
@@ -211,18 +212,18 @@ def test_forward_backward_state_obs_with_classifier_rewards(tmp_path: Path) -> N
     """--forward-backward with --obs-mode state: each direction's classifier reads the rendered frames. Forward's
     always fires (k = 2: its episode ends at step 2, the guard confirms, backward takes over); backward's never does
     (it runs to the end of the budget). The checkpointed buffers hold no image."""
-    from learners.cli import train as train_cli
     from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
+    from robot_rl.cli import main as cli_main
     from robot_rl.metrics import read_metrics
 
     always = constant_classifier(tmp_path / "always", 0.999, size=SIZE, k=2, cameras=CAMS)
     never = constant_classifier(tmp_path / "never", 0.001, size=SIZE, k=2, cameras=("images/front",))
     out = tmp_path / "fb"
-    assert train_cli.main(["--task", "twin-cube-relocate", "--obs-mode", "state", "--forward-backward",
-                           "--reward", f"classifier:{always}", "--backward-reward", f"classifier:{never}",
-                           "--max-env-steps", "12", "--learning-starts", "1000", "--eval-every", "1000",
-                           "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8", "--ensemble", "2",
-                           "--out", str(out)]) == 0
+    assert cli_main(["train", "--task", "twin-cube-relocate", "--obs-mode", "state", "--forward-backward",
+                     "--reward", f"classifier:{always}", "--backward-reward", f"classifier:{never}",
+                     "--max-env-steps", "12", "--learning-starts", "1000", "--eval-every", "1000",
+                     "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8", "--ensemble", "2",
+                     "--out", str(out)]) == 0
     [row] = read_metrics(out / "metrics.jsonl")
     assert row["forward_steps"] == 2 and row["forward_reward_successes"] == 1 and row["handovers"] == 1
     assert row["backward_steps"] == 10 and row["backward_reward_successes"] == 0

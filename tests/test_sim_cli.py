@@ -1,4 +1,4 @@
-"""`robot-rl sim` (supervisor.sim_cli) without running it: the command lines it builds (--set reaches the learner),
+"""`robot-rl sim` (supervisor.sim) without running it: the command lines it builds (--set reaches the learner),
 its refusals, the progress display. The real multi-process run is in test_runtime_faults.py."""
 
 from __future__ import annotations
@@ -13,16 +13,18 @@ import pytest
 from robot_rl.checkpoint import save_checkpoint
 from robot_rl.cli import main
 from supervisor.display import Display, fmt_count, fmt_duration, fmt_rate, read_json
-from supervisor.sim_cli import STOP_ACTORS, STOP_LEARNER, STOP_SERVERS, Sim, build_parser, milestones, render_status
+from supervisor.sim import STOP_ACTORS, STOP_LEARNER, STOP_SERVERS, Sim, milestones, render_status
+from supervisor.sim_config import build_sim_parser, sim_config
 
 
 def sim(tmp_path: Path, *extra: str) -> Sim:
-    return Sim(build_parser().parse_args(["--task", "twin-reach", "--out", str(tmp_path / "run"), *extra]))
+    return Sim(sim_config(build_sim_parser().parse_args(["--task", "twin-reach", "--out", str(tmp_path / "run"),
+                                                         *extra])))
 
 
 def test_sim_forwards_set_to_the_learner_command_line(tmp_path: Path) -> None:
-    from learners.cli.learner import agent_config
-    from learners.cli.learner import build_parser as learner_parser
+    from learners.distributed.flags import agent_config
+    from learners.distributed.flags import build_learner_parser as learner_parser
 
     s = sim(tmp_path, "--set", "discount=0.9", "--set", "hidden_dims=[64, 64]", "--learner-args", "--batch 32")
     argv = s.learner_argv(tmp_path / "demos")
@@ -103,9 +105,9 @@ def test_display_live_redraws_in_place_and_lines_mode_throttles(tmp_path: Path) 
 def test_backend_reaches_the_learner_from_every_entry_point(tmp_path: Path) -> None:
     """`--backend jax` on sim (forwarded), learner and train, and `--set backend=jax`, all set AgentConfig.backend;
     torch stays the default."""
-    from learners.cli.learner import agent_config
-    from learners.cli.learner import build_parser as learner_parser
-    from learners.cli.train import TrainConfig
+    from learners.distributed.flags import agent_config
+    from learners.distributed.flags import build_learner_parser as learner_parser
+    from learners.training.config import TrainConfig
 
     argv = sim(tmp_path, "--backend", "jax").learner_argv(None)
     assert argv[argv.index("--backend") + 1] == "jax"

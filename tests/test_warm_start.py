@@ -16,9 +16,9 @@ from point_reach import ENV_ID, ENV_ID_3D, PointReachEnv, record_point_reach
 
 from learners.agents.agent import make_agent
 from learners.agents.config import AgentConfig
-from learners.cli import eval as eval_cli
-from learners.cli import train as train_cli
 from learners.replay.buffer import MixedSampler
+from learners.training import session
+from learners.training.config import OFFLINE_BC_NOTE, TrainConfig
 from learners.training.warm_start import compare_agent_configs, init_agent_from
 from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
 from robot_rl.cli import main as cli_main
@@ -37,8 +37,8 @@ def offline_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     demos = record_point_reach(root / "demos", 20, 0.0, human=True, seed=100)
     rollouts = record_point_reach(root / "rollouts", 20, 0.08, human=False, seed=500)
     out = root / "offline"
-    assert train_cli.main(["--env-id", ENV_ID, *FAST, "--demos", str(demos), str(rollouts), "--offline-updates",
-                           "200", "--max-env-steps", "0", "--set", "bc_weight=10", "--out", str(out)]) == 0
+    assert cli_main(["train", "--env-id", ENV_ID, *FAST, "--demos", str(demos), str(rollouts), "--offline-updates",
+                     "200", "--max-env-steps", "0", "--set", "bc_weight=10", "--out", str(out)]) == 0
     from robot_rl.episodes import load_dir
 
     steps = {name: [ep for ep in load_dir(d)[0]] for name, d in (("demos", demos), ("rollouts", rollouts))}
@@ -80,7 +80,7 @@ def test_offline_phase_writes_a_run_that_eval_accepts(offline_run: dict[str, Any
     # rollout rows are not marked as interventions: only the demos' steps are human rows
     assert int(groups["replay_demo"]["fields/intervention"].sum()) == offline_run["human_steps"]
     capsys.readouterr()
-    assert eval_cli.main(["--checkpoint", str(out), "--episodes", "5", "--seed", str(1_000_000)]) == 0
+    assert cli_main(["eval", "--checkpoint", str(out), "--episodes", "5", "--seed", str(1_000_000)]) == 0
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert res["env_step"] == 0 and res["success_rate"] == rows[0]["success_rate"]  # same episodes, same policy
 
@@ -140,7 +140,7 @@ def spies(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
     """Records, for the online loop of `robot-rl train`: the env step of every agent update, the env steps at which
     the training policy acted (stochastic act calls), and the (online, demo) row counts of every sampled batch."""
     seen: dict[str, list[Any]] = {"update_steps": [], "act_steps": [], "counts": [], "demo": []}
-    real = train_cli.train_online
+    real = session.train_online
 
     def spy_loop(env: Any, agent: Any, online: Any, cfg: Any, **kw: Any) -> Iterator[dict[str, Any]]:
         counters = kw["counters"]
@@ -168,7 +168,7 @@ def spies(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
         seen["counts"].append(self.counts(n))
         return real_sample(self, n)
 
-    monkeypatch.setattr(train_cli, "train_online", spy_loop)
+    monkeypatch.setattr(session, "train_online", spy_loop)
     monkeypatch.setattr(MixedSampler, "sample", spy_sample)
     yield seen
 
@@ -177,8 +177,8 @@ def test_warm_start_collects_w_steps_with_the_loaded_policy_then_fine_tunes_on_o
         offline_run: dict[str, Any], spies: dict[str, list[Any]], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     out, w = tmp_path / "warm", 60
-    assert train_cli.main(["--env-id", ENV_ID, *FAST, "--init-from", str(offline_run["out"]), "--warmup-steps",
-                           str(w), "--max-env-steps", "100", "--eval-every", "50", "--out", str(out)]) == 0
+    assert cli_main(["train", "--env-id", ENV_ID, *FAST, "--init-from", str(offline_run["out"]), "--warmup-steps",
+                     str(w), "--max-env-steps", "100", "--eval-every", "50", "--out", str(out)]) == 0
     log = capsys.readouterr().out
     assert "warm start from" in log and "online data only" in log
     # the warm-up: every one of the first W steps acted with the policy (no uniform random actions), no update
@@ -202,9 +202,9 @@ def test_warm_start_collects_w_steps_with_the_loaded_policy_then_fine_tunes_on_o
 def test_a_warm_start_stopped_within_its_warm_up_changed_nothing_and_resumes(
         offline_run: dict[str, Any], spies: dict[str, list[Any]], tmp_path: Path) -> None:
     out = tmp_path / "warmup_only"
-    assert train_cli.main(["--env-id", ENV_ID, *FAST, "--init-from", str(offline_run["out"]), "--warmup-steps", "80",
-                           "--max-env-steps", "79", "--eval-every", "1000", "--demos", str(offline_run["demos"]),
-                           "--demo-ratio", "0", "--out", str(out)]) == 0
+    assert cli_main(["train", "--env-id", ENV_ID, *FAST, "--init-from", str(offline_run["out"]), "--warmup-steps", "80",
+                     "--max-env-steps", "79", "--eval-every", "1000", "--demos", str(offline_run["demos"]),
+                     "--demo-ratio", "0", "--out", str(out)]) == 0
     assert spies["update_steps"] == [] and spies["demo"][0] is not None
     groups, meta = load_checkpoint(latest_checkpoint(out / "checkpoints"))  # type: ignore[arg-type]
     assert int(groups["agent"]["num_updates"]) == 0 and meta["counters"]["updates"] == 0
@@ -212,7 +212,7 @@ def test_a_warm_start_stopped_within_its_warm_up_changed_nothing_and_resumes(
     for o in _probe_obs():
         np.testing.assert_array_equal(warmed.act(o, deterministic=True), source.act(o, deterministic=True))
     # resumed, the run goes on as the same warm start: no second load or step-0 evaluation, updates from step W
-    assert train_cli.main(["--env-id", ENV_ID, *FAST, "--max-env-steps", "90", "--out", str(out), "--resume"]) == 0
+    assert cli_main(["train", "--env-id", ENV_ID, *FAST, "--max-env-steps", "90", "--out", str(out), "--resume"]) == 0
     assert min(spies["update_steps"]) == 80 and len(spies["update_steps"]) == 11
     assert [r["env_step"] for r in read_metrics(out / "metrics.jsonl")][:2] == [0, 79]
     assert load_checkpoint(latest_checkpoint(out / "checkpoints"))[1]["init_checkpoint"] == meta["init_checkpoint"]  # type: ignore[arg-type]
@@ -221,9 +221,9 @@ def test_a_warm_start_stopped_within_its_warm_up_changed_nothing_and_resumes(
 def test_demos_given_with_a_warm_start_are_sampled_at_the_demo_ratio(
         offline_run: dict[str, Any], spies: dict[str, list[Any]], tmp_path: Path) -> None:
     """The control for the online-only check above: the spy does see demo rows when there are any."""
-    assert train_cli.main(["--env-id", ENV_ID, *FAST, "--init-from", str(offline_run["out"]), "--warmup-steps", "20",
-                           "--max-env-steps", "30", "--demos", str(offline_run["demos"]), "--demo-ratio", "0.25",
-                           "--out", str(tmp_path / "warm_demos")]) == 0
+    assert cli_main(["train", "--env-id", ENV_ID, *FAST, "--init-from", str(offline_run["out"]), "--warmup-steps", "20",
+                     "--max-env-steps", "30", "--demos", str(offline_run["demos"]), "--demo-ratio", "0.25",
+                     "--out", str(tmp_path / "warm_demos")]) == 0
     assert spies["counts"] and all(o == 24 and d == 8 for o, d in spies["counts"])
 
 
@@ -231,8 +231,8 @@ def _tiny_run(root: Path, name: str, argv: list[str], dim: int = 2) -> Path:
     """An offline-only run of one update on one demo (a cheap checkpoint to warm-start from)."""
     demos = record_point_reach(root / f"demos_{name}", 1, 0.0, human=True, seed=0, dim=dim)
     out = root / name
-    assert train_cli.main([*argv, "--demos", str(demos), "--offline-updates", "1", "--max-env-steps", "0",
-                           "--eval-episodes", "1", "--out", str(out)]) == 0
+    assert cli_main(["train", *argv, "--demos", str(demos), "--offline-updates", "1", "--max-env-steps", "0",
+                     "--eval-episodes", "1", "--out", str(out)]) == 0
     return out
 
 
@@ -256,13 +256,13 @@ def test_bad_init_from_is_one_line_without_traceback(offline_run: dict[str, Any]
              (wider, "hidden_dims (16, 16) -> (32, 32)"))
     for source, msg in cases:
         assert cli_main(["train", "--env-id", ENV_ID, *FAST, "--init-from", str(source), "--max-env-steps", "50",
-                         "--out", str(out)]) == 1
+                   "--out", str(out)]) == 1
         err = capsys.readouterr().err
         assert "--init-from" in err and msg in err, err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert not out.exists()
     assert cli_main(["train", "--env-id", ENV_ID, "--init-from", str(offline_run["out"]), "--start-steps", "10",
-                     "--out", str(out)]) == 1
+               "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "start_steps=10 must be 0 with --init-from" in err and len(err.strip().splitlines()) == 1, err
 
@@ -285,14 +285,14 @@ def test_an_offline_run_clones_every_human_row_unless_set_says_otherwise() -> No
     """The pick-cube recipe's Q-filtered BC term is off in an offline run (it let the policy chase the critic's
     overrated out-of-data actions: 0 % after 4k offline updates, 80 % without the filter) and stays in an online run;
     --set bc_q_filter=true puts it back, and only a run that dropped it prints the note."""
-    def cfg(task: str = "twin-pick-cube", offline: int = 100, **kw: Any) -> tuple[train_cli.TrainConfig, AgentConfig]:
-        tc = train_cli.TrainConfig(task=task, obs_mode="state", demos="d", offline_updates=offline,
-                                   max_env_steps=0 if offline else 10, **kw)
+    def cfg(task: str = "twin-pick-cube", offline: int = 100, **kw: Any) -> tuple[TrainConfig, AgentConfig]:
+        tc = TrainConfig(task=task, obs_mode="state", demos="d", offline_updates=offline,
+                         max_env_steps=0 if offline else 10, **kw)
         return tc, tc.agent_config(has_cameras=False)
 
     offline, acfg = cfg()
     assert acfg.bc_q_filter is False and acfg.bc_weight == 30.0 and acfg.n_step == 5  # the rest of the recipe stays
-    assert offline.offline_bc_note(False, acfg) == train_cli.OFFLINE_BC_NOTE
+    assert offline.offline_bc_note(False, acfg) == OFFLINE_BC_NOTE
     online, acfg = cfg(offline=0)
     assert acfg.bc_q_filter is True and online.offline_bc_note(False, acfg) is None
     kept, acfg = cfg(agent_set=("bc_q_filter=true",))

@@ -1,12 +1,32 @@
-"""One way to set any AgentConfig field from the command line, the same on `robot-rl train` and `robot-rl learner`
-(`robot-rl sim` forwards its own `--set` to the learner): `--set FIELD=VALUE`, repeatable, parsed by the field's
-type; the order in which defaults, recipe and flags combine; printing and saving the resolved config.
+"""The ONE way `robot-rl train`, `robot-rl learner` and `robot-rl sim` (which forwards its flags to its learner
+child) turn their agent options into an AgentConfig: one typed flags dataclass (`AgentFlags`, which each command
+fills from its own flag names) and one resolver (`resolve_agent(flags, has_cameras)`), so the same options give the
+same agent on every command (tests/test_agent_options.py holds them to it). Also `--set FIELD=VALUE` for any
+AgentConfig field (repeatable, parsed by the field's type) and printing / saving the resolved config.
 
-Resolution, later wins: the algorithm's defaults (learners.agents.config presets) < the task's recipe
-(learners.agents.recipes)
-< explicit flags (--discount, --hidden, ...) < --set. An unknown field or a value that does not parse is a
-one-line ConfigError naming the field (and the valid fields or the expected syntax); values are then checked by
-AgentConfig itself (e.g. "discount=1.5 must be in (0, 1]").
+Resolution, later wins (each layer a dict of AgentConfig fields):
+
+1. the algorithm's preset (`ALGORITHMS`, learners.agents.config): `rlpd` is SERL's RLPD, `rlpd_state_config` for
+   state observations and SERL's image agent (`drq_config`, DrQ with RLPD's sampling) with cameras; `drq`, `sac`
+   and `hil-serl` name their presets (`--algo` on train, `--agent` on the learner; the same four on both);
+2. the run's default encoder, `conv` (trained from scratch; no weights file needed), or `resnet10` when an
+   encoder weights file is given;
+3. this device's defaults (learners.agents.device_defaults.machine_defaults: the cheaper state RLPD agent and
+   torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
+4. the task's recipe (learners.agents.recipes; none for an `--env-id` run or with `--no-recipe`; a faithful run's
+   recipe drops the privileged leaves; an offline phase drops the recipe's Q filter, see `AgentFlags.offline`);
+5. the explicit flags (hidden sizes, ensemble size, batch, critic updates per actor update, discount, ...);
+6. `--set FIELD=VALUE`;
+
+then `settle` (device_defaults: no compile default with backend=jax).
+
+`--ensemble N` sets the critic ensemble size and keeps the algorithm's target rule: the target is the min over a
+random subset of min(preset's subset, N) critics (RLPD / DrQ: 2, REDQ-style) or over all N where the algorithm
+takes the min over all (SAC, HIL-SERL: their presets have no subset). The algorithm's preset decides, not the
+device layer or the recipe: `--ensemble 10` on a CPU gives SERL's 10 critics with a subset of 2.
+
+An unknown field or a value that does not parse is a one-line ConfigError naming the field (and the valid fields
+or the expected syntax); values are then checked by AgentConfig itself (e.g. "discount=1.5 must be in (0, 1]").
 
 VALUE syntax by the field's type: int and float as usual; bool true/false (or 1/0, yes/no, on/off); str as
 given; tuples comma-separated (``hidden_dims=256,256``, ``state_select=object,state[0:3]``) or a JSON list
@@ -17,17 +37,18 @@ The resolved config is printed at start (the fields that differ from `AgentConfi
 
 Usage::
 
+    flags = AgentFlags(task="twin-reach", ensemble_size=5, set=("n_step=3",))
+    cfg = resolve_agent(flags, has_cameras=False)      # what train, learner and sim all build from these
     parser = argparse.ArgumentParser(); add_set_option(parser)
     args = parser.parse_args(["--set", "n_step=5", "--set", "hidden_dims=64,64"])
     parse_set(args.set)                               # {"n_step": 5, "hidden_dims": (64, 64)}
-    cfg = resolve_agent_config(rlpd_state_config, recipe_for("twin-reach").overrides("state"),
-                               {"discount": 0.9}, parse_set(args.set))
     announce_agent_config(cfg, out, prefix="[train]")   # one line on stdout + OUT/agent_config.json
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import types
@@ -36,11 +57,28 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from learners.agents.config import AgentConfig, check_agent_fields
+from learners.agents.config import (
+    BACKENDS,
+    AgentConfig,
+    check_agent_fields,
+    drq_config,
+    hil_serl_config,
+    rlpd_state_config,
+    sac_config,
+)
+from learners.agents.device_defaults import machine_defaults, settle
+from learners.agents.recipes import recipe_for
+from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
 AGENT_CONFIG_FILE = "agent_config.json"
 """The resolved AgentConfig of a run, in its run directory (train and learner alike)."""
+ALGORITHMS: dict[str, Callable[..., AgentConfig]] = {
+    "rlpd": rlpd_state_config, "drq": drq_config, "sac": sac_config, "hil-serl": hil_serl_config}
+"""The agent presets by name (train's --algo, the learner's --agent); `rlpd` with cameras is `drq_config`."""
+ALGOS = tuple(ALGORITHMS)
+DEFAULT_ENCODER = "conv"
+"""The camera encoder of a run that names none and gives no weights file (resnet10 needs one)."""
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
@@ -174,3 +212,122 @@ def compile_what(agent: Any) -> str:
         return ("torch.compile: tracing + inductor compilation of the losses + the update; cached on disk for the "
                 "next run")
     return "JAX: tracing + XLA compilation + the update; cached on disk for the next run"
+
+
+# --------------------------------------------------------------------------------------------------- the resolver
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentFlags(Config):
+    """The agent options of one run, as `robot-rl train`, `robot-rl learner` and `robot-rl sim` (through its
+    learner) take them; each command maps its own flag names onto these fields (None: not given)."""
+
+    algo: str = "rlpd"
+    """The algorithm's preset (ALGORITHMS): rlpd, drq, sac or hil-serl."""
+    task: str | None = None
+    """The task preset whose recipe applies (None: an --env-id run, no recipe)."""
+    faithful: bool = False
+    """A hardware-faithful run: the recipe's state selection loses the privileged leaves."""
+    no_recipe: bool = False
+    """--no-recipe: the algorithm's and the device's defaults plus the flags."""
+    offline: bool = False
+    """The run has an offline phase (train's --offline-updates): the recipe's Q-filtered BC term is off
+    (learners.training.config.OFFLINE_BC_NOTE says why); --set bc_q_filter=true puts it back."""
+    device: str = "auto"
+    """auto (cuda when available), cpu, cuda[:N]."""
+    seed: int = 0
+    hidden_dims: tuple[int, ...] | None = None
+    ensemble_size: int | None = None
+    """The critic ensemble size; the target subset follows the algorithm (module docstring)."""
+    batch_size: int | None = None
+    critic_updates: int | None = None
+    """Critic updates per actor update (train's --utd, the learner's --critic-updates)."""
+    discount: float | None = None
+    state_select: tuple[str, ...] | None = None
+    state_scale: float | None = None
+    bc_weight: float | None = None
+    obs_norm: bool = False
+    encoder: str | None = None
+    """conv or resnet10 (None: conv, or resnet10 with encoder_weights)."""
+    encoder_weights: str | None = None
+    backend: str | None = None
+    """torch or jax (None: AgentConfig's default, torch)."""
+    set: tuple[str, ...] = ()
+    """`--set FIELD=VALUE` items, applied last."""
+
+    def validate(self) -> None:
+        require(self.algo in ALGORITHMS, "algo", self.algo, f"must be one of {ALGOS}")
+        require(self.backend is None or self.backend in BACKENDS, "backend", self.backend, f"must be one of {BACKENDS}")
+        parse_set(self.set)  # an unknown field or a bad value fails here, before anything is built
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentLayers:
+    """The override layers of one resolution, lowest first (the module docstring's order)."""
+
+    base: dict[str, Any]
+    machine: dict[str, Any]
+    recipe: dict[str, Any]
+    flags: dict[str, Any]
+    set: dict[str, Any]
+
+
+def algorithm_preset(algo: str, has_cameras: bool) -> Callable[..., AgentConfig]:
+    """The preset function of `algo`: rlpd is `rlpd_state_config` for state and `drq_config` with cameras."""
+    if algo == "rlpd" and has_cameras:
+        return drq_config
+    return ALGORITHMS[algo]
+
+
+def recipe_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
+    """The task recipe's overrides for this run ({} for no task or --no-recipe), the offline rule applied."""
+    if flags.task is None or flags.no_recipe:
+        return {}
+    out = recipe_for(flags.task).overrides("pixels" if has_cameras else "state", faithful=flags.faithful)
+    if flags.offline and out.get("bc_q_filter"):
+        out["bc_q_filter"] = False
+    return out
+
+
+def flag_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
+    """The explicit flags as AgentConfig fields (the ensemble's target subset by the algorithm's rule)."""
+    out: dict[str, Any] = {"seed": flags.seed, "device": flags.device}
+    named = {"hidden_dims": flags.hidden_dims, "ensemble_size": flags.ensemble_size, "batch_size": flags.batch_size,
+             "critic_updates_per_actor_update": flags.critic_updates, "discount": flags.discount,
+             "state_select": flags.state_select, "state_scale": flags.state_scale, "bc_weight": flags.bc_weight,
+             "encoder": flags.encoder, "encoder_weights": flags.encoder_weights, "backend": flags.backend}
+    out.update({k: v for k, v in named.items() if v is not None})
+    if flags.encoder_weights is not None and flags.encoder is None:
+        out["encoder"] = "resnet10"  # a weights file is for the ResNet-10 encoder
+    if flags.ensemble_size is not None:
+        subset = algorithm_preset(flags.algo, has_cameras)().ensemble_subsample
+        out["ensemble_subsample"] = None if subset is None else min(subset, flags.ensemble_size)
+    if flags.obs_norm:
+        out["obs_norm"] = True
+    return out
+
+
+def agent_layers(flags: AgentFlags, has_cameras: bool) -> AgentLayers:
+    """Every layer of the resolution of `flags` for a run with (or without) cameras."""
+    return AgentLayers(base={"encoder": DEFAULT_ENCODER}, machine=machine_layer(flags, has_cameras),
+                       recipe=recipe_layer(flags, has_cameras), flags=flag_layer(flags, has_cameras),
+                       set=parse_set(flags.set))
+
+
+def machine_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
+    """This device's defaults for the run's agent (learners.agents.device_defaults.machine_defaults)."""
+    return machine_defaults(flags.device, has_cameras, flags.algo)
+
+
+def resolve_agent(flags: AgentFlags, has_cameras: bool) -> AgentConfig:
+    """The AgentConfig of `flags` (the module docstring's order); ConfigError naming a bad field or value."""
+    layers = agent_layers(flags, has_cameras)
+    cfg = resolve_agent_config(algorithm_preset(flags.algo, has_cameras), layers.base, layers.machine, layers.recipe,
+                               layers.flags, layers.set)
+    return settle(cfg, layers.machine, explicit=(layers.recipe, layers.flags, layers.set))
+
+
+def updates_per_step(task: str | None, no_recipe: bool = False) -> int:
+    """Agent updates per env step (train) or per received transition (learner) when no flag says: the task's
+    recipe, else 1."""
+    return recipe_for(None if no_recipe else task).updates_per_step

@@ -61,10 +61,10 @@ from learners.distributed.status import ActorRecord, LearnerOutputs, UpdateMeans
 from learners.replay.buffer import ReplayBuffer, sampler_for, takeover_terminated
 from learners.replay.prefetch import BatchSource
 from learners.training.run_state import TrainingRun
-from robot_rl.checkpoint import latest_checkpoint
 from robot_rl.config import Config, require
 from robot_rl.episodes import Episode
 from robot_rl.errors import ConfigError, ShapeError
+from robot_rl.run_dir import CHECKPOINTS_DIR, check_run_dir
 from robot_rl.specs import EnvSpec
 from robot_rl.transport import Delivery, LearnerStats
 from robot_rl.wire import TransitionChunk
@@ -73,6 +73,8 @@ log = logging.getLogger("robot_rl.learner")
 
 CONFIG_ARRAY = "meta/agent_config"
 """Name of the extra weights array holding the AgentConfig as JSON (uint8 bytes)."""
+INBOX_DIR = "inbox"
+"""The durable inbox (learners.distributed.inbox), in the run directory."""
 PUBLISHED_AT_ARRAY = "meta/published_at"
 """Name of the extra weights array holding the publish time (float64 (1,), wall-clock seconds)."""
 
@@ -136,11 +138,6 @@ class LearnerConfig(Config):
             require(getattr(self, name) > 0, name, getattr(self, name), "must be > 0")
 
 
-class RunExistsError(ConfigError):
-    """The output directory already holds a run (a checkpoint or unacknowledged-by-checkpoint inbox data) and
-    resuming was not asked for."""
-
-
 class LearnerEndpointLike(Protocol):
     """What the learner needs from `robot_rl.transport.LearnerEndpoint` (ZeroMQ or in memory)."""
 
@@ -188,10 +185,14 @@ def config_from_bytes(arr: Any) -> AgentConfig:
     return AgentConfig.from_dict(data)
 
 
-def checkpoint_exists(out_dir: str | os.PathLike[str]) -> Path | None:
-    """The newest checkpoint of a run directory, or None."""
-    ckdir = Path(out_dir) / "checkpoints"
-    return latest_checkpoint(ckdir) if ckdir.is_dir() else None
+def check_learner_run_dir(out_dir: str | os.PathLike[str], resume: bool) -> Path | None:
+    """The learner's run-directory check (robot_rl.run_dir.check_run_dir): a checkpoint or inbox chunks not yet
+    covered by one make `out_dir` a run (RunExistsError without `resume`); a resume continues from the newest
+    checkpoint (returned), or without one from the demos and the inbox (None)."""
+    inbox = Path(out_dir) / INBOX_DIR
+    pending = Inbox(inbox).indices() if not resume and inbox.is_dir() else []
+    return check_run_dir(out_dir, resume, needs_checkpoint=False, metrics=False,
+                         pending=[f"{len(pending)} inbox chunk(s)"] if pending else [])
 
 
 # --------------------------------------------------------------------------------------------------- learner
@@ -206,13 +207,7 @@ class Learner:
         self.endpoint = endpoint
         self.out = Path(out_dir)
         self.clock, self.wall_clock = clock, wall_clock
-        existing = checkpoint_exists(self.out)
-        if not resume:
-            pending = Inbox(self.out / "inbox").indices() if (self.out / "inbox").is_dir() else []
-            if existing is not None or pending:
-                what = f"checkpoint {existing.name}" if existing is not None else f"{len(pending)} inbox chunk(s)"
-                raise RunExistsError(f"{self.out} already holds a run ({what}); pass --resume to continue it, or "
-                                     f"choose another --out")
+        existing = check_learner_run_dir(self.out, resume)  # RunExistsError unless resuming
         self.out.mkdir(parents=True, exist_ok=True)
         self.agent = make_agent(spec, agent_cfg)
         self.online = ReplayBuffer(spec, cfg.capacity, seed=cfg.seed)
@@ -220,7 +215,7 @@ class Learner:
         self.sampler = sampler_for(self.online, self.demo, cfg.demo_ratio, self.agent.cfg)
         rows = self.agent.cfg.samples_per_update
         self.batches = BatchSource(lambda: self.sampler.sample(rows), self.agent)  # prefetched on a GPU
-        self.inbox = Inbox(self.out / "inbox", fsync=cfg.inbox_fsync)
+        self.inbox = Inbox(self.out / INBOX_DIR, fsync=cfg.inbox_fsync)
         self.outputs = LearnerOutputs(self.out, title=f"{spec.task} (learner)", tensorboard=cfg.tensorboard)
         self.ledger = SeqLedger()
         self.actors: dict[str, ActorRecord] = {}
@@ -504,7 +499,7 @@ class Learner:
                  "spec": self.spec.to_dict(), "ledger": self.ledger.to_json(),
                  "actors": {a: r.to_json() for a, r in self.actors.items()},
                  "successes": list(self.successes), "returns": list(self.returns), "lengths": list(self.lengths)}
-        path = run.save(self.out / "checkpoints", extra_meta=extra, keep=self.cfg.keep_checkpoints)
+        path = run.save(self.out / CHECKPOINTS_DIR, extra_meta=extra, keep=self.cfg.keep_checkpoints)
         self.inbox.delete_upto(self.inbox_index)
         self._ckpt_received, self._ckpt_updates = self.received, self.updates
         log.info("learner: checkpoint %s (env_step %d, updates %d)", path.name, self.received, self.updates)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from robot_rl.metrics import MetricsLog, plot_learning_curve, read_metrics
+from robot_rl.run_dir import METRICS_FILE, tensorboard_dir
 from robot_rl.transport import PeerStats
 
 log = logging.getLogger("robot_rl.learner")
@@ -127,7 +128,7 @@ class LearnerOutputs:
     def __init__(self, out: Path, title: str, tensorboard: bool = True) -> None:
         self.out = Path(out)
         self.title = title
-        self.metrics_log = MetricsLog(self.out / "metrics.jsonl")
+        self.metrics_log = MetricsLog(self.out / METRICS_FILE)
         self._tb: Any = None
         self._tb_failed = not tensorboard
 
@@ -150,7 +151,7 @@ class LearnerOutputs:
                             err)
                 self._tb_failed = True
                 return
-            self._tb = SummaryWriter(str(self.out / "tensorboard"))
+            self._tb = SummaryWriter(str(tensorboard_dir(self.out)))
         step = int(row["env_step"])
         for k, v in row.items():
             if k != "env_step" and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
@@ -160,7 +161,7 @@ class LearnerOutputs:
     def plot(self) -> Path | None:
         """Redraw learning_curve.png from metrics.jsonl (None when matplotlib is missing)."""
         try:
-            return plot_learning_curve(read_metrics(self.out / "metrics.jsonl"), self.out / "learning_curve.png",
+            return plot_learning_curve(read_metrics(self.out / METRICS_FILE), self.out / "learning_curve.png",
                                        title=self.title)
         except ImportError as err:
             log.warning("learner: no learning-curve plot (%s)", err)

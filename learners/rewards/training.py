@@ -54,6 +54,7 @@ from learners.rewards.classifier import (
 )
 from learners.rewards.labels import LabelledFrames, load_labels, split_by_episode
 from learners.rewards.metrics import (
+    ThresholdChoice,
     binary_metrics,
     calibration_table,
     floor_threshold,
@@ -185,15 +186,35 @@ def prepare_out_dir(out: Path) -> None:
                           f"is never overwritten)")
 
 
-def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.PathLike[str]], out: Path,
-                     log: Callable[[str], None] = print) -> TrainResult:
-    """Load labels, split by episode, train with early stopping, pick the threshold, write `out` (model +
-    card); see the module docstring."""
-    prepare_out_dir(out)
-    t_start = time.perf_counter()
-    torch.set_num_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
-    device = resolve_device(cfg.device)
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """The episode split of the labels: episode ids, frame indices, and what the loss and augmentation use."""
+
+    train_episodes: list[int]
+    val_episodes: list[int]
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    pos_weight: float
+    """Positive-class weight of the loss (negatives / positives of the training split; 1 without weighting)."""
+    pad: int
+    """Random-shift padding in pixels."""
+
+
+@dataclasses.dataclass
+class Fit:
+    """What the training loop leaves: steps run, the best validation loss and its step, the validation history."""
+
+    steps: int
+    best_step: int
+    best_loss: float
+    history: list[dict[str, float]]
+    seconds: float
+
+
+def load_training_labels(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.PathLike[str]],
+                         ) -> tuple[LabelledFrames, str, ProprioPredicate]:
+    """The labelled frames, their (most common) task and the run-time predicate for the card (checked against the
+    labels' state)."""
     data = load_labels(label_dirs, cfg.cameras or None)
     tasks = [e.task for e in data.episodes]
     task = max(set(tasks), key=tasks.count)
@@ -201,38 +222,36 @@ def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.P
     if data.state is not None:
         predicate.check_dim(data.state.shape[1], where=f"--predicate for the labels' state ({data.state.shape[1]} "
                                                          f"values)")
+    return data, task, predicate
+
+
+def split_labels(data: LabelledFrames, cfg: TrainClassifierConfig) -> Split:
+    """Split by episode (stratified); ConfigError when the training split lacks a class."""
     train_eps, val_eps = split_by_episode(data, cfg.val_fraction, cfg.min_episodes, cfg.seed)
     tr_idx, va_idx = data.frames_of(train_eps), data.frames_of(val_eps)
-    y_all = data.labels
-    n_pos = int(y_all[tr_idx].sum())
+    n_pos = int(data.labels[tr_idx].sum())
     n_neg = len(tr_idx) - n_pos
     if n_pos == 0 or n_neg == 0:
         raise ConfigError(f"--labels {' '.join(data.directories)}: the training split has a single class "
                           f"({n_pos} success / {n_neg} failure frames); record more episodes of both kinds")
-    pos_weight = n_neg / n_pos if cfg.class_weighting else 1.0
-    h, w = data.image_size
+    h, _ = data.image_size
     pad = cfg.shift_pad if cfg.shift_pad is not None else max(1, round(4 * h / 128))
-    log(f"[train-classifier] {len(data)} frames from {len(data.episodes)} episodes ({int(y_all.sum())} success); "
-        f"cameras {data.cameras} at {h}x{w}; split by episode: {len(train_eps)} train ({len(tr_idx)} frames, "
-        f"{n_pos} success) / {len(val_eps)} validation ({len(va_idx)} frames, {int(y_all[va_idx].sum())} success)")
+    return Split(train_eps, val_eps, tr_idx, va_idx, n_neg / n_pos if cfg.class_weighting else 1.0, pad)
 
-    model = RewardClassifier({cam: (h, w, 3) for cam in data.cameras}, cfg.model).to(device)
+
+def fit_classifier(model: RewardClassifier, data: LabelledFrames, split: Split, cfg: TrainClassifierConfig,
+                   device: torch.device, rng: np.random.Generator, log: Callable[[str], None]) -> Fit:
+    """Adam on augmented minibatches; the validation loss every `eval_every` steps; the best weights kept and
+    loaded back; stops after `patience` validations without improvement (or at `max_steps`)."""
     opt = torch.optim.Adam(model.trainable_parameters(), lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
+    y_all, tr_idx, va_idx = data.labels, split.train_idx, split.val_idx
     val_images = data.subset_images(va_idx)
     val_y = torch.from_numpy(y_all[va_idx].astype(np.float32))
-
-    def val_loss_and_logits() -> tuple[float, np.ndarray]:
-        logits = model.predict_logits(val_images, device=device)
-        loss = _weighted_bce(torch.from_numpy(logits).float(), val_y, pos_weight)
-        return float(loss), logits
-
     best_loss, best_step, bad = math.inf, 0, 0
     best_state = copy.deepcopy(model.state_dict())
     history: list[dict[str, float]] = []
-    order = rng.permutation(tr_idx)
-    cursor = 0
+    order, cursor = rng.permutation(tr_idx), 0
     losses: list[float] = []
     t_train = time.perf_counter()
     model.train()
@@ -243,39 +262,43 @@ def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.P
         idx = np.sort(order[cursor:cursor + cfg.batch_size])
         cursor += cfg.batch_size
         batch = {cam: torch.from_numpy(arr[idx]) for cam, arr in data.images.items()}
-        batch = {cam: img.to(device) for cam, img in augment(batch, pad, cfg.jitter, gen).items()}
+        batch = {cam: img.to(device) for cam, img in augment(batch, split.pad, cfg.jitter, gen).items()}
         y = torch.from_numpy(y_all[idx].astype(np.float32)).to(device)
-        loss = _weighted_bce(model(batch), y, pos_weight)
+        loss = _weighted_bce(model(batch), y, split.pos_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         losses.append(loss.item())
-        if step % cfg.eval_every == 0 or step == cfg.max_steps:
-            vloss, vlogits = val_loss_and_logits()
-            auc = roc_auc(vlogits, y_all[va_idx])
-            row = {"step": step, "train_loss": float(np.mean(losses)), "val_loss": vloss, "val_roc_auc": auc,
-                   "seconds": time.perf_counter() - t_train}
-            history.append(row)
-            losses = []
-            improved = vloss < best_loss - 1e-4
-            if improved:
-                best_loss, best_step, bad = vloss, step, 0
-                best_state = copy.deepcopy(model.state_dict())
-            else:
-                bad += 1
-            log(f"[train-classifier] step {step}: train loss {row['train_loss']:.4f}  val loss {vloss:.4f}  "
-                f"val ROC-AUC {auc:.4f}  {row['seconds']:.0f}s{'  (best)' if improved else ''}")
-            if bad >= cfg.patience:
-                log(f"[train-classifier] early stop: no better validation loss for {cfg.patience} evaluations")
-                break
-    train_seconds = time.perf_counter() - t_train
+        if step % cfg.eval_every != 0 and step != cfg.max_steps:
+            continue
+        vlogits = model.predict_logits(val_images, device=device)
+        vloss = float(_weighted_bce(torch.from_numpy(vlogits).float(), val_y, split.pos_weight))
+        auc = roc_auc(vlogits, y_all[va_idx])
+        row = {"step": step, "train_loss": float(np.mean(losses)), "val_loss": vloss, "val_roc_auc": auc,
+               "seconds": time.perf_counter() - t_train}
+        history.append(row)
+        losses = []
+        improved = vloss < best_loss - 1e-4
+        if improved:
+            best_loss, best_step, bad = vloss, step, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            bad += 1
+        log(f"[train-classifier] step {step}: train loss {row['train_loss']:.4f}  val loss {vloss:.4f}  "
+            f"val ROC-AUC {auc:.4f}  {row['seconds']:.0f}s{'  (best)' if improved else ''}")
+        if bad >= cfg.patience:
+            log(f"[train-classifier] early stop: no better validation loss for {cfg.patience} evaluations")
+            break
+    seconds = time.perf_counter() - t_train
     model.load_state_dict(best_state)
-    with torch.no_grad():
-        model.out.bias.sub_(prior_correction(pos_weight))
-    model.eval()
+    return Fit(step, best_step, best_loss, history, seconds)
 
-    val_probs = model.predict_proba(val_images, device=device)
-    choice = threshold_for_precision(val_probs, y_all[va_idx], cfg.target_precision, cfg.precision_confidence)
+
+def choose_threshold(val_probs: np.ndarray, val_y: np.ndarray, cfg: TrainClassifierConfig,
+                     log: Callable[[str], None]) -> tuple[ThresholdChoice, float]:
+    """The decision threshold for `target_precision` on the validation split, raised to `min_threshold`; also the
+    threshold the precision rule alone gave. Logs when the rule held only as a point estimate or not at all."""
+    choice = threshold_for_precision(val_probs, val_y, cfg.target_precision, cfg.precision_confidence)
     if choice.rule == "point" and cfg.precision_confidence > 0:
         log(f"[train-classifier] note: too few validation positives for precision {cfg.target_precision} at "
             f"{cfg.precision_confidence:.0%} confidence (lower bound {choice.precision_lower_bound:.3f}); the "
@@ -288,12 +311,38 @@ def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.P
     if choice.threshold != rule_threshold:
         log(f"[train-classifier] the precision rule allowed threshold {rule_threshold:.4f}; raised to the floor "
             f"{cfg.min_threshold} (min_threshold)")
+    return choice, rule_threshold
+
+
+def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.PathLike[str]], out: Path,
+                     log: Callable[[str], None] = print) -> TrainResult:
+    """Load labels, split by episode, train with early stopping, pick the threshold, write `out` (model +
+    card); see the module docstring."""
+    prepare_out_dir(out)
+    t_start = time.perf_counter()
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    device = resolve_device(cfg.device)
+    data, task, predicate = load_training_labels(cfg, label_dirs)
+    split = split_labels(data, cfg)
+    y_all, tr_idx, va_idx = data.labels, split.train_idx, split.val_idx
+    h, w = data.image_size
+    log(f"[train-classifier] {len(data)} frames from {len(data.episodes)} episodes ({int(y_all.sum())} success); "
+        f"cameras {data.cameras} at {h}x{w}; split by episode: {len(split.train_episodes)} train ({len(tr_idx)} "
+        f"frames, {int(y_all[tr_idx].sum())} success) / {len(split.val_episodes)} validation ({len(va_idx)} frames, "
+        f"{int(y_all[va_idx].sum())} success)")
+    model = RewardClassifier({cam: (h, w, 3) for cam in data.cameras}, cfg.model).to(device)
+    rng = np.random.default_rng(cfg.seed)
+    fit = fit_classifier(model, data, split, cfg, device, rng, log)
+    with torch.no_grad():
+        model.out.bias.sub_(prior_correction(split.pos_weight))
+    model.eval()
+    val_probs = model.predict_proba(data.subset_images(va_idx), device=device)
+    choice, rule_threshold = choose_threshold(val_probs, y_all[va_idx], cfg, log)
     sample = np.sort(rng.choice(tr_idx, size=min(len(tr_idx), cfg.train_metrics_frames), replace=False))
     train_probs = model.predict_proba(data.subset_images(sample), device=device)
     metrics = {"validation": binary_metrics(val_probs, y_all[va_idx], choice.threshold),
                "train": binary_metrics(train_probs, y_all[sample], choice.threshold)}
-    calib = calibration_table(val_probs, y_all[va_idx])
-    gate_rows = gate_table(data, va_idx, val_probs, choice.threshold, predicate)
     card = ClassifierCard(
         task=task, cameras=data.cameras, image_size=(h, w), model=cfg.model.to_dict(),
         threshold=choice.threshold, target_precision=cfg.target_precision,
@@ -301,22 +350,24 @@ def train_classifier(cfg: TrainClassifierConfig, label_dirs: Sequence[str | os.P
         metrics={**metrics, "threshold_met_target": choice.met, "threshold_rule": choice.rule,
                  "threshold_by_rule": rule_threshold, "min_threshold": cfg.min_threshold,
                  "precision_lower_bound": choice.precision_lower_bound,
-                 "precision_confidence": cfg.precision_confidence, "gate_by_k_validation": gate_rows},
-        calibration=calib,
-        training={"steps": step, "best_step": best_step, "best_val_loss": best_loss, "seconds": train_seconds,
-                  "total_seconds": time.perf_counter() - t_start, "threads": cfg.threads, "device": str(device),
-                  "pos_weight": pos_weight, "prior_correction": prior_correction(pos_weight),
-                  "shift_pad": pad, "jitter": cfg.jitter, "batch_size": cfg.batch_size, "lr": cfg.lr,
-                  "seed": cfg.seed, "val_fraction": cfg.val_fraction, "history": history,
-                  "train_episodes": [data.episodes[e].path for e in train_eps],
-                  "val_episodes": [data.episodes[e].path for e in val_eps]},
+                 "precision_confidence": cfg.precision_confidence,
+                 "gate_by_k_validation": gate_table(data, va_idx, val_probs, choice.threshold, predicate)},
+        calibration=calibration_table(val_probs, y_all[va_idx]),
+        training={"steps": fit.steps, "best_step": fit.best_step, "best_val_loss": fit.best_loss,
+                  "seconds": fit.seconds, "total_seconds": time.perf_counter() - t_start, "threads": cfg.threads,
+                  "device": str(device), "pos_weight": split.pos_weight,
+                  "prior_correction": prior_correction(split.pos_weight), "shift_pad": split.pad,
+                  "jitter": cfg.jitter, "batch_size": cfg.batch_size, "lr": cfg.lr, "seed": cfg.seed,
+                  "val_fraction": cfg.val_fraction, "history": fit.history,
+                  "train_episodes": [data.episodes[e].path for e in split.train_episodes],
+                  "val_episodes": [data.episodes[e].path for e in split.val_episodes]},
         label_sources=data.sources(),
     )
     save_classifier(out, model, card)
     log(report_text(card))
-    log(f"[train-classifier] wrote {out} (model.safetensors + card.json); {step} steps in {train_seconds:.0f}s "
-        f"(best at step {best_step})")
-    return TrainResult(card, model, data, train_eps, val_eps, val_probs, history)
+    log(f"[train-classifier] wrote {out} (model.safetensors + card.json); {fit.steps} steps in {fit.seconds:.0f}s "
+        f"(best at step {fit.best_step})")
+    return TrainResult(card, model, data, split.train_episodes, split.val_episodes, val_probs, fit.history)
 
 
 def gate_table(data: LabelledFrames, idx: np.ndarray, probs: np.ndarray, threshold: float,

@@ -1,0 +1,133 @@
+"""The command lines of `robot-rl train` and `robot-rl train-bc`: their argument parsers and the configs they
+fill (TrainConfig, BCConfig). The command modules (learners.cli.train, learners.cli.train_bc) parse with these and
+call one library function; tests and benchmarks build the same configs from the same flags here.
+
+`robot-rl train` has one flag per TrainConfig field (`--max-env-steps` for max_env_steps, booleans as switches),
+plus `--out`, `--resume`, `--demos DIR [DIR ...]` (the first directory into `demos`, the rest into `extra_demos`)
+and the repeatable `--set FIELD=VALUE` (learners.agents.options).
+
+Usage::
+
+    args = build_train_parser().parse_args(["--task", "twin-reach", "--obs-mode", "state", "--out", "runs/reach"])
+    cfg = train_config(args)                                     # TrainConfig; args.out, args.resume
+    args = build_bc_parser().parse_args([...]); tcfg, bcfg = bc_configs(args)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from learners.agents.config import BACKENDS
+from learners.agents.options import add_set_option
+from learners.training.bc import BCConfig
+from learners.training.config import ALGOS, DEFAULT_WARMUP_STEPS, TrainConfig
+from robot_rl.presets import PRESETS
+
+FLAG_HELP = {
+    "demos": "episode directories of the demo buffer: demonstrations first (--action-scale auto reads the first), "
+             "then e.g. recorded rollouts, failures included (rows keep their episodes' intervention flags)",
+    "demo_ratio": "fraction of each batch from the demo buffer while it holds data (default: 0.5, RLPD)",
+    "offline_updates": "offline phase: N agent updates on the demo buffer alone before any env step, then an "
+                       "evaluation at env step 0 and a checkpoint; with --max-env-steps 0 the run ends there "
+                       "(default: 0)",
+    "init_from": "warm start (WSRL): load the agent of this run directory or checkpoint (actor, critics, targets, "
+                 "temperature, Adam moments; not its replay, update counter or RNG states), evaluate it at env "
+                 "step 0, collect --warmup-steps steps with it, then fine-tune on online data only (plus --demos "
+                 "when given)",
+    "encoder": "camera encoder: conv (small, trained from scratch; the default) or resnet10 (the default with "
+               "--encoder-weights)",
+    "algo": "rlpd (RLPD; SERL's DrQ agent with cameras), drq, sac or hil-serl (default: rlpd)",
+    "warmup_steps": f"with --init-from: env steps collected with the loaded policy before the first update (no "
+                    f"random actions; replaces --learning-starts; default: {DEFAULT_WARMUP_STEPS})",
+}
+
+
+class _DemoDirs(argparse.Action):
+    """`--demos DIR [DIR ...]`: the first directory into `demos`, the others into `extra_demos` (TrainConfig)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        dirs = [str(v) for v in values]
+        namespace.demos = dirs[0]
+        namespace.extra_demos = tuple(dirs[1:])
+
+
+def build_train_parser(description: str | None = None) -> argparse.ArgumentParser:
+    """`robot-rl train`'s parser (one flag per TrainConfig field; see the module docstring); `description`: the
+    command's one-paragraph summary for --help."""
+    p = argparse.ArgumentParser(prog="robot-rl train", description=description)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--task", help=f"task preset ({', '.join(PRESETS)})")
+    src.add_argument("--env-id", help="any gymnasium env id (Box action; Box or Dict observation)")
+    p.add_argument("--env-module", help="module to import first (registers --env-id)")
+    p.add_argument("--out", required=True, type=Path, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--demos", nargs="+", metavar="DIR", default=None, action=_DemoDirs, help=FLAG_HELP["demos"])
+    p.set_defaults(extra_demos=(), action_low=(), action_high=())  # filled from --action-scale, not flags
+    add_set_option(p, dest="agent_set")
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in ("task", "env_id", "env_module", "agent_set", "action_low", "action_high", "demos",
+                      "extra_demos"):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default
+        kind = {"max_env_steps": int, "start_steps": int, "learning_starts": int, "utd": int, "batch_size": int,
+                "hidden": int, "eval_every": int, "eval_episodes": int, "checkpoint_every": int,
+                "replay_capacity": int, "threads": int, "seed": int, "image_size": int, "ensemble": int,
+                "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
+                "max_minutes": float, "demo_ratio": float, "offline_updates": int, "warmup_steps": int,
+                }.get(f.name, str)
+        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10"),
+                   "backend": BACKENDS}.get(f.name)
+        if default is False:
+            p.add_argument(flag, action="store_true", help="(flag)")
+            continue
+        metavar = {"offline_updates": "N", "init_from": "RUN_DIR_OR_CHECKPOINT", "warmup_steps": "W"}.get(f.name)
+        p.add_argument(flag, type=kind, default=default, choices=choices, metavar=metavar,
+                       help=FLAG_HELP.get(f.name, f"(default: {default})"))
+    return p
+
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The TrainConfig of parsed `robot-rl train` arguments (validated: a bad --set fails here)."""
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
+    return TrainConfig(**{**values, "agent_set": tuple(args.agent_set)})
+
+
+def build_bc_parser(description: str | None = None) -> argparse.ArgumentParser:
+    """`robot-rl train-bc`'s parser: the env and agent options of `robot-rl train` it shares, and one flag per
+    BCConfig field; `description`: the command's summary for --help."""
+    p = argparse.ArgumentParser(prog="robot-rl train-bc", description=description)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--task", help=f"task preset ({', '.join(PRESETS)})")
+    src.add_argument("--env-id", help="any gymnasium env id (Box action; Box or Dict observation)")
+    p.add_argument("--env-module", help="module to import first (registers --env-id)")
+    p.add_argument("--obs-mode", choices=("state", "pixels"), help="twin presets: observation mode")
+    p.add_argument("--image-size", type=int, help="twin presets in pixels mode: camera image size")
+    p.add_argument("--demos", required=True, help="directory of demo episodes")
+    p.add_argument("--out", required=True, type=Path, help="run directory")
+    p.add_argument("--no-recipe", action="store_true", help="ignore the task's training recipe")
+    p.add_argument("--success-key", default="success", help="info key the env reports success under")
+    p.add_argument("--action-scale", default=None, help="'auto' or S: narrow the action bounds (as on train)")
+    p.add_argument("--obs-norm", action="store_true", help="normalise the state by the demos' mean and std")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda[:N]")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    for f in dataclasses.fields(BCConfig):
+        p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default,
+                       help=f"(default: {f.default})")
+    add_set_option(p, dest="agent_set")
+    return p
+
+
+def bc_configs(args: argparse.Namespace) -> tuple[TrainConfig, BCConfig]:
+    """(the env and agent options as a TrainConfig, the BCConfig) of parsed `robot-rl train-bc` arguments."""
+    bcfg = BCConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(BCConfig)})
+    tcfg = TrainConfig(task=args.task, env_id=args.env_id, env_module=args.env_module, obs_mode=args.obs_mode,
+                       image_size=args.image_size, demos=args.demos, no_recipe=args.no_recipe,
+                       success_key=args.success_key, action_scale=args.action_scale, obs_norm=args.obs_norm,
+                       device=args.device, threads=args.threads, seed=args.seed, agent_set=tuple(args.agent_set))
+    return tcfg, bcfg
