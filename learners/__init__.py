@@ -16,13 +16,17 @@ controllers, rclpy or zmq), and nothing at import time (import the module you ne
                           predicate, HumanReward, RewardModelWrapper, make_reward_model), `classifier`
                           (RewardClassifier, save_classifier / load_classifier), `labels` (load_labels,
                           split_by_episode), `metrics` (thresholds, tables, gate_stats), `training`
-                          (train_classifier) and `audit` (write_audit_labels).
-- `learners.training`     one-process training: `online` (train_online, train_offline, evaluate_episodes),
-                          `warm_start` (init_agent_from), `forward_backward` / `forward_backward_run` (reset-free
-                          training with two agents), `gym_compat` (any gymnasium env's traits), `run_state`
-                          (TrainingRun: save / restore a whole run).
+                          (train_classifier), `evaluation` (eval-classifier) and `audit` (write_audit_labels).
+- `learners.training`     one-process training: `config` (TrainConfig) and `flags` (its parser), `train` (train:
+                          the run in named phases) with `session` (TrainSession: offline / online / evaluate /
+                          checkpoint), `run_env` (the run's env over robot_rl.gym_env), `demos` (demo buffers),
+                          `scalars` (ScalarWriter), `online` (train_online, train_offline, evaluate_episodes),
+                          `evaluation` (robot-rl eval), `bc` (behaviour cloning), `warm_start` (init_agent_from),
+                          `forward_backward` / `forward_backward_run` (reset-free training with two agents),
+                          `gym_compat` (any gymnasium env's traits), `run_state` (TrainingRun: save / restore a run).
 - `learners.distributed`  the distributed learner: `learner` (Learner, LearnerConfig), `inbox` (Inbox, SeqLedger),
-                          `status` (LearnerOutputs: status.json, metrics, TensorBoard, per-actor records).
+                          `status` (LearnerOutputs: status.json, metrics, TensorBoard, per-actor records), `flags`
+                          and `process` (the `robot-rl learner` process: its options and run_learner_process).
 - `learners.cli`          the learner-side commands (`robot-rl train`, `eval`, `train-bc`, `train-classifier`,
                           `eval-classifier`, `audit-labels`, `learner`): parse, build a config, call one function;
                           nothing imports them but robot_rl.cli.

@@ -1,13 +1,11 @@
 """Defaults by device: what the state RLPD agent trains with when it runs on a CPU, and the notice that says so.
 
 SERL's state RLPD (learners.agents.config.rlpd_state_config: critic ensemble 10 with a random subset of 2 for the
-target,
-8 critic updates per actor update, batch 256) costs ~80 ensemble-member updates per env step; on the shared 2-core
-CPU `robot-rl train` with it ran at ~4 env steps/s (issue 17), below one 10 Hz actor. On a CPU `robot-rl train`
-therefore starts the state agent from `CPU_STATE_DEFAULTS` (ensemble 2 x 4 critic updates: a tenth of the critic
-work per env step) and prints `notice()` once (measured: benchmarks/gym_defaults.py, README "Any gymnasium env as
-it comes"). `robot-rl learner` keeps its own machine defaults (learners.cli.learner) but takes the compile default
-below too.
+target, 8 critic updates per actor update, batch 256) costs ~80 ensemble-member updates per env step; on the shared
+2-core CPU `robot-rl train` with it ran at ~4 env steps/s, below one 10 Hz actor. On a CPU `robot-rl train` and
+`robot-rl learner` (one resolver: learners.agents.options) therefore start the state agent from `CPU_STATE_DEFAULTS`
+(ensemble 2 x 4 critic updates: a tenth of the critic work per env step) and print `notice()` once (measured:
+benchmarks/gym_defaults.py, docs/training.md "Any gymnasium env as it comes").
 
 torch.compile is on by default for the torch state agent (rlpd preset, no cameras) on a CPU, where it works:
 `compile_usable()` needs dynamo support for this Python and a C++ compiler for inductor's CPU code, and
