@@ -137,7 +137,7 @@ def test_hardware_launch_includes_robot_server_learner_and_actor() -> None:
     assert subcommands == {"ros2-twin", "robot-server", "learner", "actor"}
 
 
-def test_the_readme_shows_the_launch_commands() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_show_the_launch_commands() -> None:
+    docs = "".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))
     for name in ("hardware.launch.xml", "twin.launch.xml", "record_demos.launch.xml", "robot_server_ros2.launch.xml"):
-        assert f"ros2 launch launch/{name}" in readme, name
+        assert f"ros2 launch launch/{name}" in docs, name
