@@ -23,7 +23,7 @@ from demos.cli.record_labels import (
     record_segment,
 )
 from demos.devices.teleop import ScriptedTeleop
-from envs.wrappers import HumanCommand
+from envs.devices import HumanCommand
 from robot_rl.episodes import episode_paths, load_dir
 from robot_rl.errors import ConfigError, UnknownTaskError
 

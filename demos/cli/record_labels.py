@@ -53,8 +53,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from demos.cli.record_demos import env_spec_dict
-from demos.devices.teleop import DEVICES, TeleopDevice, make_device
-from envs.wrappers import HumanCommand
+from demos.devices.teleop import DEVICES, make_device
+from envs.devices import HumanCommand, HumanDevice
 from robot_rl.episodes import Episode, save_episode
 from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS, get_preset
@@ -207,7 +207,7 @@ class Segment:
 
 def record_segment(
     env: Any,
-    device: TeleopDevice,
+    device: HumanDevice,
     labeler: Labeler,
     task_success: Callable[[Any, dict[str, Any]], bool],
     seed: int,
