@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import zmq
 
-from envs.robot import RobotState
+from envs.robot import RobotState, check_command, check_joint_target
 from envs.robot_server import DEFAULT_ADDRESS, IMAGES_PREFIX, RobotErrorCode, state_from_wire
 from robot_rl.config import Config, require
 from robot_rl.curve import check_address
@@ -161,14 +161,10 @@ class RemoteRobot:
         return state_from_wire(reply.result, reply.arrays)
 
     def command(self, pos_base_target: np.ndarray, quat_base_target: np.ndarray, gripper_closed: float) -> None:
-        """Send a new impedance target. Shapes and types are checked here (SafetyError, like the twin); the
-        server refuses NaN/inf (SafetyError, transported back)."""
-        pos = _vector("pos_base_target", pos_base_target, 3)
-        quat = _vector("quat_base_target", quat_base_target, 4)
-        try:
-            g = float(gripper_closed)
-        except (TypeError, ValueError) as err:
-            raise SafetyError(f"gripper_closed: not a number ({err})") from None
+        """Send a new impedance target. Shapes and types are checked here (SafetyError, like the twin: the shared
+        envs.robot.check_command); the server runs the full check (NaN/inf, zero quaternion: SafetyError,
+        transported back)."""
+        pos, quat, g = check_command(pos_base_target, quat_base_target, gripper_closed, finite=False)
         self._call("command", {"gripper_closed": g}, {"pos_base_target": pos, "quat_base_target": quat})
 
     def wait(self, duration_s: float) -> None:
@@ -182,7 +178,7 @@ class RemoteRobot:
         self._call("set_gains", {"profile": profile})
 
     def reset_joints(self, q_rad: np.ndarray) -> None:
-        self._call("reset_joints", arrays={"q_rad": _vector("q_rad", q_rad, 7)},
+        self._call("reset_joints", arrays={"q_rad": check_joint_target(q_rad, finite=False)},
                    deadline_s=self.config.reset_deadline_s)
 
     def reset_scene(self, seed: int | None = None) -> None:
@@ -330,16 +326,6 @@ class RemoteCameras:
         self._ages = ({str(k): float(v) for k, v in ages.items() if isinstance(v, int | float)}
                       if isinstance(ages, dict) else {})
         return out
-
-
-def _vector(name: str, value: object, n: int) -> np.ndarray:
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise SafetyError(f"{name}: not a numeric array ({err})") from None
-    if arr.shape != (n,):
-        raise SafetyError(f"{name}: expected shape ({n},), got {arr.shape}")
-    return arr
 
 
 def _ms_left(t_end: float) -> int:
