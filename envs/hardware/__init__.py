@@ -7,8 +7,9 @@ names it (`pip install 'robot-rl[real]'`), and importing this package needs noth
 Layout::
 
     franky_robot.py    FrankyRobotConfig, FrankyRobot (Robot over franky: CartesianImpedanceTracker, Gripper)
-    cameras.py         CameraConfig, CameraError, ThreadedCamera (newest-frame reader), crop_resize, MultiCameras,
-                       make_cameras (spec strings KIND:ID=NAME)
+    camera_source.py   CameraConfig, CameraError, FrameSource (the device interface the backends implement)
+    cameras.py         ThreadedCamera (newest-frame reader), crop_resize, MultiCameras, make_cameras (spec strings
+                       KIND:ID=NAME; the backends imported lazily)
     realsense.py       RealSenseSource, list_realsense (serials, profiles)
     opencv_camera.py   OpenCVSource, list_opencv (/dev/video*)
     safety_box.py      box_from_poses, task configs (write_task_config / load_task_config)
