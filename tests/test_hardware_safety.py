@@ -95,7 +95,7 @@ def test_bounded_lead_leaves_free_motion_alone() -> None:
 
 def test_bound_lead_math() -> None:
     from controllers.transforms import axis_angle_to_quat, quat_angle, quat_conj, quat_mul
-    from envs.env import bound_lead
+    from envs.motion import bound_lead
 
     q_meas = np.array([0.0, 1.0, 0.0, 0.0])
     q_tgt = quat_mul(axis_angle_to_quat(np.array([0.0, 0.0, 0.3])), q_meas)
