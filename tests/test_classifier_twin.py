@@ -158,7 +158,7 @@ def test_train_takes_rewards_from_the_classifier(tmp_path: Path, capsys: pytest.
 
 
 def test_actor_env_with_classifier_and_human_rewards(tmp_path: Path) -> None:
-    from actors.actor_cli import make_actor_env
+    from actors.actor_env import make_actor_env
     from envs.twin.experts import ScriptedExpert
 
     with pytest.raises(ConfigError, match=r"--reward human: .* add --intervene"):
