@@ -53,6 +53,8 @@ def _substitute(text: str, values: dict[str, str]) -> str:
 
 PARSERS = {
     "actor": "actors.run:actor_arg_parser",
+    "record-demos": "demos.recording.demos:record_demos_arg_parser",
+    "record-labels": "demos.recording.labels:record_labels_arg_parser",
 }
 """The library function that builds each command's argument parser (command modules are never imported)."""
 

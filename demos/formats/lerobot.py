@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from demos.formats.rosbag import ExportError
+from demos.formats.video import find_ffmpeg
 from robot_rl.episodes import Episode
 from robot_rl.extras import optional_import
 from robot_rl.lerobot_keys import feature_key, obs_key
@@ -66,8 +67,6 @@ def _pq() -> Any:
 
 
 def _ffmpeg() -> str:
-    from demos.cli.episodes import find_ffmpeg
-
     exe = find_ffmpeg()
     if exe is None:
         raise ExportError("LeRobot videos need an ffmpeg binary: put one on PATH or pip install 'robot-rl[export]'")
