@@ -55,6 +55,8 @@ PARSERS = {
     "actor": "actors.run:actor_arg_parser",
     "record-demos": "demos.recording.demos:record_demos_arg_parser",
     "record-labels": "demos.recording.labels:record_labels_arg_parser",
+    "robot-server": "envs.robot_server.run:robot_server_arg_parser",
+    "ros2-twin": "envs.ros2.twin_run:ros2_twin_arg_parser",
 }
 """The library function that builds each command's argument parser (command modules are never imported)."""
 
