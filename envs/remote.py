@@ -22,6 +22,7 @@ Usage::
     robot.stop()      # the server holds the pose and is free for the next client
 
     env = make_remote_env("tcp://127.0.0.1:5560", obs_mode="pixels")          # a RobotEnv over it
+    send_estop("tcp://127.0.0.1:5560")        # `robot-rl estop`: any client, no handshake; prints the answer
 """
 
 from __future__ import annotations
@@ -389,3 +390,22 @@ def make_remote_env(
         if not isinstance(address, RemoteRobot):
             robot.close()
         raise
+
+
+def send_estop(address: str, keys_dir: str | None = None, insecure: bool = False, timeout_s: float = 1.0) -> int:
+    """`robot-rl estop ADDR`: send the robot server's `estop` call (any client may; no ownership, no handshake) and
+    print what the server did and the round trip; returns the exit code (0; errors raise, e.g. RobotTimeoutError
+    when nothing answers within `timeout_s`)."""
+    keys = ClientKeys.from_dir(keys_dir) if keys_dir is not None else None
+    robot = RemoteRobot(RemoteRobotConfig(address=address, insecure=insecure, handshake=False, deadline_s=timeout_s,
+                                          client_name="estop"), keys)
+    try:
+        t0 = time.monotonic()
+        answer = robot.estop(deadline_s=timeout_s)
+        rtt = time.monotonic() - t0
+    finally:
+        robot.close()
+    how = "motion stopped" if answer.get("guarded") else "sent (this server has no safety guard)"
+    print(f"robot-rl estop: {address}: {how} (backend stop {1e3 * float(answer.get('estop_s', 0.0)):.1f} ms, "
+          f"round trip {1e3 * rtt:.1f} ms); the server refuses commands until it restarts", flush=True)
+    return 0
