@@ -9,11 +9,11 @@ opens a socket or picks a backend. Per control step::
     chunk.add(...)                      # copied into preallocated (T+1, ...) arrays: no per-chunk stacking
     send(chunk) at the episode end or every `chunk_steps` steps (the endpoint queues; I/O on its thread)
 
-Weights: a background thread polls `endpoint.latest_weights()`, builds the policy from the AgentConfig the
-learner sends along (`meta/agent_config`), and loads the arrays into a spare copy; the control loop picks it up
-between steps, so loading never stalls a step. While the learner is away the loop keeps running with the last
-weights; the endpoint buffers unacknowledged transitions (when its buffer is full, chunks wait in a bounded
-local queue) and reconnects by itself.
+Weights (actors.weights.PolicySwap): a background thread polls `endpoint.latest_weights()`, builds the policy from
+the AgentConfig the learner sends along (`meta/agent_config`), and loads the arrays into a spare copy; the control
+loop picks it up between steps, so loading never stalls a step. Chunks: actors.chunks.ChunkBuilder. While the
+learner is away the loop keeps running with the last weights; the endpoint buffers unacknowledged transitions (when
+its buffer is full, chunks wait in a bounded local queue) and reconnects by itself.
 
 Pacing (`pace=True`, for simulation): the learner reports how many transitions it can take while holding its
 update-to-data ratio (`env_step_budget`); the actor pauses between steps when it (its share, with several
@@ -42,31 +42,22 @@ import collections
 import dataclasses
 import logging
 import math
-import os
 import sys
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
-from learners.agents.policy import AgentConfig, Policy, build_policy
+from actors.chunks import ChunkBuilder
+from actors.weights import PolicySwap
 from robot_rl.config import Config, require
-from robot_rl.errors import ConfigError, ShapeError
-from robot_rl.evaluation import run_episodes, summarize
 from robot_rl.reward_source import SUCCESS_UNKNOWN_INFO_KEY
-from robot_rl.specs import EnvSpec, flatten_value
+from robot_rl.specs import EnvSpec
 from robot_rl.transport import ActorStats
 from robot_rl.wire import TransitionChunk, Weights
 
 log = logging.getLogger("robot_rl.actor")
-
-CONFIG_ARRAY = "meta/agent_config"
-"""Weights entry with the learner's AgentConfig as JSON bytes (see learners.distributed.learner)."""
-PUBLISHED_AT_ARRAY = "meta/published_at"
-"""Weights entry with the learner's publish time (wall-clock seconds)."""
-
 
 WARMUPS = ("hold", "random")
 """ActorConfig.warmup choices."""
@@ -130,295 +121,6 @@ class ActorEndpointLike(Protocol):
 
     def report(self, *, block: bool = True, **stats: Any) -> bool: ...
 
-
-# --------------------------------------------------------------------------------------------------- chunks
-
-@dataclasses.dataclass(eq=False)
-class _ArraySet:
-    """One chunk's worth of arrays (the wire layout of TransitionChunk)."""
-
-    obs: dict[str, np.ndarray]
-    actions: np.ndarray
-    rewards: np.ndarray
-    flags: dict[str, np.ndarray]
-
-    def all(self) -> list[np.ndarray]:
-        return [*self.obs.values(), self.actions, self.rewards, *self.flags.values()]
-
-    def _refcounts(self) -> list[int]:
-        return [sys.getrefcount(a) for a in self.all()]
-
-    def touch(self) -> None:
-        """Write every page (np.zeros maps them lazily: the control loop should never fault them in), then
-        record the reference counts the arrays have while nothing outside this set holds them."""
-        for a in self.all():
-            a.fill(1)
-        del a  # the loop variable would count as a holder
-        self._free_refs = self._refcounts()
-
-    def unreferenced(self) -> bool:
-        """True when no view, chunk or exported buffer (memoryview, zmq frame) refers to any of the arrays."""
-        return self._refcounts() == self._free_refs
-
-
-class ChunkBuilder:
-    """Collects steps into preallocated arrays in the wire layout (obs T+1 rows, per-step T rows).
-
-    Usage::
-
-        b = ChunkBuilder(spec, max_steps=100)         # pool_size=3 recycled array sets
-        b.start(obs, episode=0, step=0)
-        b.add(action, reward, terminated, truncated, intervention, success, next_obs)
-        chunk = b.take(stats={"return": 1.0})      # hands the arrays over; b.start(...) again for the next
-    """
-
-    def __init__(self, spec: EnvSpec, max_steps: int, pool_size: int = 3) -> None:
-        if not isinstance(pool_size, int) or pool_size < 1:
-            raise ConfigError(f"ChunkBuilder: pool_size must be an int >= 1, got {pool_size!r}")
-        self.spec, self.max_steps, self.pool_size = spec, int(max_steps), pool_size
-        self._obs_specs = {s.name: s for s in spec.observation}
-        self.length = 0
-        self.episode = 0
-        self.first_step = 0
-        self.started = False
-        self.sets_allocated = 0
-        """Array sets allocated so far (each first touched, page by page, at allocation)."""
-        # Recycled array sets. Writing into freshly allocated memory costs a page fault per page the first time
-        # (on virtual machines a few ms per fresh 2 MB region: measured 4 ms p99 for 98 KB image writes into
-        # fresh memory vs 0.08 ms into reused memory), so the builder writes into sets it allocated and touched
-        # up front, and takes a lent set back only once nothing (chunk, encoded frames, resend buffer) holds it.
-        self._pool: list[_ArraySet] = [self._new_set() for _ in range(min(2, pool_size))]
-        self._use(self._pool[0])
-
-    def _new_set(self) -> _ArraySet:
-        n = self.max_steps
-        obs = {name: np.zeros((n + 1, *s.shape), np.dtype(s.dtype)) for name, s in self._obs_specs.items()}
-        arrays = _ArraySet(obs=obs, actions=np.zeros((n, *self.spec.action.shape), np.dtype(self.spec.action.dtype)),
-                           rewards=np.zeros(n, np.float32),
-                           flags={k: np.zeros(n, bool) for k in ("terminated", "truncated", "intervention", "success")})
-        arrays.touch()
-        self.sets_allocated += 1
-        return arrays
-
-    def _use(self, arrays: _ArraySet) -> None:
-        self._set = arrays
-        self.obs, self.actions, self.rewards, self.flags = arrays.obs, arrays.actions, arrays.rewards, arrays.flags
-
-    def _next_set(self) -> _ArraySet:
-        """A pooled set nothing else references, else a fresh one (pooled while the pool has room)."""
-        for arrays in self._pool:
-            if arrays is not self._set and arrays.unreferenced():
-                return arrays
-        fresh = self._new_set()
-        if len(self._pool) < self.pool_size:
-            self._pool.append(fresh)
-        return fresh
-
-    def _write_obs(self, row: int, obs: Any) -> None:
-        flat = flatten_value(obs)
-        if len(flat) != len(self._obs_specs):
-            raise ShapeError(f"observation keys {sorted(flat)} != spec keys {sorted(self._obs_specs)}")
-        for name, arr in self.obs.items():
-            src = flat.get(name)
-            if isinstance(src, np.ndarray) and src.dtype == arr.dtype and src.shape == arr.shape[1:] \
-                    and src.ndim >= 1 and src.flags.c_contiguous and src.nbytes:
-                # a memcpy that keeps the GIL: numpy's copy of an image row releases it, and getting it back
-                # waits for whichever thread took it (measured: 2-8 ms on 5% of 10 Hz steps; this: < 0.5 ms)
-                arr[row].data.cast("B")[:] = src.data.cast("B")
-                continue
-            try:
-                arr[row] = flat[name]
-            except (KeyError, ValueError) as err:
-                raise ShapeError(f"observation '{name}' does not fit the spec {self._obs_specs[name]}: {err}") \
-                    from err
-
-    @property
-    def full(self) -> bool:
-        return self.length >= self.max_steps
-
-    def start(self, obs: Any, episode: int, step: int) -> None:
-        """Begin a chunk whose first observation is `obs` (step index `step` of episode `episode`)."""
-        self._write_obs(0, obs)
-        self.length, self.episode, self.first_step, self.started = 0, episode, step, True
-
-    def add(self, action: np.ndarray, reward: float, terminated: bool, truncated: bool, intervention: bool,
-            success: bool, next_obs: Any) -> None:
-        if not self.started or self.full:
-            raise ShapeError("ChunkBuilder.add: start() first and take() when full")
-        t = self.length
-        self.actions[t] = action
-        self.rewards[t] = reward
-        f = self.flags
-        f["terminated"][t], f["truncated"][t] = terminated, truncated
-        f["intervention"][t], f["success"][t] = intervention, success
-        self._write_obs(t + 1, next_obs)
-        self.length = t + 1
-
-    def take(self, stats: Mapping[str, Any] | None = None) -> TransitionChunk:
-        """The collected steps as a chunk: views of this builder's arrays, which it then swaps for a set nothing
-        references any more (the chunk's arrays are never written again while anything holds them)."""
-        t = self.length
-        if t < 1:
-            raise ShapeError("ChunkBuilder.take: no steps collected")
-        f = self.flags
-        chunk = TransitionChunk(observations={k: v[: t + 1] for k, v in self.obs.items()},
-                                actions=self.actions[:t], rewards=self.rewards[:t], terminated=f["terminated"][:t],
-                                truncated=f["truncated"][:t], intervention=f["intervention"][:t],
-                                success=f["success"][:t], episode=self.episode, step=self.first_step,
-                                stats=dict(stats) if stats is not None else None)
-        self._use(self._next_set())
-        self.started = False
-        self.length = 0
-        return chunk
-
-
-# --------------------------------------------------------------------------------------------------- weights
-
-def config_from_weights(arrays: Mapping[str, Any]) -> AgentConfig:
-    """The AgentConfig the learner sent with its weights (ConfigError when missing or malformed)."""
-    import json
-
-    if CONFIG_ARRAY not in arrays:
-        raise ConfigError(f"weights lack '{CONFIG_ARRAY}': the learner must send its agent config with them")
-    try:
-        data = json.loads(np.asarray(arrays[CONFIG_ARRAY], dtype=np.uint8).tobytes().decode())
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ConfigError(f"weights carry a malformed '{CONFIG_ARRAY}': {err}") from err
-    if not isinstance(data, dict):
-        raise ConfigError(f"weights carry a malformed '{CONFIG_ARRAY}': not a JSON object")
-    return AgentConfig.from_dict(data)
-
-
-@dataclasses.dataclass
-class _Loaded:
-    policy: Policy
-    version: int
-    published_at: float | None
-    received_at: float
-
-
-class PolicySwap:
-    """Double-buffered policy weights: a thread loads new weights into a spare policy; `current()` (called by
-    the control loop between steps) swaps it in with one pointer exchange.
-
-    Usage::
-
-        swap = PolicySwap(spec, endpoint.latest_weights); swap.start()
-        policy, version = swap.current()          # (None, -1) until the first weights arrived
-        swap.stop()
-    """
-
-    def __init__(self, spec: EnvSpec, poll: Callable[[], Weights | None], poll_s: float = 0.005,
-                 device: str = "cpu", wall_clock: Callable[[], float] = time.time, nice: int = 10) -> None:
-        self.spec, self._poll, self.poll_s, self.device, self.nice = spec, poll, poll_s, device, nice
-        self.wall_clock = wall_clock
-        self._lock = threading.Lock()
-        self._current: _Loaded | None = None
-        self._pending: _Loaded | None = None
-        self._free: Policy | None = None
-        self._cfg: AgentConfig | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.errors = 0
-        self.last_error = ""
-        self.loads = 0
-        self.swaps = 0
-        self.latencies_s: collections.deque[float] = collections.deque(maxlen=1000)
-        """Per swap: wall time from the learner's publish to the control loop using the weights."""
-        self.ready_latencies_s: collections.deque[float] = collections.deque(maxlen=1000)
-        """Per load: wall time from the learner's publish to the weights being ready (loaded) here."""
-
-    def start(self) -> PolicySwap:
-        self._thread = threading.Thread(target=self._run, name="robot-rl-actor-weights", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5.0)
-
-    def _run(self) -> None:
-        _lower_thread_priority(self.nice)
-        while not self._stop.is_set():
-            try:
-                w = self._poll()
-            except Exception as err:  # the endpoint failed (e.g. closed): the control loop notices on send
-                self._note_error(f"weights poll failed: {err}")
-                self._stop.wait(0.5)
-                continue
-            if w is None:
-                self._stop.wait(self.poll_s)
-                continue
-            try:
-                self.load(w)
-            except Exception as err:  # bad weights never kill the actor: keep the last good ones
-                self._note_error(f"weights version {w.version} refused: {err}")
-
-    def _note_error(self, text: str) -> None:
-        self.errors += 1
-        self.last_error = text
-        if self.errors & (self.errors - 1) == 0:
-            log.warning("actor: %s [#%d]", text, self.errors)
-
-    def load(self, weights: Weights) -> None:
-        """Load `weights` into a spare policy and offer it to the control loop (runs on the loader thread; also
-        callable directly, e.g. in tests)."""
-        arrays = weights.arrays
-        cfg = config_from_weights(arrays)
-        published = arrays.get(PUBLISHED_AT_ARRAY)
-        published_at = float(np.asarray(published).reshape(-1)[0]) if published is not None and \
-            np.asarray(published).size else None
-        # writable copies (torch refuses to wrap the read-only received buffers); off the control thread
-        params = {k: np.array(v) for k, v in arrays.items() if not k.startswith("meta/")}
-        time.sleep(0)  # let the control loop run between the copies and the load
-        with self._lock:
-            target = self._pending.policy if self._pending is not None else self._free
-            self._pending = None
-            self._free = None
-            if cfg != self._cfg:  # a (new) learner with another config: build fresh policies
-                target = None
-        if target is None:
-            target = build_policy(self.spec, cfg, device=self.device)
-        target.load_trainable_state(params)
-        loaded = _Loaded(target, int(weights.version), published_at, self.wall_clock())
-        if published_at is not None:
-            self.ready_latencies_s.append(loaded.received_at - published_at)
-        with self._lock:
-            if cfg != self._cfg:
-                self._cfg = cfg
-            self._pending = loaded
-            self.loads += 1
-
-    def current(self) -> tuple[Policy | None, int]:
-        """The policy to act with now and its weights version (None, -1 before any); swaps in loaded weights."""
-        with self._lock:
-            pending = self._pending
-            if pending is not None:
-                old = self._current
-                self._current, self._pending = pending, None
-                if old is not None and old.policy.cfg == pending.policy.cfg:
-                    self._free = old.policy
-                self.swaps += 1
-        if pending is not None and pending.published_at is not None:
-            self.latencies_s.append(self.wall_clock() - pending.published_at)
-        cur = self._current
-        return (cur.policy, cur.version) if cur is not None else (None, -1)
-
-
-def _lower_thread_priority(nice: int) -> None:
-    """Raise the calling thread's nice value by `nice` (Linux: per thread), so that on a busy machine it yields
-    the CPU to the control loop; best effort, silently skipped elsewhere."""
-    if nice <= 0 or not sys.platform.startswith("linux"):
-        return
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
-    except (OSError, AttributeError):
-        pass
-
-
-# --------------------------------------------------------------------------------------------------- actor
 
 def _percentile_ms(values: collections.deque[float], q: float) -> float | None:
     """np.percentile's linear interpolation, in plain Python: numpy's partition releases the GIL, and taking it
@@ -693,20 +395,3 @@ class Actor:
         self._t_report = now
         if timings:
             self._t_timings = now
-
-
-# --------------------------------------------------------------------------------------------------- evaluation
-
-def evaluate(env: Any, policy: Policy | None, episodes: int, seed: int = 10_000, deterministic: bool = True,
-             rng_seed: int = 0) -> dict[str, Any]:
-    """Run `episodes` episodes (env seeded with seed+i) with the policy's mode (uniform random actions when
-    `policy` is None) through robot_rl.evaluation's loop; returns its summary (success_rate, mean return / length
-    and the per-episode lists)."""
-    rng = np.random.default_rng(rng_seed)
-
-    def act(obs: Any) -> np.ndarray:
-        if policy is None:
-            return rng.uniform(-1.0, 1.0, env.action_space.shape).astype(np.float32)
-        return policy.act(obs, deterministic=deterministic)
-
-    return summarize(run_episodes(env, act, episodes, seed), seed=seed, deterministic=deterministic)

@@ -56,12 +56,13 @@ KS = (1, 2, 3, 4)
 
 
 def record(out: Path, frames: int, size: int, seed: int) -> dict[str, Any]:
-    from demos.cli import record_labels as labels_cli
+    from demos.recording.labels import parse_record_labels_args, record_labels
 
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()) as buf:
-        rc = labels_cli.main(["--task", TASK, "--out", str(out), "--frames", str(frames), "--image-size", str(size),
-                              "--hold-steps", "8", "--seed", str(seed)])
+        rc = record_labels(parse_record_labels_args(["--task", TASK, "--out", str(out), "--frames", str(frames),
+                                                     "--image-size", str(size), "--hold-steps", "8",
+                                                     "--seed", str(seed)]))
     if rc != 0:
         raise RuntimeError(f"record-labels failed:\n{buf.getvalue()}")
     return {"seconds": time.perf_counter() - t0, "summary": buf.getvalue().strip().splitlines()[-1]}

@@ -120,14 +120,15 @@ def main() -> None:
     args = p.parse_args()
     args.seed_list = list(range(args.first_seed, args.first_seed + args.seeds))
     args.conditions = [c == "with" for c in ([args.only] if args.only else ["without", "with"])]
-    from demos.cli.record_demos import main as record
+    from demos.recording.demos import parse_record_demos_args, record_demos
 
     human_cfg = {"cos_threshold": args.cos_threshold, "patience_steps": args.patience,
                  "takeover_steps": args.takeover, "max_intervention_fraction": args.budget}
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         demos = Path(tmp) / "demos"
-        record(["--task", args.task, "--episodes", str(args.demos), "--out", str(demos), "--obs-mode", "state"])
+        record_demos(parse_record_demos_args(["--task", args.task, "--episodes", str(args.demos), "--out", str(demos),
+                                              "--obs-mode", "state"]))
         jobs = [(args.task, seed, args.steps, args.eval_every, args.eval_episodes, demos, intervene, human_cfg,
                  args.takeover_terminal) for seed in args.seed_list for intervene in args.conditions]
         runs = parallel_map(run_condition, jobs, args.jobs)

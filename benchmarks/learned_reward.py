@@ -66,7 +66,7 @@ def train_classifier_for(task: str, work: Path, image_size: int, frames: int, ca
     exists."""
     import torch
 
-    from demos.cli import record_labels as labels_cli
+    from demos.recording.labels import parse_record_labels_args, record_labels
     from learners.rewards.classifier import ClassifierModelConfig
     from learners.rewards.training import TrainClassifierConfig, train_classifier
 
@@ -80,8 +80,9 @@ def train_classifier_for(task: str, work: Path, image_size: int, frames: int, ca
         labels.append(work / f"labels{image_size}_noisy")
         runs.append((labels[1], noisy_frames, 30000, ["--noise", str(noise)]))
     for out, n, seed, more in runs:
-        if labels_cli.main(["--task", task, "--out", str(out), "--frames", str(n), "--image-size", str(image_size),
-                            "--hold-steps", "8", "--seed", str(seed), *more]) != 0:
+        argv = ["--task", task, "--out", str(out), "--frames", str(n), "--image-size", str(image_size),
+                "--hold-steps", "8", "--seed", str(seed), *more]
+        if record_labels(parse_record_labels_args(argv)) != 0:
             raise SystemExit(f"record-labels into {out} failed")
     train_classifier(TrainClassifierConfig(model=ClassifierModelConfig(), cameras=cameras), labels, cls_dir,
                      log=lambda s: print(f"[learned-reward] {s}", flush=True))

@@ -76,7 +76,7 @@ def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int
                  more: tuple[str, ...] = ()) -> Path:
     """Scripted demos via `robot-rl record-demos` (skipped when `out` already holds enough episodes); `more`: extra
     record-demos flags (e.g. ("--cube-start", "tray"))."""
-    from demos.cli import record_demos as record_cli
+    from demos.recording.demos import parse_record_demos_args, record_demos
     from robot_rl.episodes import episode_paths
 
     have = len(episode_paths(out)) if out.is_dir() else 0
@@ -85,7 +85,7 @@ def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int
                 "--seed", str(have)]
         if image_size is not None:
             argv += ["--image-size", str(image_size)]
-        if record_cli.main([*argv, *more]) != 0:
+        if record_demos(parse_record_demos_args([*argv, *more])) != 0:
             raise SystemExit(f"recording demos into {out} failed")
     return out
 

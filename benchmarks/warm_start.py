@@ -67,8 +67,8 @@ from robot_rl.metrics import read_metrics  # noqa: E402
 def record_rollouts(task: str, episodes: int, noise: float, out: Path, seed: int = 100_000) -> Path:
     """`episodes` rollouts of the scripted expert with Gaussian noise `noise` on its arm actions (failures kept),
     saved with intervention = False (not human rows); skipped when `out` already holds enough episodes."""
-    from demos.cli.record_demos import make_recording_env, record_episode
     from demos.devices.teleop import make_device
+    from demos.recording.demos import make_recording_env, record_episode
     from robot_rl.episodes import episode_paths, save_episode
     from robot_rl.presets import get_preset
 

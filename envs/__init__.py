@@ -19,7 +19,7 @@ Usage::
     env = gymnasium.make("robot_rl/TwinPickCube-v0", obs_mode="state")
     env = envs.presets.make_env("twin-pick-cube", obs_mode="state")          # the CLI's --task names
 
-Any `envs.env.RobotEnvConfig` field passes through as a kwarg (e.g. reset_noise_m=0.0; `faithful=True` for the
+Any `envs.env_config.RobotEnvConfig` field passes through as a kwarg (e.g. reset_noise_m=0.0; `faithful=True` for the
 hardware-faithful mode), except
 `max_episode_steps`, which gymnasium.make keeps for itself (a TimeLimit wrapper); the env's own episode length
 is the task's default.

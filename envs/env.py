@@ -19,22 +19,8 @@ applied on the left: q_new = exp(a) q), gripper (>= +threshold: close, <= -thres
 a change needs `gripper_debounce_steps` steps since the last one; a task with `gripper_locked` keeps its reset
 command and ignores this dim). The delta is applied to the current
 *commanded* pose, then limited per step (controllers.safety.limit_step), then kept within a bounded lead of
-the *measured* pose (`max_lead_m` per axis, `max_lead_rad` in angle; see "Bounded lead" below) and clipped to
-the task's safety box (controllers.safety.clip_pose).
-
-Bounded lead (the choice between SERL's delta-on-measured and delta-on-commanded): the policy cannot see the
-commanded target, so with plain delta-on-commanded a policy pushing into the table winds the target up toward
-the box edge (the arm stays pressed for several steps after the policy says 'up'), and with delta-on-measured
-(SERL) a zero action re-targets the measured pose every step, so any steady tracking error (gravity,
-friction: ~1-2 mm on franky-sim) accumulates into drift. Here the delta goes onto the commanded pose (no drift),
-and on every axis where the arm is not following its target (the previous target already led it by half the
-bound or more and it moves slower than `lead_stall_m_per_s` along the axis: in contact) the target may lead the measured
-pose by at most `max_lead_m` (default: the compliance
-profile's error clip, the controller's reference-limiting distance; `max_lead_rad` / `lead_stall_rad_per_s`
-for the orientation). In contact the target therefore stays within the reference-limiting distance
-(tested: pressing on the twin's table for 20 steps) and the arm lifts off as soon as the policy says so. In
-free motion the bound does not act: the arm moving at full speed lags its target by ~5 cm (the target's
-0.2 s low-pass filter plus v D / K), and a fixed 1 cm bound would cap its speed at ~4 cm/s (measured).
+the *measured* pose (`max_lead_m` per axis, `max_lead_rad` in angle; why: envs.motion's "Bounded lead") and
+clipped to the task's safety box (controllers.safety.clip_pose): `envs.motion.step_target`.
 
 Reward 1.0 on success (sparse), `terminated` on success, `truncated` at `max_episode_steps` or on a robot
 error (reported in the state, or a RobotError from `command` while the state reports an error: a reflex
@@ -50,7 +36,7 @@ every reset with an explicit seed (`joint_reset_on_seed`, so a seeded episode is
 the twin); `robot.reset_scene(seed)`; move to the reset pose + uniform noise (`reset_noise_m`, `reset_noise_rad`)
 and settle; compliance gains. A move that does not settle within `reset_timeout_s` is retried `reset_retries`
 times (after a joint reset: `joint_reset_before_retry`), then `robot_rl.errors.ResetError` stops the run (no
-episode starts from a wrong pose); `reset_retry_count` counts the retries.
+episode starts from a wrong pose); `reset_retry_count` counts the retries (the moves: envs.motion.ResetMover).
 With `scene_resets = "first"` the scene is teleported (`reset_scene`) only on the env's first reset; every later
 reset runs the task's reset routine through the Robot seam instead (envs.resets: e.g. pick-cube puts a held cube
 back at a random spot of its start region), then the joint reset when due, then the move to the reset pose.
@@ -62,10 +48,12 @@ the true success stays in `info["success"]` and "goals" for evaluation and metri
 observation), `scene_resets="first"`; "objects" is left out of `info`. The learner then gets only what a real arm
 gives.
 
-Timing: the env owns the control loop. Not realtime (the twin): `robot.wait(period)` simulates one period.
-Realtime (hardware): the env asks the robot to let the rest of the period pass and then sleeps to the
+Timing (envs.env_timing): the env owns the control loop. Not realtime (the twin): `robot.wait(period)` simulates
+one period. Realtime (hardware): the env asks the robot to let the rest of the period pass and then sleeps to the
 deadline, measuring how late each step's deadline was (jitter); `timing_stats()` reports step wall times and
 jitter p50/p99.
+
+Options: `envs.env_config.RobotEnvConfig` (also exported here, with FAITHFUL and STATE_DIM).
 
 Usage::
 
@@ -77,39 +65,37 @@ Usage::
 
 from __future__ import annotations
 
-import collections
-import dataclasses
-import math
 import time
 from typing import Any
 
 import numpy as np
 
-from controllers.safety import SafetyBox, check_finite, clip_pose, limit_step
+from controllers.safety import SafetyBox, check_finite, clip_pose
 from controllers.transforms import (
     axis_angle_to_quat,
-    orientation_error,
-    quat_angle,
     quat_conj,
     quat_mul,
     quat_normalize,
     quat_to_euler_xyz,
-    quat_to_mat,
 )
+from envs.env_config import FAITHFUL, OBS_MODES, PANDA_HOME_Q_RAD, SCENE_RESETS, STATE_DIM, RobotEnvConfig
+from envs.env_timing import ControlClock
+from envs.motion import ResetMover, step_target
 from envs.resets import ResetStep, check_routine, routine_for
 from envs.robot import Cameras, Robot, RobotState
 from envs.tasks import Task, get_task
-from robot_rl.config import Config, require
 from robot_rl.errors import (
     ConfigError,
     MissingExtraError,
-    ResetError,
     RobotError,
     RobotRLError,
     SafetyError,
     ShapeError,
 )
 from robot_rl.reward_source import REWARD_IMAGES_INFO_KEY, SUCCESS_UNKNOWN_INFO_KEY
+
+__all__ = ["FAITHFUL", "OBS_MODES", "PANDA_HOME_Q_RAD", "SCENE_RESETS", "STATE_DIM", "RobotEnv", "RobotEnvConfig",
+           "make_twin_env"]
 
 try:
     import gymnasium
@@ -119,144 +105,6 @@ except ImportError as _err:  # pragma: no cover - exercised only without the sim
         f"the optional package 'gymnasium' (needed for the robot envs) is not installed ({_err}); "
         "install it with: pip install 'robot-rl[sim]'"
     ) from _err
-
-PANDA_HOME_Q_RAD: tuple[float, ...] = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4)
-"""A common Franka Panda home configuration (gripper down, in front of the base)."""
-
-STATE_DIM = 19
-"""Length of the proprio vector (see the module docstring)."""
-
-OBS_MODES = ("pixels", "state")
-SCENE_RESETS = ("every", "first")
-
-FAITHFUL: dict[str, Any] = {"object_obs": False, "task_reward": False, "scene_resets": "first"}
-"""The RobotEnvConfig fields of the hardware-faithful mode (see the module docstring)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class RobotEnvConfig(Config):
-    """Options of `RobotEnv` (the task supplies the reset pose, safety box and default episode length)."""
-
-    control_hz: float = 10.0
-    """Env steps per second (the policy rate); the robot's own control loop runs much faster."""
-    max_episode_steps: int = 0
-    """Episode length in steps; 0 = the task's default."""
-    action_scale_m: float = 0.02
-    """Metres of TCP motion per unit of action, per step, per axis."""
-    action_scale_rad: float = 0.1
-    """Radians of TCP rotation per unit of action (rotation-vector components), per step."""
-    max_step_translation_m: float = 0.04
-    """Per-step limit on how far the commanded position may move (>= sqrt(3) * action_scale_m)."""
-    max_step_rotation_rad: float = 0.2
-    """Per-step limit on how far the commanded orientation may turn (>= sqrt(3) * action_scale_rad)."""
-    obs_mode: str = "pixels"
-    """'pixels': proprio + camera images; 'state': proprio + privileged object state, no rendering."""
-    image_size: int = 128
-    """Height and width of every camera image (pixels mode; state mode: of the `reward_cameras` frames)."""
-    camera_names: tuple[str, ...] = ("front", "wrist")
-    """Cameras in the observation (pixels mode)."""
-    reward_cameras: tuple[str, ...] = ()
-    """State mode only: cameras read every reset and step for a reward model, their frames put into
-    `info["reward_images"]` {camera: uint8 (image_size, image_size, 3)}, never into the observation (see the module
-    docstring). Empty: state mode renders nothing. `--reward classifier:DIR --obs-mode state` sets it (and
-    image_size) from the classifier's card."""
-    reset_noise_m: float = 0.02
-    """Uniform noise (+-, per axis) added to the reset position."""
-    reset_noise_rad: float = 0.05
-    """Uniform noise (+-, per rotation-vector component) added to the reset orientation."""
-    joint_reset_every: int = 0
-    """Reset the joints to `home_q_rad` every N episodes (0 = only on the first episode and seeded resets)."""
-    joint_reset_on_seed: bool = True
-    """Also reset the joints whenever `reset(seed=...)` gets a seed, so seeded episodes are reproducible."""
-    home_q_rad: tuple[float, ...] = PANDA_HOME_Q_RAD
-    """Joint configuration of a joint reset."""
-    reset_speed_m_per_s: float = 0.25
-    """Speed of the reference while moving to the reset pose."""
-    reset_speed_rad_per_s: float = 1.0
-    """Angular speed of the reference while moving to the reset pose."""
-    reset_tolerance_m: float = 0.003
-    """The reset move is done when the TCP is this close to the reset target ..."""
-    reset_tolerance_rad: float = 0.03
-    """... and this close in orientation ..."""
-    reset_settle_speed_m_per_s: float = 0.01
-    """... and moves slower than this."""
-    reset_timeout_s: float = 4.0
-    """Give up waiting for a reset move after this long (then retry it, see reset_retries)."""
-    reset_retries: int = 2
-    """A reset move that has not settled within reset_timeout_s is tried again this many times; then ResetError."""
-    joint_reset_before_retry: bool = True
-    """Before retrying a reset move, reset the joints to `home_q_rad` (the arm may be stuck at a joint limit or in
-    an odd configuration that the Cartesian impedance law cannot leave)."""
-    object_obs: bool = True
-    """State mode: include the privileged "object" observation. False: proprio only (hardware-faithful)."""
-    task_reward: bool = True
-    """Reward and termination from `Task.success`. False: reward 0 and no termination on success (a reward model
-    outside the env decides); `info["success"]` still reports the true success (hardware-faithful)."""
-    scene_resets: str = "every"
-    """"every": teleport the objects (`robot.reset_scene`) at every reset; "first": only at the env's first reset,
-    later resets run the task's reset routine with the robot (envs.resets; hardware-faithful)."""
-    realtime: bool = False
-    """True for hardware: sleep to each step's deadline and measure jitter. False: `robot.wait` simulates."""
-    gripper_threshold: float = 0.5
-    """Gripper action >= this closes, <= -this opens, anything between keeps the current command."""
-    max_lead_m: float = 0.01
-    """On an axis where the arm is not following (see lead_stall_m_per_s), how far the commanded target may lead
-    the measured TCP position (m; 0 = unbounded). Default: the compliance profile's error clip."""
-    max_lead_rad: float = 0.05
-    """The same for the orientation (angle, rad; 0 = unbounded), when the arm turns slower than
-    lead_stall_rad_per_s."""
-    lead_stall_m_per_s: float = 0.02
-    """An axis along which the TCP moves slower than this counts as not following (blocked, in contact)."""
-    lead_stall_rad_per_s: float = 0.1
-    """The TCP turning slower than this counts as not following."""
-    gripper_debounce_steps: int = 2
-    """After a gripper command change, further changes are refused for this many steps (SERL-style debounce)."""
-    success_reward: float = 1.0
-    """Reward on a success step (0 otherwise)."""
-    terminate_on_success: bool = True
-    """End the episode (`terminated`) on success. False keeps going (success-label recording, near misses)."""
-    timing_window: int = 10_000
-    """How many recent steps `timing_stats()` summarises."""
-
-    def validate(self) -> None:
-        require(self.control_hz > 0 and math.isfinite(self.control_hz), "control_hz", self.control_hz, "must be > 0")
-        require(self.max_episode_steps >= 0, "max_episode_steps", self.max_episode_steps, "must be >= 0")
-        for name in ("action_scale_m", "action_scale_rad", "max_step_translation_m", "max_step_rotation_rad",
-                     "reset_speed_m_per_s", "reset_speed_rad_per_s", "reset_tolerance_m", "reset_tolerance_rad",
-                     "reset_settle_speed_m_per_s", "reset_timeout_s"):
-            v = getattr(self, name)
-            require(v > 0 and math.isfinite(v), name, v, "must be finite and > 0")
-        require(self.obs_mode in OBS_MODES, "obs_mode", self.obs_mode, f"must be one of {OBS_MODES}")
-        require(8 <= self.image_size <= 1024, "image_size", self.image_size, "must be in [8, 1024]")
-        require(len(self.camera_names) > 0 or self.obs_mode == "state", "camera_names", self.camera_names,
-                "must name at least one camera in pixels mode")
-        require(len(set(self.camera_names)) == len(self.camera_names), "camera_names", self.camera_names,
-                "must be unique")
-        require(len(set(self.reward_cameras)) == len(self.reward_cameras), "reward_cameras", self.reward_cameras,
-                "must be unique")
-        require(not self.reward_cameras or self.obs_mode == "state", "reward_cameras", self.reward_cameras,
-                "is a state-mode option (in pixels mode a reward model reads the observation's cameras)")
-        for name in ("reset_noise_m", "reset_noise_rad", "max_lead_m", "max_lead_rad", "lead_stall_m_per_s",
-                     "lead_stall_rad_per_s"):
-            v = getattr(self, name)
-            require(v >= 0 and math.isfinite(v), name, v, "must be finite and >= 0")
-        require(self.joint_reset_every >= 0, "joint_reset_every", self.joint_reset_every, "must be >= 0")
-        require(len(self.home_q_rad) == 7, "home_q_rad", self.home_q_rad, "must have 7 joints")
-        require(0 < self.gripper_threshold <= 1, "gripper_threshold", self.gripper_threshold, "must be in (0, 1]")
-        require(self.gripper_debounce_steps >= 0, "gripper_debounce_steps", self.gripper_debounce_steps,
-                "must be >= 0")
-        require(self.timing_window > 0, "timing_window", self.timing_window, "must be > 0")
-        require(self.reset_retries >= 0, "reset_retries", self.reset_retries, "must be >= 0")
-        require(self.scene_resets in SCENE_RESETS, "scene_resets", self.scene_resets, f"must be one of {SCENE_RESETS}")
-
-    @property
-    def faithful(self) -> bool:
-        """True when every hardware-faithful setting (`FAITHFUL`) is in force."""
-        return all(getattr(self, k) == v for k, v in FAITHFUL.items())
-
-    @property
-    def period_s(self) -> float:
-        return 1.0 / self.control_hz
 
 
 class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
@@ -331,20 +179,13 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._episodes = 0
         self.scene_teleports = 0
         """How many times this env teleported the scene (`robot.reset_scene`)."""
-        self.reset_retry_count = 0
-        """How many reset moves had to be tried again (see `RobotEnvConfig.reset_retries`)."""
+        self._mover = ResetMover(robot, cfg)
         self.reset_routine: tuple[ResetStep, ...] = routine_for(self.task.name)
         """The steps a reset without a teleport runs (envs.resets); replace it to change the routine."""
         check_routine(self.reset_routine, where=f"reset routine of task {self.task.name!r}")
         self._needs_reset = True
         self._closed = False
-        # timing
-        self._deadline = 0.0
-        self._step_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
-        self._wait_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
-        self._jitter_s: collections.deque[float] = collections.deque(maxlen=cfg.timing_window)
-        self._overruns = 0
-        self._reset_s: collections.deque[float] = collections.deque(maxlen=1000)
+        self._clock = ControlClock(robot, cfg)
 
     # ------------------------------------------------------------------------------------------------------
     # gymnasium API
@@ -362,7 +203,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
 
         recovered = False
         if self.last_state is not None and self.last_state.error:
-            recovered = self._clear_or_recover()
+            recovered = self._mover.clear_or_recover()
         robot.set_gains("precision")
         joint_reset = (
             recovered
@@ -390,7 +231,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
 
         pos0, quat0 = self.reset_pose
         target = clip_pose(self.safety_box, pos0 + noise_pos, quat_mul(axis_angle_to_quat(noise_rot), quat0))
-        state, settled = self._settled_move(target[0], target[1], float(task.reset_gripper_closed), "the reset pose")
+        state, settled = self._mover.settled_move(target[0], target[1], float(task.reset_gripper_closed),
+                                                  "the reset pose")
         robot.set_gains("compliance")
 
         self._cmd_pos, self._cmd_quat = target[0].copy(), target[1].copy()
@@ -401,8 +243,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._needs_reset = False
         self.last_state = state
         obs = self._observe(state)
-        self._deadline = time.perf_counter() + cfg.period_s
-        self._reset_s.append(time.perf_counter() - t0)
+        self._clock.start()
+        self._clock.record_reset(time.perf_counter() - t0)
         info = {
             "success": self.task.success(state) if self._has_objects(state) else False,
             "objects": state.objects,
@@ -430,33 +272,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             check_finite("action", a)
             raise SafetyError(f"non-finite action {a!r}")  # pragma: no cover - check_finite raises first
         a = np.clip(a, -1.0, 1.0)
-
-        delta_pos = a[:3] * cfg.action_scale_m
-        rotvec = a[3:6] * cfg.action_scale_rad
-        want_pos = self._cmd_pos + delta_pos
-        want_quat = quat_mul(axis_angle_to_quat(rotvec), self._cmd_quat)
-        pos, quat = want_pos, want_quat
-        # the per-step limit binds only if the config makes it tighter than the action range (by default
-        # sqrt(3) * scale < limit, so a clipped action never exceeds it); skip the call when it cannot bind
-        if (float(np.linalg.norm(delta_pos)) > cfg.max_step_translation_m
-                or float(np.linalg.norm(rotvec)) > cfg.max_step_rotation_rad):
-            pos, quat = limit_step(self._cmd_pos, self._cmd_quat, want_pos, want_quat,
-                                   cfg.max_step_translation_m, cfg.max_step_rotation_rad)
-        measured = self.last_state
-        if measured is not None and (cfg.max_lead_m > 0 or cfg.max_lead_rad > 0):
-            # an axis is "not following" when the previous target already led the arm by half the bound or more
-            # along it and the arm moves slower than the stall speed (a start from rest is never held back)
-            R = quat_to_mat(measured.quat_base_ee)
-            twist = np.asarray(measured.twist_ee_body, np.float64)
-            led = np.abs(self._cmd_pos - measured.pos_base_ee) >= 0.5 * cfg.max_lead_m
-            stalled = led & (np.abs(R @ twist[:3]) < cfg.lead_stall_m_per_s)
-            prev_angle = quat_angle(quat_mul(self._cmd_quat, quat_conj(measured.quat_base_ee)))
-            held = prev_angle >= 0.5 * cfg.max_lead_rad and float(np.linalg.norm(twist[3:])) < cfg.lead_stall_rad_per_s
-            pos, quat = bound_lead(pos, quat, measured.pos_base_ee, measured.quat_base_ee,
-                                   np.where(stalled, cfg.max_lead_m, 0.0), cfg.max_lead_rad if held else 0.0)
-        pos, quat = clip_pose(self.safety_box, pos, quat)
-        # limit_step and clip_pose keep the quaternion's sign, so a plain comparison detects a change
-        clipped = bool(np.max(np.abs(pos - want_pos)) > 1e-9 or np.max(np.abs(quat - want_quat)) > 1e-9)
+        pos, quat, clipped = step_target(cfg, a, self._cmd_pos, self._cmd_quat, self.last_state, self.safety_box)
 
         gripper_changed = self._update_gripper(float(a[6]))
         try:
@@ -467,7 +283,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         if command_error is None:
             self._cmd_pos, self._cmd_quat = pos, quat
             tw = time.perf_counter()
-            jitter_s = self._wait_period()
+            jitter_s = self._clock.wait_period()
             wait_s = time.perf_counter() - tw
         else:
             jitter_s = wait_s = 0.0
@@ -496,8 +312,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         ages = getattr(self.cameras, "frame_ages_s", None)  # real cameras report how old each frame was
         if callable(ages):
             info["frame_age_ms"] = {k: 1e3 * v for k, v in ages().items()}
-        self._step_s.append(time.perf_counter() - t0)
-        self._wait_s.append(wait_s)
+        self._clock.record_step(time.perf_counter() - t0, wait_s)
         if terminated or truncated:
             self._needs_reset = True
             info["timing"] = self.timing_stats()
@@ -535,6 +350,11 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         return self._episode_steps
 
     @property
+    def reset_retry_count(self) -> int:
+        """How many reset moves had to be tried again (see `RobotEnvConfig.reset_retries`)."""
+        return self._mover.retries
+
+    @property
     def reward_image_shapes(self) -> dict[str, tuple[int, int, int]]:
         """{camera: (H, W, 3)} of the frames in `info["reward_images"]` (state mode's `reward_cameras`; else {})."""
         hw3 = (self.config.image_size, self.config.image_size, 3)
@@ -549,25 +369,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
     def timing_stats(self) -> dict[str, Any]:
         """Wall time per step (ms; mean/p50/p99 over the last `timing_window` steps), the share spent
         waiting for the period (`robot.wait` + sleep), jitter p50/p99/max (realtime only), overruns, and
-        reset time."""
-        step_ms = 1e3 * np.asarray(self._step_s) if self._step_s else np.zeros(1)
-        wait_ms = 1e3 * np.asarray(self._wait_s) if self._wait_s else np.zeros(1)
-        out: dict[str, Any] = {
-            "steps": len(self._step_s),
-            "realtime": self.config.realtime,
-            "period_ms": 1e3 * self.config.period_s,
-            "step_ms_mean": float(step_ms.mean()),
-            "step_ms_p50": float(np.percentile(step_ms, 50)),
-            "step_ms_p99": float(np.percentile(step_ms, 99)),
-            "wait_ms_mean": float(wait_ms.mean()),
-            "steps_per_s": float(1e3 / step_ms.mean()) if step_ms.mean() > 0 else 0.0,
-            "reset_ms_mean": float(1e3 * np.mean(self._reset_s)) if self._reset_s else 0.0,
-        }
-        if self.config.realtime:
-            jit = 1e3 * np.asarray(self._jitter_s) if self._jitter_s else np.zeros(1)
-            out.update(jitter_ms_p50=float(np.percentile(jit, 50)), jitter_ms_p99=float(np.percentile(jit, 99)),
-                       jitter_ms_max=float(jit.max()), overruns=self._overruns)
-        return out
+        reset time (envs.env_timing.ControlClock.stats)."""
+        return self._clock.stats()
 
     # ------------------------------------------------------------------------------------------------------
     # internals
@@ -585,77 +388,6 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             rot_max_rad=task.rot_max_rad,
         )
         self._reset_quat_conj = quat_conj(quat)
-
-    def _move_to(self, pos: np.ndarray, quat: np.ndarray, gripper: float) -> tuple[RobotState, bool]:
-        """Walk the reference to (pos, quat) at the reset speeds and wait until the TCP settles there."""
-        cfg = self.config
-        dt = cfg.period_s
-        state = self.robot.state()
-        ref_pos, ref_quat = np.array(state.pos_base_ee, float), quat_normalize(state.quat_base_ee)
-        t = 0.0
-        while True:
-            ref_pos, ref_quat = limit_step(ref_pos, ref_quat, pos, quat, cfg.reset_speed_m_per_s * dt,
-                                           cfg.reset_speed_rad_per_s * dt)
-            try:
-                self.robot.command(ref_pos, ref_quat, gripper)
-            except RobotError:  # a trip during the move (e.g. a joint at its margin): the caller retries
-                return self.robot.state(), False
-            self.robot.wait(dt)
-            t += dt
-            state = self.robot.state()
-            arrived = (
-                np.linalg.norm(ref_pos - pos) < 1e-9
-                and np.linalg.norm(state.pos_base_ee - pos) < cfg.reset_tolerance_m
-                and np.linalg.norm(orientation_error(state.quat_base_ee, quat)) < cfg.reset_tolerance_rad
-                and np.linalg.norm(state.twist_ee_body[:3]) < cfg.reset_settle_speed_m_per_s
-            )
-            if arrived:
-                return state, True
-            if t >= cfg.reset_timeout_s:
-                return state, False
-
-    def _clear_or_recover(self) -> bool:
-        """clear_errors(); when the robot refuses (the condition persists, e.g. a joint still inside its safety
-        margin: holding the pose cannot fix that) a joint reset home, the one motion a tripped robot server
-        allows, then clear_errors() again. True when the joint reset ran."""
-        try:
-            self.robot.clear_errors()
-            return False
-        except RobotError as refused:
-            try:
-                self.robot.reset_joints(np.asarray(self.config.home_q_rad, np.float64))
-                self.robot.clear_errors()
-            except RobotError as err:  # the robot cannot recover: its first answer says why
-                raise refused from err
-            return True
-
-    def _settled_move(self, pos: np.ndarray, quat: np.ndarray, gripper: float, what: str,
-                      must_settle: bool = True) -> tuple[RobotState, bool]:
-        """`_move_to`, tried 1 + `reset_retries` times (clearing a robot error in between) until it settles; then
-        ResetError naming the target, how far off the TCP is and any robot error. `must_settle=False`: one try,
-        its outcome returned."""
-        cfg = self.config
-        tries = 1 + cfg.reset_retries if must_settle else 1
-        state, settled = self.robot.state(), False
-        for i in range(tries):
-            joint_reset = False
-            if state.error:
-                joint_reset = self._clear_or_recover()
-            if i > 0:
-                self.reset_retry_count += 1
-                if cfg.joint_reset_before_retry and not joint_reset:
-                    self.robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
-            state, settled = self._move_to(pos, quat, gripper)
-            if settled or not must_settle:
-                return state, settled
-        off_m = float(np.linalg.norm(state.pos_base_ee - pos))
-        off_rad = float(np.linalg.norm(orientation_error(state.quat_base_ee, quat)))
-        speed = float(np.linalg.norm(state.twist_ee_body[:3]))
-        raise ResetError(
-            f"reset: the move to {what} did not settle after {tries} tries of {cfg.reset_timeout_s:g} s (TCP "
-            f"{100 * off_m:.1f} cm / {off_rad:.2f} rad from the target, moving {100 * speed:.1f} cm/s"
-            f"{', robot error: ' + state.error if state.error else ''}); the run stops: check the workspace for an "
-            f"obstacle or a trapped object, then restart")
 
     def _run_routine(self, steps: tuple[ResetStep, ...], rng: np.random.Generator) -> None:
         """Execute reset-routine steps (envs.resets) through the Robot seam, starting from the current target (`reset`
@@ -680,8 +412,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
                 want = want + rng.uniform(-1.0, 1.0, 3) * np.asarray(st.noise_m, np.float64)
                 pos, quat = clip_pose(self.safety_box, want,
                                       self.reset_pose[1] if st.orientation == "reset" else self._cmd_quat)
-                self._settled_move(pos, quat, self._gripper_cmd, f"reset-routine target {np.round(pos, 3).tolist()}",
-                                   must_settle=st.must_settle)
+                what = f"reset-routine target {np.round(pos, 3).tolist()}"
+                self._mover.settled_move(pos, quat, self._gripper_cmd, what, must_settle=st.must_settle)
                 self._cmd_pos, self._cmd_quat = pos, quat
             elif st.op == "if_held":
                 width = float(robot.state().gripper_width_m)
@@ -717,26 +449,6 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             self._steps_since_gripper_change = 0
             return True
         return False
-
-    def _wait_period(self) -> float:
-        """Let one control period pass; returns how late the deadline was met (realtime), else 0."""
-        cfg = self.config
-        if not cfg.realtime:
-            self.robot.wait(cfg.period_s)
-            return 0.0
-        remaining = self._deadline - time.perf_counter()
-        if remaining > 0:
-            self.robot.wait(remaining)
-        _sleep_until(self._deadline)
-        now = time.perf_counter()
-        late = now - self._deadline
-        self._jitter_s.append(late)
-        if late > cfg.period_s:  # missed a whole period: resynchronise instead of bursting to catch up
-            self._overruns += 1
-            self._deadline = now + cfg.period_s
-        else:
-            self._deadline += cfg.period_s
-        return late
 
     def _has_objects(self, state: RobotState) -> bool:
         return all(k in state.objects for k in self.task.object_keys)
@@ -775,34 +487,6 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
                 raise ShapeError(f"camera '{name}': expected uint8 {hw3}, got {img.dtype} {img.shape}")
             images[name] = img
         return images
-
-
-def bound_lead(pos: np.ndarray, quat: np.ndarray, measured_pos: np.ndarray, measured_quat: np.ndarray,
-               max_lead_m: float | np.ndarray, max_lead_rad: float) -> tuple[np.ndarray, np.ndarray]:
-    """The target (pos, quat) pulled back to within `max_lead_m` (per base axis; a scalar or (3,)) of the measured
-    position and `max_lead_rad` (geodesic angle) of the measured orientation; a bound of 0 leaves that axis / the
-    orientation unbounded. The quaternion keeps the target's sign."""
-    m = np.asarray(measured_pos, np.float64)
-    lead = np.asarray(pos, np.float64) - m
-    bound = np.broadcast_to(np.asarray(max_lead_m, np.float64), (3,))
-    pos = m + np.where(bound > 0, np.clip(lead, -bound, bound), lead)
-    if max_lead_rad > 0:
-        mq = np.asarray(measured_quat, np.float64)
-        mq = -mq if float(np.dot(mq, quat)) < 0 else mq  # the measured orientation on the target's hemisphere
-        _, quat = limit_step(pos, mq, pos, quat, 0.0, max_lead_rad)
-    return pos, quat
-
-
-def _sleep_until(deadline: float) -> None:
-    """Sleep to `deadline` (perf_counter seconds): coarse sleep, then a short spin for the last ~1 ms."""
-    while True:
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            return
-        if remaining > 0.002:
-            time.sleep(remaining - 0.001)
-        else:
-            time.sleep(0)
 
 
 def make_twin_env(

@@ -22,6 +22,7 @@ Usage::
     robot.stop()      # the server holds the pose and is free for the next client
 
     env = make_remote_env("tcp://127.0.0.1:5560", obs_mode="pixels")          # a RobotEnv over it
+    send_estop("tcp://127.0.0.1:5560")        # `robot-rl estop`: any client, no handshake; prints the answer
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import zmq
 
-from envs.robot import RobotState
+from envs.robot import RobotState, check_command, check_joint_target
 from envs.robot_server import DEFAULT_ADDRESS, IMAGES_PREFIX, RobotErrorCode, state_from_wire
 from robot_rl.config import Config, require
 from robot_rl.curve import check_address
@@ -161,14 +162,10 @@ class RemoteRobot:
         return state_from_wire(reply.result, reply.arrays)
 
     def command(self, pos_base_target: np.ndarray, quat_base_target: np.ndarray, gripper_closed: float) -> None:
-        """Send a new impedance target. Shapes and types are checked here (SafetyError, like the twin); the
-        server refuses NaN/inf (SafetyError, transported back)."""
-        pos = _vector("pos_base_target", pos_base_target, 3)
-        quat = _vector("quat_base_target", quat_base_target, 4)
-        try:
-            g = float(gripper_closed)
-        except (TypeError, ValueError) as err:
-            raise SafetyError(f"gripper_closed: not a number ({err})") from None
+        """Send a new impedance target. Shapes and types are checked here (SafetyError, like the twin: the shared
+        envs.robot.check_command); the server runs the full check (NaN/inf, zero quaternion: SafetyError,
+        transported back)."""
+        pos, quat, g = check_command(pos_base_target, quat_base_target, gripper_closed, finite=False)
         self._call("command", {"gripper_closed": g}, {"pos_base_target": pos, "quat_base_target": quat})
 
     def wait(self, duration_s: float) -> None:
@@ -182,7 +179,7 @@ class RemoteRobot:
         self._call("set_gains", {"profile": profile})
 
     def reset_joints(self, q_rad: np.ndarray) -> None:
-        self._call("reset_joints", arrays={"q_rad": _vector("q_rad", q_rad, 7)},
+        self._call("reset_joints", arrays={"q_rad": check_joint_target(q_rad, finite=False)},
                    deadline_s=self.config.reset_deadline_s)
 
     def reset_scene(self, seed: int | None = None) -> None:
@@ -332,16 +329,6 @@ class RemoteCameras:
         return out
 
 
-def _vector(name: str, value: object, n: int) -> np.ndarray:
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise SafetyError(f"{name}: not a numeric array ({err})") from None
-    if arr.shape != (n,):
-        raise SafetyError(f"{name}: expected shape ({n},), got {arr.shape}")
-    return arr
-
-
 def _ms_left(t_end: float) -> int:
     left = t_end - time.monotonic()
     return 0 if left <= 0 else min(max(1, math.ceil(left * 1000)), 3_600_000)  # loops poll again past an hour
@@ -403,3 +390,22 @@ def make_remote_env(
         if not isinstance(address, RemoteRobot):
             robot.close()
         raise
+
+
+def send_estop(address: str, keys_dir: str | None = None, insecure: bool = False, timeout_s: float = 1.0) -> int:
+    """`robot-rl estop ADDR`: send the robot server's `estop` call (any client may; no ownership, no handshake) and
+    print what the server did and the round trip; returns the exit code (0; errors raise, e.g. RobotTimeoutError
+    when nothing answers within `timeout_s`)."""
+    keys = ClientKeys.from_dir(keys_dir) if keys_dir is not None else None
+    robot = RemoteRobot(RemoteRobotConfig(address=address, insecure=insecure, handshake=False, deadline_s=timeout_s,
+                                          client_name="estop"), keys)
+    try:
+        t0 = time.monotonic()
+        answer = robot.estop(deadline_s=timeout_s)
+        rtt = time.monotonic() - t0
+    finally:
+        robot.close()
+    how = "motion stopped" if answer.get("guarded") else "sent (this server has no safety guard)"
+    print(f"robot-rl estop: {address}: {how} (backend stop {1e3 * float(answer.get('estop_s', 0.0)):.1f} ms, "
+          f"round trip {1e3 * rtt:.1f} ms); the server refuses commands until it restarts", flush=True)
+    return 0

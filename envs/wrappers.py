@@ -22,20 +22,21 @@ The InterventionWrapper must be outside the RelativeFrameWrapper (the human comm
 intervention wrapper converts that into the policy's frame through the wrappers below it); the other order is
 refused with a `ConfigError`. Keep the InterventionWrapper outside any TimeLimit so it sees episode ends.
 
-Devices are duck-typed (`InterventionDevice`): demos' teleop devices (`demos.devices.teleop.make_device(...)`) and
-`envs.twin.scripted_human.ScriptedHuman` both fit, without envs importing demos.
+Devices implement the one device interface, `envs.devices.HumanDevice` (poll -> `HumanCommand`): demos' teleop
+devices (`demos.devices.teleop.make_device(...)`) and `envs.twin.scripted_human.ScriptedHuman` both fit, without
+envs importing demos.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from controllers.transforms import quat_to_mat
+from envs.devices import HumanDevice
 from envs.robot import RobotState
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError, MissingExtraError, RobotRLError, SafetyError, ShapeError
@@ -208,64 +209,6 @@ class RelativeFrameWrapper(gymnasium.Wrapper[dict[str, Any], np.ndarray, dict[st
 # interventions
 
 
-@runtime_checkable
-class InterventionCommand(Protocol):
-    """One poll of a device (`HumanCommand`, which demos' teleop devices and ScriptedHuman return, fits)."""
-
-    @property
-    def active(self) -> bool:
-        """The operator is giving input now (an intervention)."""
-        ...
-
-    @property
-    def events(self) -> Collection[str]:
-        """Events this poll: "intervene", "success", "failure", "rerecord", "quit" (see demos.devices.teleop.EVENTS)."""
-        ...
-
-    def action(self) -> np.ndarray:
-        """The operator's env action (7,) in [-1, 1], translation/rotation in the BASE frame."""
-        ...
-
-
-@runtime_checkable
-class InterventionDevice(Protocol):
-    """What `InterventionWrapper` needs from a device (demos' teleop devices and `ScriptedHuman` fit).
-
-    Optional: `observe_policy_action(action_base: np.ndarray) -> None`. When a device has it, the wrapper calls
-    it every step BEFORE `poll` with the policy's proposed action converted to the base frame (7,), so a
-    scripted operator can judge the policy (poll itself only sees the robot state).
-    """
-
-    def reset(self) -> None:
-        """Start of an episode."""
-        ...
-
-    def poll(self, state: Any) -> InterventionCommand:
-        """The operator's command now; `state` is the robot's latest RobotState."""
-        ...
-
-
-@dataclasses.dataclass(frozen=True)
-class HumanCommand:
-    """One poll of an operator's device: demos' teleop devices (demos.devices.teleop) and envs.twin.scripted_human
-    return it.
-
-    delta_ee (6,): [dx, dy, dz, drx, dry, drz] in [-1, 1], base frame (scaled by the env's action scale).
-    gripper: +1 close, -1 open, 0 keep.
-    active: the operator is giving input now (any non-zero axis or button): an intervention when a policy runs.
-    events: subset of demos.devices.teleop.EVENTS reported this poll.
-    """
-
-    delta_ee: np.ndarray
-    gripper: float = 0.0
-    active: bool = False
-    events: frozenset[str] = frozenset()
-
-    def action(self) -> np.ndarray:
-        """The env action (7,) float32: delta_ee then gripper, clipped to [-1, 1]."""
-        return np.clip(np.concatenate([self.delta_ee, [self.gripper]]), -1.0, 1.0).astype(np.float32)
-
-
 @dataclasses.dataclass(frozen=True)
 class InterventionConfig(Config):
     """Options of `InterventionWrapper`."""
@@ -310,7 +253,7 @@ class InterventionWrapper(gymnasium.Wrapper[dict[str, Any], np.ndarray, dict[str
         env.episode_stats()   # {"steps", "intervention_steps", "intervention_rate", "interventions"}
     """
 
-    def __init__(self, env: gymnasium.Env[dict[str, Any], np.ndarray], device: InterventionDevice,
+    def __init__(self, env: gymnasium.Env[dict[str, Any], np.ndarray], device: HumanDevice,
                  config: InterventionConfig | None = None) -> None:
         super().__init__(env)
         self.config = cfg = config or InterventionConfig()

@@ -18,7 +18,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 pytest.importorskip("mujoco")
 pytest.importorskip("torch")
 
-from demos.cli import record_labels as labels_cli
+from demos.recording.labels import parse_record_labels_args, record_labels
 from learners.rewards.classifier import load_classifier
 from learners.rewards.labels import load_labels
 from learners.rewards.metrics import binary_metrics, roc_auc
@@ -30,13 +30,18 @@ from tests.test_reward_classifier import constant_classifier
 SIZE = 32
 
 
+def labels_main(argv: list[str]) -> int:
+    """`robot-rl record-labels ARGV` through its library (errors raise, typed)."""
+    return record_labels(parse_record_labels_args(argv))
+
+
 @pytest.fixture(scope="module")
 def twin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Labels recorded on the twin (train: seeds 0.., test: seeds 500..) and a classifier trained on them."""
     root = tmp_path_factory.mktemp("cls")
     for name, frames, seed in (("train", 900, 0), ("test", 300, 500)):
-        assert labels_cli.main(["--task", "twin-pick-cube", "--out", str(root / name), "--frames", str(frames),
-                                "--image-size", str(SIZE), "--seed", str(seed)]) == 0
+        assert labels_main(["--task", "twin-pick-cube", "--out", str(root / name), "--frames", str(frames),
+                            "--image-size", str(SIZE), "--seed", str(seed)]) == 0
     assert cli.main(["train-classifier", "--labels", str(root / "train"), "--out", str(root / "cls"),
                      "--max-steps", "400", "--eval-every", "50", "--conv-channels", "16,32,32", "--latent", "32",
                      "--batch-size", "32", "--lr", "1e-3"]) == 0
@@ -78,8 +83,8 @@ def test_eval_classifier_writes_the_table_and_the_worst_frames(twin: dict[str, P
 
 def test_mismatched_inputs_are_one_line_errors(twin: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     other = twin["root"] / "labels48"
-    assert labels_cli.main(["--task", "twin-pick-cube", "--out", str(other), "--frames", "10", "--image-size",
-                            "48"]) == 0
+    assert labels_main(["--task", "twin-pick-cube", "--out", str(other), "--frames", "10", "--image-size",
+                        "48"]) == 0
     capsys.readouterr()
     assert cli.main(["eval-classifier", "--classifier", str(twin["cls"]), "--labels", str(other)]) == 1
     err = capsys.readouterr().err.strip()
@@ -159,7 +164,7 @@ def test_train_takes_rewards_from_the_classifier(tmp_path: Path, capsys: pytest.
 
 
 def test_actor_env_with_classifier_and_human_rewards(tmp_path: Path) -> None:
-    from actors.actor_cli import make_actor_env
+    from actors.actor_env import make_actor_env
     from envs.twin.experts import ScriptedExpert
 
     with pytest.raises(ConfigError, match=r"--reward human: .* add --intervene"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from demos.cli import record_demos as record_cli
+from demos.recording.demos import parse_record_demos_args, record_demos
 from envs.env import make_twin_env
 from envs.tasks import RELOCATE_ZONE_A_M, RELOCATE_ZONE_B_M, in_zone
 from envs.twin.model import RELOCATE_START_XY, RELOCATE_TRAY_XY
@@ -50,15 +50,15 @@ def test_tray_is_only_for_relocate_scenes(tmp_path: Path, capsys: pytest.Capture
     with pytest.raises(ConfigError, match="cube_start"):
         make_twin_env("cube_relocate", obs_mode="state", cube_start="anywhere")
     with pytest.raises(ConfigError, match="only for the in-process twin's cube-relocate tasks"):
-        record_cli.main(["--task", "twin-pick-cube", "--cube-start", "tray", "--episodes", "1", "--out",
-                         str(tmp_path / "d"), "--obs-mode", "state"])
+        record_demos(parse_record_demos_args(["--task", "twin-pick-cube", "--cube-start", "tray", "--episodes", "1",
+                                              "--out", str(tmp_path / "d"), "--obs-mode", "state"]))
     assert not (tmp_path / "d").exists()
 
 
 def test_record_demos_from_tray_starts(tmp_path: Path) -> None:
     out = tmp_path / "fwd"
-    assert record_cli.main(["--task", "twin-cube-relocate", "--obs-mode", "state", "--cube-start", "tray",
-                            "--episodes", "3", "--out", str(out)]) == 0
+    assert record_demos(parse_record_demos_args(["--task", "twin-cube-relocate", "--obs-mode", "state", "--cube-start",
+                                                 "tray", "--episodes", "3", "--out", str(out)])) == 0
     eps, _ = load_dir(out)
     assert len(eps) == 3 and all(bool(e.rewards[-1] > 0) for e in eps)  # the expert succeeds from those starts
     assert all(e.info["env_kwargs"]["cube_start"] == "tray" for e in eps)

@@ -379,13 +379,13 @@ def test_realtime_mode_paces_the_loop_and_reports_jitter() -> None:
 
 
 def test_not_realtime_lets_the_robot_simulate_and_never_sleeps(monkeypatch: pytest.MonkeyPatch) -> None:
-    import envs.env
+    import envs.env_timing
 
     def no_sleep(*_: object) -> None:
         raise AssertionError("a simulated (not realtime) env must not sleep")
 
-    monkeypatch.setattr(envs.env, "_sleep_until", no_sleep)
-    monkeypatch.setattr(envs.env.time, "sleep", no_sleep)
+    monkeypatch.setattr(envs.env_timing, "sleep_until", no_sleep)
+    monkeypatch.setattr(envs.env_timing.time, "sleep", no_sleep)
     env, robot = make("state", max_episode_steps=1000)
     env.reset(seed=0)
     t_robot = robot.t

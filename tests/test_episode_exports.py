@@ -3,6 +3,7 @@ with rosbags' reader, the dataset with our importer, with pyarrow directly and, 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -10,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from demos.cli.episodes import main as episodes_main
+from demos.formats.episode_tools import export_episodes
 from demos.formats.rosbag import ExportError
+from robot_rl import cli
 from robot_rl.episodes import Episode, load_dir, save_episode
 
 pytest.importorskip("rosbags", reason="the `export` extra is not installed (pip install 'robot-rl[export]')")
@@ -53,8 +55,10 @@ def episodes_dir(tmp_path: Path) -> Path:
 
 
 def run(*argv: str) -> tuple[int, str, str]:
+    """`robot-rl episodes ARGV`: (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
-    rc = episodes_main(list(argv), out, err)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(["episodes", *argv])
     return rc, out.getvalue(), err.getvalue()
 
 
@@ -97,7 +101,9 @@ def test_mcap_export_reads_back(episodes_dir: Path, tmp_path: Path) -> None:
         assert [t for t, _ in msgs["/robot_rl/reward"]] == t_img[1:]
     # a second export to the same place is refused (a bag is never overwritten)
     with pytest.raises(ExportError, match="already exists"):
-        run("export", str(episodes_dir), "--mcap", str(tmp_path / "bags"))
+        export_episodes(episodes_dir, mcap=tmp_path / "bags")
+    rc, _out, err = run("export", str(episodes_dir), "--mcap", str(tmp_path / "bags"))  # the command: one line
+    assert rc == 1 and "already exists" in err and err.count("\n") == 1
 
 
 def test_lerobot_export_layout(episodes_dir: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ recorded with `robot-rl record-demos` (state mode, and 64x64 images)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import shutil
@@ -16,17 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from demos.cli import episodes as episodes_cli
-from demos.cli import record_demos as record_cli
-from demos.cli.episodes import (
-    EXIT_DRIFT,
-    EXIT_ERROR,
-    EXIT_OK,
-    EXIT_SOME_SKIPPED,
-    EpisodeToolError,
-    camera_strip,
-    sample_indices,
-)
+from demos.formats import video
+from demos.formats.episode_io import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, EXIT_SOME_SKIPPED, EpisodeToolError
+from demos.formats.episode_tools import export_episodes
+from demos.formats.video import camera_strip, sample_indices
+from demos.recording.demos import parse_record_demos_args, record_demos
 from robot_rl import cli
 from robot_rl.episodes import Episode, episode_paths, episode_to_arrays, load_episode
 
@@ -37,16 +32,18 @@ IMAGE = 64
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("episodes")
     state, pixels = root / "state", root / "pixels"
-    assert record_cli.main(["--task", "twin-reach", "--episodes", "3", "--out", str(state), "--obs-mode", "state",
-                            "--seed", "3"]) == 0
-    assert record_cli.main(["--task", "twin-reach", "--episodes", "1", "--out", str(pixels),
-                            "--image-size", str(IMAGE), "--seed", "7"]) == 0
+    assert record_demos(parse_record_demos_args(["--task", "twin-reach", "--episodes", "3", "--out", str(state),
+                                                 "--obs-mode", "state", "--seed", "3"])) == 0
+    assert record_demos(parse_record_demos_args(["--task", "twin-reach", "--episodes", "1", "--out", str(pixels),
+                                                 "--image-size", str(IMAGE), "--seed", "7"])) == 0
     return {"state": state, "pixels": pixels}
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
+    """`robot-rl episodes ARGV`: (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
-    rc = episodes_cli.main(argv, out=out, err=err)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(["episodes", *argv])
     return rc, out.getvalue(), err.getvalue()
 
 
@@ -238,11 +235,9 @@ def test_export_video_reports_an_ffmpeg_failure(recordings: dict[str, Path], tmp
 
 def test_export_video_falls_back_to_png_without_ffmpeg(recordings: dict[str, Path], tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from demos.cli import episodes as episodes_cli
-
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr(episodes_cli, "bundled_ffmpeg", lambda: None)  # as without the video extra
+    monkeypatch.setattr(video, "bundled_ffmpeg", lambda: None)  # as without the video extra
     rc, _, err = run(["export", str(recordings["pixels"]), "--video", "--out", str(tmp_path / "vid")])
     assert rc == EXIT_OK
     assert "no ffmpeg binary on PATH" in err and "robot-rl[video]" in err
@@ -254,9 +249,7 @@ def test_export_video_writes_a_real_mp4_that_decodes_back(recordings: dict[str, 
     """Through a real ffmpeg (the imageio-ffmpeg wheel of the video/dev extras): encode, decode, compare."""
     import subprocess
 
-    from demos.cli import episodes as episodes_cli
-
-    ffmpeg = episodes_cli.bundled_ffmpeg()
+    ffmpeg = video.bundled_ffmpeg()
     if ffmpeg is None:
         pytest.skip("imageio-ffmpeg (the video extra) is not installed")
     (tmp_path / "empty").mkdir()
@@ -266,7 +259,7 @@ def test_export_video_writes_a_real_mp4_that_decodes_back(recordings: dict[str, 
     assert rc == EXIT_OK, err
     (src,) = episode_paths(recordings["pixels"])
     ep = load_episode(src)
-    frames = episodes_cli.video_frames(ep, str(src))
+    frames = video.video_frames(ep, str(src))
     h, w, _ = frames[0].shape
     mp4 = tmp_path / "vid" / f"{src.stem}.mp4"
     assert mp4.read_bytes()[4:8] == b"ftyp"  # an ISO-BMFF (mp4) file, not a PNG fallback
@@ -341,6 +334,8 @@ def test_replay_needs_a_seed(recordings: dict[str, Path], tmp_path: Path) -> Non
 
 def test_bad_arguments_raise_typed_errors(recordings: dict[str, Path]) -> None:
     with pytest.raises(EpisodeToolError, match="--frames"):
-        run(["export", str(recordings["pixels"]), "--frames", "0"])
+        export_episodes(recordings["pixels"], frames=0)
+    rc, _out, err = run(["export", str(recordings["pixels"]), "--frames", "0"])  # the command: one line
+    assert rc == EXIT_ERROR and "--frames=0 must be >= 1" in err and err.count("\n") == 1
     with pytest.raises(SystemExit):
         run(["nonsense"])

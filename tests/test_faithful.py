@@ -256,8 +256,8 @@ def test_faithful_is_one_switch_on_the_twin_and_its_presets() -> None:
 
 
 def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_path: Path) -> None:
-    from actors.actor_cli import build_parser as actor_parser
-    from actors.actor_cli import make_actor_env
+    from actors.actor_env import make_actor_env
+    from actors.run import parse_actor_args
     from learners.distributed.flags import build_learner_parser as learner_parser
     from learners.distributed.process import task_spec as env_spec
     from supervisor.sim import Sim
@@ -271,7 +271,7 @@ def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_pa
     assert all("--faithful" in argv for argv in (learner_argv, actor_argv, evaluate_argv))
     # each child parses it, and gets the faithful observation (the learner's spec matches the actor's env)
     learner_args = learner_parser().parse_args(learner_argv[learner_argv.index("learner") + 1:])
-    actor_args = actor_parser().parse_args(actor_argv[actor_argv.index("actor") + 1:])
+    actor_args = parse_actor_args(actor_argv[actor_argv.index("actor") + 1:])
     spec = env_spec(learner_args.task, learner_args.obs_mode, None, faithful=learner_args.faithful)
     env = make_actor_env(actor_args.task, actor_args.obs_mode, None, None, actor_args.intervene,
                          reward=actor_args.reward, reward_audit=actor_args.reward_audit, faithful=actor_args.faithful)
@@ -284,8 +284,8 @@ def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_pa
 
 
 def test_sim_passes_reward_to_every_actor_and_not_to_the_evaluation(tmp_path: Path) -> None:
-    from actors.actor_cli import build_parser as actor_parser
-    from actors.actor_cli import make_actor_env
+    from actors.actor_env import make_actor_env
+    from actors.run import parse_actor_args
     from learners.rewards.reward_model import ClassifierReward
     from supervisor.sim import Sim
     from supervisor.sim_config import build_sim_parser, sim_config
@@ -298,7 +298,7 @@ def test_sim_passes_reward_to_every_actor_and_not_to_the_evaluation(tmp_path: Pa
         f"classifier:{cls}", "--faithful", "--actors", "2", "--out", str(out)])))
     for i in (0, 1):
         argv = sim.actor_argv(i, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2")
-        args = actor_parser().parse_args(argv[argv.index("actor") + 1:])
+        args = parse_actor_args(argv[argv.index("actor") + 1:])
         assert args.reward == f"classifier:{cls}" and args.faithful
         assert args.reward_audit == out / "reward_audit" / f"actor-{i}"  # each actor audits into the run
     # the actor builds its env with that reward (here without the robot server: the twin in process)
@@ -337,7 +337,7 @@ def test_sim_refuses_a_reward_its_actors_cannot_use_in_one_line(tmp_path: Path,
 
 
 def test_actor_refuses_faithful_without_a_reward_model() -> None:
-    from actors.actor_cli import make_actor_env
+    from actors.actor_env import make_actor_env
     from robot_rl.errors import ConfigError
 
     with pytest.raises(ConfigError, match="--faithful: the hardware-faithful env gives no reward"):

@@ -95,7 +95,7 @@ def test_bounded_lead_leaves_free_motion_alone() -> None:
 
 def test_bound_lead_math() -> None:
     from controllers.transforms import axis_angle_to_quat, quat_angle, quat_conj, quat_mul
-    from envs.env import bound_lead
+    from envs.motion import bound_lead
 
     q_meas = np.array([0.0, 1.0, 0.0, 0.0])
     q_tgt = quat_mul(axis_angle_to_quat(np.array([0.0, 0.0, 0.3])), q_meas)
@@ -374,11 +374,12 @@ def test_actor_holds_the_pose_before_the_first_weights(warmup: str) -> None:
     """Before any weights the actor's default ('hold') sends zero actions: the commanded pose never leaves the reset
     pose and the gripper stays; random warm-up is opt-in. The CLI's auto choice is random only on the twin."""
     from actors.actor import Actor, ActorConfig
-    from actors.actor_cli import _backend_of, env_spec_of
+    from actors.actor_env import backend_of
     from envs.presets import make_env
+    from robot_rl.gym_env import env_spec_of
 
     env = make_env("twin-reach", obs_mode="state", reset_noise_m=0.0, reset_noise_rad=0.0)
-    assert ActorConfig().warmup == "hold" and _backend_of(env) == "twin"
+    assert ActorConfig().warmup == "hold" and backend_of(env) == "twin"
     try:
         spec = env_spec_of(env, "twin-reach")
         actor = Actor(env, _NoWeightsEndpoint(spec), ActorConfig(warmup=warmup, pace=False, chunk_steps=10))
@@ -398,7 +399,7 @@ def test_actor_holds_the_pose_before_the_first_weights(warmup: str) -> None:
 
 
 def test_actor_cli_holds_on_a_non_twin_backend() -> None:
-    from actors.actor_cli import _backend_of
+    from actors.actor_env import backend_of
     from envs.remote import make_remote_env
     from envs.robot_server import RobotServerConfig, serve_in_thread
     from envs.twin import TwinRobot, TwinRobotConfig
@@ -409,7 +410,7 @@ def test_actor_cli_holds_on_a_non_twin_backend() -> None:
     with serve_in_thread(factory, RobotServerConfig(bind="tcp://127.0.0.1:0")) as handle:
         env = make_remote_env(handle.address, obs_mode="state")
         try:
-            assert _backend_of(env) == "franky"  # -> warm-up 'hold' unless --warmup random
+            assert backend_of(env) == "franky"  # -> warm-up 'hold' unless --warmup random
             assert env.unwrapped.config.realtime  # a hardware backend: the env keeps real-time deadlines
         finally:
             env.close()

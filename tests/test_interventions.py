@@ -13,16 +13,11 @@ pytest.importorskip("gymnasium")
 pytest.importorskip("mujoco")
 
 from controllers.transforms import quat_to_mat
+from envs.devices import HumanCommand, HumanDevice
 from envs.env import make_twin_env
 from envs.twin.experts import ScriptedExpert
 from envs.twin.scripted_human import ScriptedHuman, ScriptedHumanConfig, cosine
-from envs.wrappers import (
-    HumanCommand,
-    InterventionConfig,
-    InterventionDevice,
-    InterventionWrapper,
-    RelativeFrameWrapper,
-)
+from envs.wrappers import InterventionConfig, InterventionWrapper, RelativeFrameWrapper
 from robot_rl.errors import ConfigError, SafetyError, ShapeError
 
 POLICY_ACTION = np.array([0.0, 0.0, -1.0, 0.0, 0.0, 0.0, -1.0], np.float32)
@@ -46,6 +41,9 @@ class ScriptDevice:
         self.polls = 0
         self.resets += 1
 
+    def close(self) -> None:
+        pass
+
     def poll(self, state: Any) -> HumanCommand:
         i = self.polls
         self.polls += 1
@@ -59,7 +57,7 @@ class ScriptDevice:
 class RecordingDevice:
     """Wraps a device and records every command's action (base frame)."""
 
-    def __init__(self, inner: InterventionDevice) -> None:
+    def __init__(self, inner: HumanDevice) -> None:
         self.inner = inner
         self.commands: list[np.ndarray] = []
 
@@ -356,6 +354,31 @@ def test_demos_teleop_device_plugs_in_without_envs_importing_demos() -> None:
         assert info["success"] and info["intervention_rate"] == 1.0
     finally:
         env.close()
+
+
+def test_every_device_implements_the_one_device_interface() -> None:
+    """Demos' teleop devices and the twin's scripted operators are all `envs.devices.HumanDevice`s: a name,
+    reset(), poll(state) -> HumanCommand and close(); a plain object without them is not."""
+    from demos.devices import KeyboardTeleop
+    from demos.devices.teleop import make_device
+    from envs.twin.near_miss import NearMissOperator
+
+    devices = [make_device("scripted", task="twin-pick-cube", seed=0), KeyboardTeleop(listen=False),
+               ScriptedHuman(ScriptedHumanConfig(task="pick_cube")), NearMissOperator("lift-drop", seed=0),
+               ScriptDevice(set())]
+    env = make_twin_env("pick_cube", obs_mode="state")
+    try:
+        env.reset(seed=0)
+        for device in devices:
+            assert isinstance(device, HumanDevice), type(device).__name__
+            assert isinstance(device.name, str) and device.name
+            device.reset()
+            cmd = device.poll(env.unwrapped.last_state)
+            assert isinstance(cmd, HumanCommand) and cmd.action().shape == (7,), type(device).__name__
+            device.close()
+    finally:
+        env.close()
+    assert not isinstance(object(), HumanDevice)
 
 
 def test_takeover_replans_from_the_state_not_from_a_stale_expert_phase() -> None:

@@ -11,27 +11,34 @@ from typing import Any
 import numpy as np
 import pytest
 
-from demos.cli import episodes as episodes_cli
-from demos.cli import record_labels as labels_cli
-from demos.cli.record_labels import (
+from demos.devices.teleop import ScriptedTeleop
+from demos.formats.episode_io import EXIT_OK
+from demos.formats.episode_tools import replay_episodes
+from demos.recording.labels import (
     BackOutAfterSuccess,
     EventLabeler,
     InfoLabeler,
+    LiveCounts,
     SegmentLimits,
     make_continuing_env,
     make_labeler,
+    parse_record_labels_args,
+    record_labels,
     record_segment,
 )
-from demos.devices.teleop import ScriptedTeleop
-from envs.wrappers import HumanCommand
+from envs.devices import HumanCommand
 from robot_rl.episodes import episode_paths, load_dir
 from robot_rl.errors import ConfigError, UnknownTaskError
 
 TOTALS = re.compile(r"done: (\d+) segment\(s\), (\d+) frames in .*: success (\d+), failure (\d+)")
 
+def labels_main(argv: list[str]) -> int:
+    """`robot-rl record-labels ARGV` through its library (errors raise, typed)."""
+    return record_labels(parse_record_labels_args(argv))
+
 
 def record(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, int, int, int]:
-    assert labels_cli.main(argv) == 0
+    assert labels_main(argv) == 0
     m = TOTALS.search(capsys.readouterr().out)
     assert m is not None
     segments, frames, pos, neg = (int(g) for g in m.groups())
@@ -77,15 +84,15 @@ def test_scripted_pick_cube_with_images_records_past_success(tmp_path: Path,
     assert first < ep.length - 1 and not ep.terminated.any()       # the env did not end the episode on success
     assert not ep.success[-1] and ep.success[first:].sum() >= 3     # backed out: near-miss negatives at the end
     # and a recording made past success replays exactly on the twin
-    rc = episodes_cli.main(["replay", str(out), "--tolerance", "1e-6"], out=io.StringIO(), err=io.StringIO())
-    assert rc == episodes_cli.EXIT_OK
+    rc = replay_episodes(out, tolerance=1e-6, out=io.StringIO(), err=io.StringIO())
+    assert rc == EXIT_OK
 
 
 def test_labels_cli_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--frames"):
-        labels_cli.main(["--task", "twin-reach", "--out", str(tmp_path), "--frames", "0"])
+        labels_main(["--task", "twin-reach", "--out", str(tmp_path), "--frames", "0"])
     with pytest.raises(UnknownTaskError, match="twin-reach"):
-        labels_cli.main(["--task", "twin-rech", "--out", str(tmp_path)])
+        labels_main(["--task", "twin-rech", "--out", str(tmp_path)])
     with pytest.raises(ConfigError):
         make_labeler("auto")
     with pytest.raises(ConfigError):
@@ -209,7 +216,7 @@ def test_live_counts_rewrite_one_line_on_a_terminal() -> None:
             return True
 
     stream = Tty()
-    live = labels_cli._LiveCounts(stream)
+    live = LiveCounts(stream)
     live.step(1, 2)
     live.step(2, 2)
     assert stream.getvalue().count("\r") == 2 and "success 2  failure 2" in stream.getvalue()

@@ -51,9 +51,20 @@ def _substitute(text: str, values: dict[str, str]) -> str:
     return VAR.sub(lambda m: values[m.group(1)], text)
 
 
+PARSERS = {
+    "actor": "actors.run:actor_arg_parser",
+    "record-demos": "demos.recording.demos:record_demos_arg_parser",
+    "record-labels": "demos.recording.labels:record_labels_arg_parser",
+    "robot-server": "envs.robot_server.run:robot_server_arg_parser",
+    "ros2-twin": "envs.ros2.twin_run:ros2_twin_arg_parser",
+    "learner": "learners.distributed.flags:build_learner_parser",
+}
+"""The library function that builds each command's argument parser (command modules are never imported)."""
+
+
 def _parser(subcommand: str):  # type: ignore[no-untyped-def]
-    module = importlib.import_module(SUBCOMMANDS[subcommand][0])
-    return module.build_parser()
+    module, _, name = PARSERS[subcommand].partition(":")
+    return getattr(importlib.import_module(module), name)()
 
 
 def test_there_are_launch_files_for_every_process() -> None:

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from actors.actor import Actor, ActorConfig, ChunkBuilder, PolicySwap, config_from_weights
+from actors.actor import Actor, ActorConfig
+from actors.chunks import ChunkBuilder
+from actors.weights import PolicySwap, config_from_weights
 from learners.agents.config import rlpd_state_config
 from learners.distributed.inbox import Inbox, SeqLedger
 from learners.distributed.learner import CONFIG_ARRAY, Learner, LearnerConfig

@@ -1,5 +1,5 @@
 """CI learning test: RLPD with 20 scripted demos learns the twin reach task (state observations), end to end through
-the real command-line entry points: `robot-rl record-demos` (demos.cli.record_demos) records the demos, `robot-rl train`
+the real command-line entry points: `robot-rl record-demos` (demos.recording.demos) records the demos, `robot-rl train`
 (learners.cli.train) trains and evaluates every 1000 env steps (20 deterministic episodes, fixed env seeds),
 `robot-rl eval` re-evaluates the final checkpoint on 20 other env seeds.
 
@@ -66,12 +66,12 @@ def test_rlpd_with_scripted_demos_learns_twin_reach(backend: str, tmp_path: Path
     pytest.importorskip("torch")
     if backend == "jax":
         pytest.importorskip("jax")
-    from demos.cli import record_demos as record_cli
+    from demos.recording.demos import parse_record_demos_args, record_demos
     from robot_rl.cli import main as cli_main
 
     demos, run = tmp_path / "demos", tmp_path / "run"
-    assert record_cli.main(["--task", "twin-reach", "--episodes", "20", "--out", str(demos), "--obs-mode", "state",
-                            "--seed", "0"]) == 0
+    assert record_demos(parse_record_demos_args(["--task", "twin-reach", "--episodes", "20", "--out", str(demos),
+                                                 "--obs-mode", "state", "--seed", "0"])) == 0
     t0 = time.perf_counter()
     assert cli_main(["train", "--task", "twin-reach", "--obs-mode", "state", "--demos", str(demos),
                      "--max-env-steps", str(STEPS), "--eval-every", "1000", "--eval-episodes", "20",

@@ -12,12 +12,17 @@ import pytest
 os.environ.setdefault("MUJOCO_GL", "egl")
 pytest.importorskip("mujoco")
 
-from demos.cli import record_labels as labels_cli
+from demos.recording import labels as labels_lib
 from envs.env import make_twin_env
 from envs.tasks import CUBE_HALF_SIZE_M, TASKS, CubeRelocateTask, in_zone
 from envs.twin.near_miss import NEAR_MISS_KINDS, RELOCATE_NEAR_MISS_KINDS, NearMissOperator, near_miss_kinds
 from robot_rl.episodes import load_dir
 from robot_rl.errors import ConfigError
+
+
+def labels_main(argv: list[str]) -> int:
+    """`robot-rl record-labels ARGV` through its library (errors raise, typed)."""
+    return labels_lib.record_labels(labels_lib.parse_record_labels_args(argv))
 
 
 def _run(kind: str, seed: int) -> dict[str, float]:
@@ -60,8 +65,8 @@ def test_near_misses_look_like_their_description_and_never_succeed(seed: int) ->
 def test_record_labels_alternates_expert_and_near_miss_segments(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "labels"
-    assert labels_cli.main(["--task", "twin-pick-cube", "--out", str(out), "--frames", "280", "--obs-mode",
-                            "state"]) == 0
+    assert labels_main(["--task", "twin-pick-cube", "--out", str(out), "--frames", "280", "--obs-mode",
+                        "state"]) == 0
     eps, errors = load_dir(out)
     assert not errors and len(eps) >= 6
     kinds = [ep.info["segment"] for ep in eps]
@@ -74,10 +79,10 @@ def test_record_labels_alternates_expert_and_near_miss_segments(tmp_path: Path,
             assert not ep.success.any() and ep.info["teleop"] == ep.info["segment"]
     assert "device-done" in capsys.readouterr().out
     # off on request, refused where no routine exists
-    assert labels_cli.near_miss_count(0, "scripted", "twin-pick-cube") == 0
-    assert labels_cli.near_miss_count(None, "scripted", "twin-reach") == 0
+    assert labels_lib.near_miss_count(0, "scripted", "twin-pick-cube") == 0
+    assert labels_lib.near_miss_count(None, "scripted", "twin-reach") == 0
     with pytest.raises(ConfigError, match="only for pick-cube"):
-        labels_cli.near_miss_count(1, "scripted", "twin-reach")
+        labels_lib.near_miss_count(1, "scripted", "twin-reach")
 
 
 def test_unknown_kind_is_refused() -> None:
@@ -152,10 +157,10 @@ def test_relocate_near_misses_do_what_they_say_and_never_succeed(task: str) -> N
 
 def test_record_labels_on_relocate_writes_all_negative_near_miss_segments(tmp_path: Path) -> None:
     out = tmp_path / "labels"
-    assert labels_cli.near_miss_count(None, "scripted", "twin-cube-relocate") == 1
-    assert labels_cli.near_miss_count(None, "keyboard", "twin-cube-relocate") == 0
-    assert labels_cli.main(["--task", "twin-cube-relocate-back", "--out", str(out), "--frames", "230",
-                            "--obs-mode", "state", "--near-misses", "3"]) == 0
+    assert labels_lib.near_miss_count(None, "scripted", "twin-cube-relocate") == 1
+    assert labels_lib.near_miss_count(None, "keyboard", "twin-cube-relocate") == 0
+    assert labels_main(["--task", "twin-cube-relocate-back", "--out", str(out), "--frames", "230",
+                        "--obs-mode", "state", "--near-misses", "3"]) == 0
     eps, errors = load_dir(out)
     assert not errors and len(eps) >= 4
     kinds = [ep.info["segment"] for ep in eps]

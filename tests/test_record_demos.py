@@ -7,16 +7,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from demos.cli import record_demos as record_cli
+from demos.recording import demos as record_lib
 from robot_rl.episodes import load_dir
 from robot_rl.specs import EnvSpec
+
+
+def record_main(argv: list[str]) -> int:
+    """`robot-rl record-demos ARGV` through its library (errors raise, typed)."""
+    return record_lib.record_demos(record_lib.parse_record_demos_args(argv))
 
 
 def test_records_successful_episodes_and_appends(tmp_path) -> None:
     out = tmp_path / "demos"
     args = ["--task", "twin-reach", "--episodes", "3", "--out", str(out), "--obs-mode", "state"]
-    assert record_cli.main(args) == 0
-    assert record_cli.main([*args[:3], "2", *args[4:], "--seed", "100"]) == 0
+    assert record_main(args) == 0
+    assert record_main([*args[:3], "2", *args[4:], "--seed", "100"]) == 0
     eps, errors = load_dir(out)
     assert errors == [] and len(eps) == 5
     assert sorted(p.name for p in out.iterdir())[-1] == "episode_000004.npz"
@@ -31,7 +36,7 @@ def test_records_successful_episodes_and_appends(tmp_path) -> None:
 
 
 def test_ctrl_c_keeps_finished_episodes(tmp_path, monkeypatch) -> None:
-    real_make = record_cli.make_device
+    real_make = record_lib.make_device
 
     class Interrupting:
         def __init__(self, inner: Any) -> None:
@@ -49,9 +54,9 @@ def test_ctrl_c_keeps_finished_episodes(tmp_path, monkeypatch) -> None:
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(record_cli, "make_device", lambda *a, **k: Interrupting(real_make(*a, **k)))
+    monkeypatch.setattr(record_lib, "make_device", lambda *a, **k: Interrupting(real_make(*a, **k)))
     out = tmp_path / "demos"
-    code = record_cli.main(["--task", "twin-reach", "--episodes", "5", "--out", str(out), "--obs-mode", "state"])
+    code = record_main(["--task", "twin-reach", "--episodes", "5", "--out", str(out), "--obs-mode", "state"])
     assert code == 130
     eps, errors = load_dir(out)
     assert len(eps) == 2 and errors == []
@@ -62,6 +67,6 @@ def test_bad_arguments_are_clear_errors(tmp_path) -> None:
     from robot_rl.errors import ConfigError, UnknownTaskError
 
     with pytest.raises(UnknownTaskError, match="twin-reach"):
-        record_cli.main(["--task", "no-such-task", "--out", str(tmp_path)])
+        record_main(["--task", "no-such-task", "--out", str(tmp_path)])
     with pytest.raises(ConfigError, match="episodes"):
-        record_cli.main(["--task", "twin-reach", "--episodes", "0", "--out", str(tmp_path)])
+        record_main(["--task", "twin-reach", "--episodes", "0", "--out", str(tmp_path)])

@@ -151,9 +151,10 @@ def test_train_state_policy_gets_its_rewards_from_the_classifier(tmp_path: Path)
 def test_actor_state_mode_classifier_reward_reaches_the_learner_and_no_frame_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from actors.actor import Actor, ActorConfig
-    from actors.actor_cli import env_spec_of, make_actor_env
+    from actors.actor_env import make_actor_env
     from learners.agents.config import rlpd_state_config
     from learners.distributed.learner import Learner, LearnerConfig
+    from robot_rl.gym_env import env_spec_of
     from robot_rl.transport import InMemoryHub, TransportConfig
     from tests.test_faithful import capture_wire_frames
 
@@ -262,7 +263,7 @@ def test_a_card_the_state_env_cannot_serve_is_refused_in_one_line(tmp_path: Path
     assert "big/card.json: image_size 32x32, but" in err and "front/card.json is 16x16" in err, err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
     # the actor: the same checks
-    from actors.actor_cli import make_actor_env
+    from actors.actor_env import make_actor_env
 
     with pytest.raises(ConfigError, match=r"--reward classifier:.*--obs-mode state.*no camera 'side'"):
         make_actor_env("twin-pick-cube", "state", None, None, reward=f"classifier:{side}")
@@ -283,7 +284,7 @@ def always_cams(tmp_path: Path) -> Path:
 def test_actor_over_a_robot_server_reads_the_served_cameras_for_the_classifier(tmp_path: Path) -> None:
     """`robot-rl actor --robot ADDR --obs-mode state --reward classifier:DIR`: the env reads the server's cameras
     into info (the card's size must be what the server serves); a state-only server is refused in one line."""
-    from actors.actor_cli import make_actor_env
+    from actors.actor_env import make_actor_env
     from envs.robot_server import make_backend, serve_in_thread
 
     always = constant_classifier(tmp_path / "always", 0.999, size=SIZE, k=2, cameras=("images/front",))

@@ -160,7 +160,7 @@ def test_sim_state_policy_with_a_classifier_serves_cameras_at_the_cards_size(
     a non-square one or a conflicting --image-size are one-line errors before any child starts."""
     import json
 
-    from envs.cli.robot_server import build_parser as server_parser
+    from envs.robot_server.run import parse_robot_server_args
 
     cls = tmp_path / "cls"
     cls.mkdir()
@@ -168,7 +168,7 @@ def test_sim_state_policy_with_a_classifier_serves_cameras_at_the_cards_size(
     s = sim(tmp_path, "--obs-mode", "state", "--reward", f"classifier:{cls}")
     argv = s.server_argv()
     assert "--no-cameras" not in argv and argv[argv.index("--image-size") + 1] == "48"
-    server_args = server_parser().parse_args(argv[4:])
+    server_args = parse_robot_server_args(argv[4:])
     assert server_args.image_size == 48 and not server_args.no_cameras
     actor = s.actor_argv(0, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2")
     assert actor[actor.index("--reward") + 1] == f"classifier:{cls}" and "--obs-mode" in actor

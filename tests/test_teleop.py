@@ -36,15 +36,9 @@ from demos.devices import (
     pynput_key_name,
     spacemouse_to_input,
 )
-from demos.devices.teleop import (
-    DEVICES,
-    EVENTS,
-    DeviceDisconnectedError,
-    DeviceNotFoundError,
-    DeviceReportError,
-    TeleopDevice,
-    make_device,
-)
+from demos.devices.errors import DeviceDisconnectedError, DeviceNotFoundError, DeviceReportError
+from demos.devices.teleop import DEVICES, make_device
+from envs.devices import EVENTS, HumanDevice
 from robot_rl.errors import ConfigError, MissingExtraError, ShapeError
 
 ZERO = np.zeros(6)
@@ -303,7 +297,7 @@ def test_find_spacemouse_prefers_the_multi_axis_interface_and_skips_other_logite
 def test_spacemouse_adapter_drains_reports_counts_taps_and_skips_bad_reports() -> None:
     dev = FakeHidDevice([report(1, 0, -350, 0), bytes([3, 1]), bytes([3, 0]), bytes([1, 2]), report(2, 0, 0, 0)])
     teleop = SpaceMouseTeleop(SpaceMouseConfig(), hid_module=FakeHid(INFOS, dev))
-    assert isinstance(teleop, TeleopDevice)
+    assert isinstance(teleop, HumanDevice)
     teleop.reset()                                   # opens; the queued reports are still pending
     assert dev.opened == b"/dev/hidraw4" and dev.nonblocking == 1
     cmd = teleop.poll(SimpleNamespace(gripper_width_m=0.08))
@@ -392,7 +386,7 @@ def test_key_state_counts_a_tap_between_polls_once() -> None:
 
 def test_keyboard_device_without_listener_maps_keys_to_commands() -> None:
     dev = KeyboardTeleop(listen=False)
-    assert isinstance(dev, TeleopDevice) and dev.name == "keyboard"
+    assert isinstance(dev, HumanDevice) and dev.name == "keyboard"
     dev.reset()
     dev.keys.press("enter")
     dev.keys.release("enter")

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from demos.devices import GamepadConfig, GamepadTeleop, gamepad_to_command
-from demos.devices.teleop import DeviceDisconnectedError, DeviceNotFoundError, TeleopDevice, make_device
+from demos.devices.errors import DeviceDisconnectedError, DeviceNotFoundError
+from demos.devices.teleop import make_device
+from envs.devices import HumanDevice
 from robot_rl.errors import ConfigError
 
 XBOX_REST = [0.0, 0.0, -1.0, 0.0, 0.0, -1.0]  # LX, LY, LT, RX, RY, RT
@@ -160,7 +162,7 @@ def pad(sdl: Any) -> Iterator[tuple[VirtualPad, GamepadTeleop]]:
 
 def test_virtual_pad_axes_reach_the_command(pad: tuple[VirtualPad, GamepadTeleop]) -> None:
     vpad, dev = pad
-    assert isinstance(dev, TeleopDevice) and dev.joystick_name
+    assert isinstance(dev, HumanDevice) and dev.joystick_name
     cmd = dev.poll(None)
     assert not cmd.active and np.all(cmd.delta_ee == 0)      # triggers rest at -1: no z motion
     vpad.axis(1, -1.0)                                         # left stick fully up

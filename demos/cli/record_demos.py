@@ -9,6 +9,9 @@ Usage::
     robot-rl record-demos --task twin-reach --teleop scripted --episodes 20 --out demos/reach
     robot-rl record-demos --task twin-cube-relocate --obs-mode state --cube-start tray --out demos/fwd_tray
 
+The options and the recording live in demos.recording.demos (RecordDemosConfig, parse_record_demos_args,
+record_demos).
+
 `--cube-start tray` (twin cube-relocate tasks): each episode's cube starts anywhere on the tray floor outside the
 target zone instead of in the start zone, i.e. demos from the scenes a reset-free forward/backward run leaves
 behind (a failed episode drops the cube wherever it is).
@@ -16,130 +19,8 @@ behind (a failed episode drops the cube wherever it is).
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from pathlib import Path
-from typing import Any
-
-from demos.devices.teleop import DEVICES, make_device
-from robot_rl.episodes import Episode, episode_paths, save_episode
-from robot_rl.errors import ConfigError
-from robot_rl.gym_env import env_spec_of, make_gym_env
-from robot_rl.presets import PRESETS, get_preset
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="robot-rl record-demos", description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
-    p.add_argument("--teleop", default="scripted", choices=DEVICES, help="teleop device")
-    p.add_argument("--episodes", type=int, default=20, help="number of episodes to keep")
-    p.add_argument("--out", required=True, type=Path, help="episode directory (created or appended to)")
-    p.add_argument("--obs-mode", default="pixels", choices=("pixels", "state"), help="observation mode")
-    p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
-    p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
-    p.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 per episode)")
-    p.add_argument("--cube-start", default=None, choices=("zone", "tray"),
-                   help="twin cube-relocate tasks: the cube starts in the start zone (default) or anywhere on the "
-                        "tray outside the target zone")
-    p.add_argument("--keep-failures", action="store_true", help="also keep unsuccessful episodes")
-    p.add_argument("--max-attempts", type=int, default=None, help="give up after this many episodes (default 3x)")
-    p.add_argument("--robot", default=None, metavar="ADDR",
-                   help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
-                        "in-process twin")
-    p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
-    return p
-
-
-def make_recording_env(task: str, robot: str | None, keys: str | None, **env_kwargs: Any) -> Any:
-    """The env to record on: the preset's in-process twin (gymnasium.make), or with `robot` a RobotEnv over that
-    robot server (envs.remote.make_remote_env; the server's task must be `task`'s)."""
-    preset = get_preset(task)
-    if robot is None:
-        return make_gym_env(preset.env_id, preset.env_module, **env_kwargs)
-    from envs.remote import make_remote_env
-    from robot_rl.keys import ClientKeys
-
-    client_keys = ClientKeys.from_dir(keys) if keys is not None else None
-    options = {k: v for k, v in env_kwargs.items() if k not in ("task", "obs_mode", "image_size") and v is not None}
-    return make_remote_env(robot, task=None, obs_mode=env_kwargs.get("obs_mode", "pixels"),
-                           image_size=env_kwargs.get("image_size"), keys=client_keys, **options)
-
-
-def env_spec_dict(env: Any, task: str) -> dict[str, Any]:
-    """The env's EnvSpec as a dict, stored in every episode so readers can check compatibility."""
-    return env_spec_of(env, task).to_dict()
-
-
-def record_episode(env: Any, device: Any, seed: int, task: str, env_kwargs: dict[str, Any] | None = None) -> Episode:
-    """Run one episode driven by `device`; returns it (actions executed, flags from the env).
-
-    `env_kwargs` (what the env was made with) is stored in the episode's info so replays rebuild the same env.
-    """
-    device.reset()
-    obs, info = env.reset(seed=seed)
-    observations, actions, rewards, terms, truncs, succ, interv = [obs], [], [], [], [], [], []
-    while True:
-        cmd = device.poll(env.unwrapped.last_state)
-        action = cmd.action()
-        obs, reward, terminated, truncated, info = env.step(action)
-        observations.append(obs)
-        actions.append(action)
-        rewards.append(reward)
-        terms.append(terminated)
-        truncs.append(truncated)
-        succ.append(bool(info.get("success", False)))
-        interv.append(True)  # every step of a demo is a human (teleop) action
-        if terminated or truncated or "quit" in cmd.events:
-            break
-    return Episode.from_steps(observations, actions, rewards, terms, truncs, intervention=interv, success=succ,
-                              task=task, spec=env_spec_dict(env, task),
-                              info={"seed": seed, "teleop": getattr(device, "name", "?"),
-                                    "env_kwargs": dict(env_kwargs or {})})
+from demos.recording.demos import parse_record_demos_args, record_demos
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    if args.episodes < 1:
-        raise ConfigError(f"--episodes={args.episodes} must be >= 1")
-    preset = get_preset(args.task)
-    env_kwargs = preset.make_kwargs(obs_mode=args.obs_mode, image_size=args.image_size)
-    if args.cube_start is not None:
-        if args.robot is not None or not args.task.startswith("twin-cube-relocate"):
-            raise ConfigError(f"--cube-start {args.cube_start}: only for the in-process twin's cube-relocate tasks "
-                              f"(twin-cube-relocate, twin-cube-relocate-back), not --task {args.task}"
-                              + (" with --robot" if args.robot is not None else ""))
-        env_kwargs["cube_start"] = args.cube_start
-    env = make_recording_env(args.task, args.robot, args.keys, **env_kwargs)
-    device = make_device(args.teleop, task=args.task, seed=args.seed, noise_std=args.noise)
-    existing = len(episode_paths(args.out)) if args.out.is_dir() else 0
-    max_attempts = args.max_attempts or 3 * args.episodes
-    kept = attempts = successes = 0
-    t0 = time.monotonic()
-    try:
-        while kept < args.episodes and attempts < max_attempts:
-            ep = record_episode(env, device, seed=args.seed + attempts, task=args.task, env_kwargs=env_kwargs)
-            attempts += 1
-            successes += ep.is_success
-            if ep.is_success or args.keep_failures:
-                path = save_episode(ep, args.out)
-                kept += 1
-                status = f"saved {path.name}"
-            else:
-                status = "failed, dropped"
-            print(f"[record-demos] episode {attempts}: {ep.length} steps, success={ep.is_success} ({status}); "
-                  f"kept {kept}/{args.episodes}, success rate {successes / attempts:.0%}, "
-                  f"{time.monotonic() - t0:.0f}s", flush=True)
-    except KeyboardInterrupt:
-        print(f"\n[record-demos] interrupted: {kept} episode(s) saved this session, none lost", file=sys.stderr)
-        return 130
-    finally:
-        env.close()
-        device.close()
-    print(f"[record-demos] done: {kept} new episode(s) in {args.out} ({existing + kept} in total)")
-    if kept < args.episodes:
-        print(f"[record-demos] warning: only {kept} of {args.episodes} episodes kept after {attempts} attempts",
-              file=sys.stderr)
-        return 1
-    return 0
-
+    return record_demos(parse_record_demos_args(argv))

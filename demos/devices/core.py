@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from envs.wrappers import HumanCommand
+from envs.devices import HumanCommand
 from robot_rl.config import require
 from robot_rl.errors import ShapeError
 

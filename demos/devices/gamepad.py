@@ -44,8 +44,8 @@ from demos.devices.core import (
     require_bindings,
     shape_axes,
 )
-from demos.devices.teleop import DeviceDisconnectedError, DeviceNotFoundError
-from envs.wrappers import HumanCommand
+from demos.devices.errors import DeviceDisconnectedError, DeviceNotFoundError
+from envs.devices import HumanCommand
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 from robot_rl.extras import optional_import
@@ -140,7 +140,7 @@ def gamepad_to_command(axes: Sequence[float], buttons: Sequence[bool | int], cfg
 
 
 class GamepadTeleop:
-    """The gamepad teleop device (a `TeleopDevice`), reading one pygame joystick.
+    """The gamepad teleop device (an `envs.devices.HumanDevice`), reading one pygame joystick.
 
     It owns pygame's event queue while in use: each poll drains it (button presses shorter than a poll still
     count; removal of the joystick raises `DeviceDisconnectedError`).

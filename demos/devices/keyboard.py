@@ -35,7 +35,7 @@ from demos.devices.core import (
     require_bindings,
     shape_axes,
 )
-from envs.wrappers import HumanCommand
+from envs.devices import HumanCommand
 from robot_rl.config import Config
 from robot_rl.extras import optional_import
 
@@ -138,7 +138,7 @@ class KeyState:
 
 
 class KeyboardTeleop:
-    """The keyboard teleop device (a `TeleopDevice`). With `listen=False` no pynput listener is started and
+    """The keyboard teleop device (an `envs.devices.HumanDevice`). With `listen=False` no pynput listener is started and
     keys come only through `self.keys` (a `KeyState`), e.g. from a GUI window."""
 
     name = "keyboard"

@@ -41,8 +41,8 @@ from demos.devices.core import (
     require_axis_shaping,
     require_bindings,
 )
-from demos.devices.teleop import DeviceDisconnectedError, DeviceNotFoundError, DeviceReportError
-from envs.wrappers import HumanCommand
+from demos.devices.errors import DeviceDisconnectedError, DeviceNotFoundError, DeviceReportError
+from envs.devices import HumanCommand
 from robot_rl.config import Config, require
 from robot_rl.errors import MissingExtraError
 from robot_rl.extras import optional_import
@@ -246,7 +246,7 @@ def find_spacemouse(infos: Sequence[dict[str, Any]], cfg: SpaceMouseConfig) -> d
 
 # -------------------------------------------------------------------------------------------------- adapter
 class SpaceMouseTeleop:
-    """The SpaceMouse teleop device (a `TeleopDevice`). `hid_module` replaces the hidapi module (tests)."""
+    """The SpaceMouse teleop device (an `envs.devices.HumanDevice`). `hid_module` replaces the hidapi module (tests)."""
 
     name = "spacemouse"
 

@@ -1,12 +1,13 @@
-"""Teleop devices: one interface for a human (or scripted) operator driving the arm.
+"""Teleop devices by name: `make_device` builds any device the recorders and the actor take.
 
-A device is polled once per control step with the robot's latest state and returns an `envs.wrappers.HumanCommand`
-(the command type the InterventionWrapper consumes): a 6-D end-effector delta in [-1, 1] (base frame), a gripper
-command, whether the operator is active, and the operator's events.
+Every device implements the one device interface, `envs.devices.HumanDevice`: polled once per control step with
+the robot's latest state, it returns an `envs.devices.HumanCommand` (a 6-D end-effector delta in [-1, 1], base
+frame, a gripper command, whether the operator is active, and the operator's events, `envs.devices.EVENTS`).
 
 Devices (`DEVICES`): "scripted" (the twin's scripted expert, no hardware), "spacemouse" (3Dconnexion over
 hidapi), "gamepad" (pygame / SDL joystick), "keyboard" (pynput). The hardware devices live in `demos.devices`
-(pure mapping cores plus thin adapters; their libraries come with the `teleop` extra).
+(pure mapping cores plus thin adapters; their libraries come with the `teleop` extra); `build_hardware_device`
+builds one unopened from its config or the config's fields.
 
 Usage::
 
@@ -22,52 +23,16 @@ Usage::
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from envs.wrappers import HumanCommand
-from robot_rl.errors import ConfigError, RobotRLError
-
-EVENTS = ("intervene", "success", "failure", "rerecord", "quit")
-"""Events a device may report: take over, mark success / failure, discard and redo the episode, stop.
-
-Hardware devices report "intervene" on every poll while the operator's intervention toggle is on (a level, so a
-missed poll loses nothing); "success", "failure", "rerecord" and "quit" once, on the poll after the press.
-"""
-
-
-class TeleopError(RobotRLError):
-    """A teleop device failed (not found, disconnected, sent a malformed report)."""
-
-
-class DeviceNotFoundError(TeleopError):
-    """The requested device is not connected or not accessible; the message names it and what was found."""
-
-
-class DeviceDisconnectedError(TeleopError):
-    """The device went away while in use (unplugged, read error)."""
-
-
-class DeviceReportError(TeleopError, ValueError):
-    """A raw report from a device is malformed (too short, wrong size); adapters count and skip these."""
-
-
-@runtime_checkable
-class TeleopDevice(Protocol):
-    """A teleop input device. `poll` must not block longer than a few milliseconds."""
-
-    name: str
-
-    def reset(self) -> None:
-        """Start of an episode."""
-        ...
-
-    def poll(self, state: Any) -> HumanCommand:
-        """The operator's command now; `state` is the robot's latest RobotState (scripted devices use it)."""
-        ...
-
-    def close(self) -> None: ...
+from demos.devices.gamepad import GamepadConfig, GamepadTeleop
+from demos.devices.keyboard import KeyboardConfig, KeyboardTeleop
+from demos.devices.spacemouse import SpaceMouseConfig, SpaceMouseTeleop
+from envs.devices import HumanCommand, HumanDevice
+from robot_rl.config import Config
+from robot_rl.errors import ConfigError
 
 
 class ScriptedTeleop:
@@ -100,7 +65,7 @@ DEVICES = ("scripted", "spacemouse", "gamepad", "keyboard")
 
 
 def make_device(name: str, task: str | None = None, seed: int | None = None, noise_std: float = 0.0,
-                **options: Any) -> TeleopDevice:
+                **options: Any) -> HumanDevice:
     """Build a teleop device by name; unknown names raise ConfigError listing the known ones.
 
     "scripted" needs `task` (options go to `ScriptedTeleop`). The hardware devices ignore `task` and `seed`
@@ -116,8 +81,34 @@ def make_device(name: str, task: str | None = None, seed: int | None = None, noi
         raise ConfigError(f"unknown teleop device '{name}'; known: {', '.join(DEVICES)}")
     if noise_std != 0.0:
         raise ConfigError(f"noise_std={noise_std!r} only applies to the scripted device, not '{name}'")
-    from demos.devices import build_hardware_device
-
     device = build_hardware_device(name, **options)
     device.open()
+    return device
+
+
+HardwareDevice = SpaceMouseTeleop | GamepadTeleop | KeyboardTeleop
+
+
+def build_hardware_device(name: str, config: Any = None, **fields: Any) -> HardwareDevice:
+    """An unopened hardware device by name ("spacemouse", "gamepad", "keyboard") from `config` or from that
+    config's fields (the gamepad also takes `layout=`, see `GAMEPAD_LAYOUTS`). Bad names/fields: ConfigError."""
+    classes: dict[str, tuple[type[Config], type]] = {
+        "spacemouse": (SpaceMouseConfig, SpaceMouseTeleop),
+        "gamepad": (GamepadConfig, GamepadTeleop),
+        "keyboard": (KeyboardConfig, KeyboardTeleop),
+    }
+    if name not in classes:
+        raise ConfigError(f"unknown hardware teleop device {name!r}; known: {', '.join(classes)}")
+    cfg_cls, dev_cls = classes[name]
+    layout = fields.pop("layout", None) if name == "gamepad" else None
+    if config is not None:
+        if fields or layout is not None:
+            raise ConfigError(f"give either config= or config fields for '{name}', not both ({sorted(fields)})")
+        if not isinstance(config, cfg_cls):
+            raise ConfigError(f"config for '{name}' must be a {cfg_cls.__name__}, got {type(config).__name__}")
+    elif layout is not None:  # from_dict: lists become tuples, unknown fields raise ConfigError
+        config = GamepadConfig.from_dict({**GamepadConfig.for_layout(layout).to_dict(), **fields})
+    else:
+        config = cfg_cls.from_dict(fields)
+    device: HardwareDevice = dev_cls(config)
     return device

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from demos.formats.rosbag import ExportError
+from demos.formats.video import find_ffmpeg
 from robot_rl.episodes import Episode
 from robot_rl.extras import optional_import
 from robot_rl.lerobot_keys import feature_key, obs_key
@@ -66,8 +67,6 @@ def _pq() -> Any:
 
 
 def _ffmpeg() -> str:
-    from demos.cli.episodes import find_ffmpeg
-
     exe = find_ffmpeg()
     if exe is None:
         raise ExportError("LeRobot videos need an ffmpeg binary: put one on PATH or pip install 'robot-rl[export]'")
@@ -161,27 +160,48 @@ def _tasks_table(tasks: list[str]) -> Any:
 def export_lerobot(episodes: Sequence[tuple[Path, Episode]], out_dir: str | os.PathLike[str], fps: float = 10.0,
                    robot_type: str = "robot-rl") -> Path:
     """Write `episodes` as one LeRobot v3.0 dataset in `out_dir` (which must not exist or be empty)."""
-    pa, pq = _pa(), _pq()
+    _pa(), _pq()  # the `export` extra first: MissingExtraError before anything else
     out = Path(out_dir)
+    _check_exportable(episodes, out)
+    eps = [ep for _, ep in episodes]
+    image_keys = [k for k in eps[0].observations if k.startswith("images/")]
+    tasks = sorted({ep.task or "robot-rl" for ep in eps})
+    data, ep_rows = _frame_table(eps, {t: i for i, t in enumerate(tasks)}, fps)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        stats = _write_frames_and_videos(out, eps, data, ep_rows, image_keys, fps)
+        _write_meta(out, episodes, ep_rows, tasks, stats, _features(data, eps[0], image_keys, fps), image_keys,
+                    fps, robot_type)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    return out
+
+
+_BOOKKEEPING = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+"""The per-frame columns LeRobot adds to the features (int64, float32 timestamps)."""
+
+
+def _check_exportable(episodes: Sequence[tuple[Path, Episode]], out: Path) -> None:
+    """ExportError unless `out` is new or empty and the episodes share one set of features."""
     if out.exists() and any(out.iterdir()):
         raise ExportError(f"{out}: exists and is not empty (a LeRobot dataset is written whole; pick a new DIR)")
     if not episodes:
         raise ExportError("no episodes to export")
-    eps = [ep for _, ep in episodes]
-    first = eps[0]
+    first = episodes[0][1]
     obs_keys = list(first.observations)
     for (f, ep) in episodes:
         if list(ep.observations) != obs_keys or ep.actions.shape[1] != first.actions.shape[1]:
             raise ExportError(f"{f}: observation keys or action size differ from the first episode's; a LeRobot "
                               "dataset has one set of features")
-    image_keys = [k for k in obs_keys if k.startswith("images/")]
-    tasks = sorted({ep.task or "robot-rl" for ep in eps})
-    task_index = {t: i for i, t in enumerate(tasks)}
 
-    # frames
+
+def _frame_table(eps: Sequence[Episode], task_index: dict[str, int], fps: float
+                 ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+    """Every episode's frame columns (images aside) plus the bookkeeping columns, concatenated in episode order,
+    and one episodes-table row per episode (length, tasks, index ranges)."""
     columns: dict[str, list[np.ndarray]] = {}
-    bookkeeping: dict[str, list[np.ndarray]] = {k: [] for k in ("timestamp", "frame_index", "episode_index", "index",
-                                                                "task_index")}
+    bookkeeping: dict[str, list[np.ndarray]] = {k: [] for k in _BOOKKEEPING}
     start = 0
     ep_rows: list[dict[str, Any]] = []
     for e, ep in enumerate(eps):
@@ -199,11 +219,15 @@ def export_lerobot(episodes: Sequence[tuple[Path, Episode]], out_dir: str | os.P
         start += T
     data = {k: np.concatenate(v) for k, v in columns.items()}
     data.update({k: np.concatenate(v) for k, v in bookkeeping.items()})
+    return data, ep_rows
 
-    # features
+
+def _features(data: dict[str, np.ndarray], first: Episode, image_keys: Sequence[str], fps: float
+              ) -> dict[str, dict[str, Any]]:
+    """meta/info.json's features: the frame columns, the videos (h264, yuv420p) and the bookkeeping columns."""
     features: dict[str, dict[str, Any]] = {}
     for k, v in data.items():
-        if k in bookkeeping:
+        if k in _BOOKKEEPING:
             continue
         shape = [1] if v.ndim == 1 else [int(v.shape[1])]
         names = ACTION_NAMES_7 if k == "action" and shape == [7] else None
@@ -219,49 +243,60 @@ def export_lerobot(episodes: Sequence[tuple[Path, Episode]], out_dir: str | os.P
                      "episode_index": {"dtype": "int64", "shape": [1], "names": None},
                      "index": {"dtype": "int64", "shape": [1], "names": None},
                      "task_index": {"dtype": "int64", "shape": [1], "names": None}})
+    return features
 
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        (out / DATA_FILE).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table({k: _arrow_column(v) for k, v in data.items()}), out / DATA_FILE)
-        stats: dict[str, dict[str, list[Any]]] = {k: feature_stats(v) for k, v in data.items()
-                                                  if k not in ("episode_index", "index", "task_index")}
-        for key in image_keys:
-            fk = feature_key(key)
-            frames = np.concatenate([ep.observations[key][:ep.length] for ep in eps])
-            _write_video(out / VIDEO_FILE.format(key=fk), frames, fps)
-            stats[fk] = feature_stats(frames, image=True)
-            t = 0.0
-            for row, ep in zip(ep_rows, eps, strict=True):
-                row[f"videos/{fk}/chunk_index"] = 0
-                row[f"videos/{fk}/file_index"] = 0
-                row[f"videos/{fk}/from_timestamp"] = t
-                t += ep.length / fps
-                row[f"videos/{fk}/to_timestamp"] = t
+
+def _write_frames_and_videos(out: Path, eps: Sequence[Episode], data: dict[str, np.ndarray],
+                             ep_rows: list[dict[str, Any]], image_keys: Sequence[str], fps: float
+                             ) -> dict[str, dict[str, list[Any]]]:
+    """The data parquet and one mp4 per camera (all episodes one after the other); fills the episodes-table rows
+    with their video ranges and per-episode stats; returns the dataset's stats."""
+    pa, pq = _pa(), _pq()
+    (out / DATA_FILE).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({k: _arrow_column(v) for k, v in data.items()}), out / DATA_FILE)
+    stats: dict[str, dict[str, list[Any]]] = {k: feature_stats(v) for k, v in data.items()
+                                              if k not in ("episode_index", "index", "task_index")}
+    for key in image_keys:
+        fk = feature_key(key)
+        frames = np.concatenate([ep.observations[key][:ep.length] for ep in eps])
+        _write_video(out / VIDEO_FILE.format(key=fk), frames, fps)
+        stats[fk] = feature_stats(frames, image=True)
+        t = 0.0
         for row, ep in zip(ep_rows, eps, strict=True):
-            for k, v in _frame_columns(ep).items():
-                for stat, value in feature_stats(v).items():
-                    row[f"stats/{k}/{stat}"] = np.asarray(value, np.float64).reshape(-1).tolist()
-        (out / EPISODES_FILE).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(ep_rows), out / EPISODES_FILE)
-        pq.write_table(_tasks_table(tasks), out / "meta" / "tasks.parquet")
-        info = {"codebase_version": CODEBASE_VERSION, "robot_type": robot_type, "total_episodes": len(eps),
-                "total_frames": int(start), "total_tasks": len(tasks), "chunks_size": CHUNKS_SIZE,
-                "data_files_size_in_mb": 100, "video_files_size_in_mb": 200, "fps": round(fps),
-                "splits": {"train": f"0:{len(eps)}"},
-                "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
-                "video_path": ("videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4" if image_keys
-                               else None),
-                "features": features}
-        (out / "meta" / "info.json").write_text(json.dumps(info, indent=2))
-        (out / "meta" / "stats.json").write_text(json.dumps(stats, indent=2))
-        ours = [{"source": str(f), "task": ep.task, "spec": ep.spec, "info": ep.info} for f, ep in episodes]
-        (out / "meta" / "robot_rl.json").write_text(json.dumps({"format": "robot-rl-lerobot-export", "version": 1,
-                                                                 "episodes": ours}, indent=2, default=str))
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
-        raise
-    return out
+            row[f"videos/{fk}/chunk_index"] = 0
+            row[f"videos/{fk}/file_index"] = 0
+            row[f"videos/{fk}/from_timestamp"] = t
+            t += ep.length / fps
+            row[f"videos/{fk}/to_timestamp"] = t
+    for row, ep in zip(ep_rows, eps, strict=True):
+        for k, v in _frame_columns(ep).items():
+            for stat, value in feature_stats(v).items():
+                row[f"stats/{k}/{stat}"] = np.asarray(value, np.float64).reshape(-1).tolist()
+    return stats
+
+
+def _write_meta(out: Path, episodes: Sequence[tuple[Path, Episode]], ep_rows: list[dict[str, Any]],
+                tasks: list[str], stats: dict[str, dict[str, list[Any]]], features: dict[str, dict[str, Any]],
+                image_keys: Sequence[str], fps: float, robot_type: str) -> None:
+    """meta/: the episodes table, tasks.parquet, info.json, stats.json and our own robot_rl.json."""
+    pa, pq = _pa(), _pq()
+    (out / EPISODES_FILE).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(ep_rows), out / EPISODES_FILE)
+    pq.write_table(_tasks_table(tasks), out / "meta" / "tasks.parquet")
+    n_eps = len(episodes)
+    info = {"codebase_version": CODEBASE_VERSION, "robot_type": robot_type, "total_episodes": n_eps,
+            "total_frames": int(sum(ep.length for _, ep in episodes)), "total_tasks": len(tasks),
+            "chunks_size": CHUNKS_SIZE, "data_files_size_in_mb": 100, "video_files_size_in_mb": 200, "fps": round(fps),
+            "splits": {"train": f"0:{n_eps}"},
+            "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
+            "video_path": ("videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4" if image_keys
+                           else None),
+            "features": features}
+    (out / "meta" / "info.json").write_text(json.dumps(info, indent=2))
+    (out / "meta" / "stats.json").write_text(json.dumps(stats, indent=2))
+    ours = [{"source": str(f), "task": ep.task, "spec": ep.spec, "info": ep.info} for f, ep in episodes]
+    (out / "meta" / "robot_rl.json").write_text(json.dumps({"format": "robot-rl-lerobot-export", "version": 1,
+                                                             "episodes": ours}, indent=2, default=str))
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -15,9 +15,8 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import time
 
-from envs.remote import RemoteRobot, RemoteRobotConfig
+from envs.remote import send_estop
 
 
 def main(argv: list[str]) -> int:
@@ -27,20 +26,4 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--insecure", action="store_true", help="a non-loopback server without keys")
     parser.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for the acknowledgement")
     args = parser.parse_args(argv)
-    keys = None
-    if args.keys is not None:
-        from robot_rl.keys import ClientKeys
-
-        keys = ClientKeys.from_dir(args.keys)
-    robot = RemoteRobot(RemoteRobotConfig(address=args.address, insecure=args.insecure, handshake=False,
-                                          deadline_s=args.timeout, client_name="estop"), keys)
-    try:
-        t0 = time.monotonic()
-        answer = robot.estop(deadline_s=args.timeout)
-        rtt = time.monotonic() - t0
-    finally:
-        robot.close()
-    how = "motion stopped" if answer.get("guarded") else "sent (this server has no safety guard)"
-    print(f"robot-rl estop: {args.address}: {how} (backend stop {1e3 * float(answer.get('estop_s', 0.0)):.1f} ms, "
-          f"round trip {1e3 * rtt:.1f} ms); the server refuses commands until it restarts", flush=True)
-    return 0
+    return send_estop(args.address, args.keys, insecure=args.insecure, timeout_s=args.timeout)

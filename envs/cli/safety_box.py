@@ -8,6 +8,8 @@ sample, grown by `--margin-m` / `--margin-rad`, as a task config (envs.hardware.
 `robot-rl robot-server --task-config FILE` (the server enforces it) and `robot-rl actor --task-config FILE` (the
 env clips to it).
 
+The recording lives in envs.hardware.safety_box (SafetyBoxRecordConfig, record_safety_box).
+
 Usage::
 
     robot-rl safety-box record --robot-ip 172.16.0.2 --task pick_cube --seconds 60 --out configs/pick_box.json
@@ -16,10 +18,8 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import time
 
-from envs.hardware.safety_box import box_from_poses, write_task_config
-from envs.tasks import get_task
+from envs.hardware.safety_box import SafetyBoxRecordConfig, record_safety_box
 
 
 def main(argv: list[str]) -> int:
@@ -34,29 +34,7 @@ def main(argv: list[str]) -> int:
     rec.add_argument("--margin-m", type=float, default=0.0, help="grow the position box by this much (m)")
     rec.add_argument("--margin-rad", type=float, default=0.0, help="grow the orientation bounds by this much (rad)")
     args = parser.parse_args(argv)
-    task = get_task(args.task)
-    from envs.hardware.franky_robot import FrankyRobot, FrankyRobotConfig
-
-    robot = FrankyRobot(FrankyRobotConfig(robot_ip=args.robot_ip, gripper=False, control=False))
-    positions, quats = [], []
-    t0 = time.monotonic()
-    print(f"safety-box: sampling the TCP for {args.seconds:g} s: guide the arm through the workspace's extremes "
-          "(Ctrl-C ends early)", flush=True)
-    try:
-        while time.monotonic() - t0 < args.seconds:
-            s = robot.state()
-            positions.append(s.pos_base_ee)
-            quats.append(s.quat_base_ee)
-            time.sleep(max(0.0, 1.0 / args.rate - (time.monotonic() - t0) % (1.0 / args.rate)))
-    except KeyboardInterrupt:
-        print("safety-box: stopped early", flush=True)
-    finally:
-        robot.stop()
-    nominal = task.reset_quat_wxyz if task.reset_quat_wxyz is not None else (0.0, 1.0, 0.0, 0.0)
-    box = box_from_poses(positions, quats, nominal, args.margin_m, args.margin_rad)
-    out = write_task_config(args.out, task.name, box, {
-        "samples": len(positions), "seconds": round(time.monotonic() - t0, 2), "margin_m": args.margin_m,
-        "margin_rad": args.margin_rad, "robot_ip": args.robot_ip, "nominal_quat_wxyz": list(nominal)})
-    print(f"safety-box: {len(positions)} samples -> position box {box['pos_min_m']} .. {box['pos_max_m']} m, "
-          f"euler {box['rot_min_rad']} .. {box['rot_max_rad']} rad; wrote {out}", flush=True)
+    record_safety_box(SafetyBoxRecordConfig(robot_ip=args.robot_ip, task=args.task, out=args.out,
+                                            seconds=args.seconds, rate=args.rate, margin_m=args.margin_m,
+                                            margin_rad=args.margin_rad))
     return 0

@@ -2,9 +2,10 @@
 frame, crop + resize to the policy's image size, the frame's age, a stall -> `CameraError` within a deadline and
 reconnect attempts in the background (never a prompt on stdin: actors run headless).
 
-A camera is a `FrameSource` (open / grab / close / describe) run by a `ThreadedCamera`; `MultiCameras` holds
-several (one process, several devices) and implements `Cameras`. Sources: `envs.hardware.realsense`
-(pyrealsense2: a device by serial, or a .db3 recording) and `envs.hardware.opencv_camera` (OpenCV / V4L2).
+A camera is a `FrameSource` (open / grab / close / describe, envs.hardware.camera_source, with `CameraConfig` and
+`CameraError`) run by a `ThreadedCamera`; `MultiCameras` holds several (one process, several devices) and implements
+`Cameras`. Sources: `envs.hardware.realsense` (pyrealsense2: a device by serial, or a .db3 recording) and
+`envs.hardware.opencv_camera` (OpenCV / V4L2), imported lazily by `open_camera`.
 
 Spec strings (the command line's `--camera`): `KIND:ID=NAME`, e.g. `realsense:123456789012=front`,
 `realsense:/data/bench.db3=front` (a recording, played in a loop), `opencv:/dev/video0=wrist`, `opencv:0=wrist`.
@@ -19,87 +20,22 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from robot_rl.config import Config, require
-from robot_rl.errors import ConfigError, RobotError
+from envs.hardware.camera_source import CameraConfig, CameraError, FrameSource
+from robot_rl.errors import ConfigError
 
 log = logging.getLogger("robot_rl.cameras")
 
-CAMERA_KINDS = ("realsense", "opencv")
-
-
-class CameraError(RobotError):
-    """A camera stalled, was unplugged or cannot be opened."""
-
-
-@dataclasses.dataclass(frozen=True)
-class CameraConfig(Config):
-    """One real camera."""
-
-    kind: str = "realsense"
-    """'realsense' (pyrealsense2) or 'opencv' (OpenCV / V4L2)."""
-    device: str = ""
-    """realsense: the serial number, or a .db3 recording to play; opencv: /dev/videoN, an index, or a video file."""
-    name: str = "front"
-    """The camera's name in observations."""
-    width: int = 640
-    """Capture width (pixels)."""
-    height: int = 480
-    """Capture height (pixels)."""
-    fps: int = 30
-    """Capture rate."""
-    exposure_us: float | None = None
-    """Fixed exposure (microseconds; RealSense units): auto-exposure is turned off first. None: auto."""
-    crop_xywh: tuple[int, int, int, int] | None = None
-    """Crop of the captured frame (x, y, width, height in pixels) before the resize; None: centre square."""
-    image_size: int = 128
-    """Output images are image_size x image_size x 3 uint8 (the policy's size)."""
-    stall_timeout_s: float = 0.5
-    """read() raises CameraError when no frame newer than this has arrived (and waits at most this long)."""
-    reconnect_every_s: float = 1.0
-    """After a stall or an error, the reader thread re-opens the device this often (in the background)."""
-
-    def validate(self) -> None:
-        require(self.kind in CAMERA_KINDS, "kind", self.kind, f"must be one of {list(CAMERA_KINDS)}")
-        require(isinstance(self.name, str) and len(self.name) > 0, "name", self.name, "must be non-empty")
-        for f in ("width", "height", "fps", "image_size"):
-            v = getattr(self, f)
-            require(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 8192, f, v,
-                    "must be an int in [1, 8192]")
-        for f in ("stall_timeout_s", "reconnect_every_s"):
-            v = getattr(self, f)
-            require(isinstance(v, int | float) and math.isfinite(v) and v > 0, f, v, "must be finite and > 0")
-        if self.exposure_us is not None:
-            require(math.isfinite(self.exposure_us) and self.exposure_us > 0, "exposure_us", self.exposure_us,
-                    "must be > 0 (or None for auto)")
-        if self.crop_xywh is not None:
-            x, y, w, h = self.crop_xywh
-            require(x >= 0 and y >= 0 and w > 0 and h > 0 and x + w <= self.width and y + h <= self.height,
-                    "crop_xywh", self.crop_xywh, f"must lie inside the {self.width}x{self.height} frame")
-
-
-class FrameSource(Protocol):
-    """One device: `grab` blocks at most `timeout_s` and returns an RGB uint8 (H, W, 3) frame or None."""
-
-    def open(self) -> None: ...
-
-    def grab(self, timeout_s: float) -> np.ndarray | None: ...
-
-    def close(self) -> None: ...
-
-    def describe(self) -> dict[str, Any]:
-        """What the device reports (serial, resolution, fps, exposure, ...), for `check-hardware`."""
-        ...
-
+__all__ = ["CameraConfig", "CameraError", "FrameSource", "MultiCameras", "ThreadedCamera", "crop_resize",
+           "make_cameras", "open_camera", "parse_camera_spec"]
 
 def crop_resize(frame: np.ndarray, size: int, crop_xywh: tuple[int, int, int, int] | None = None) -> np.ndarray:
     """Crop (default: the centred square) and resize to (size, size, 3) uint8 by area averaging (bilinear when

@@ -62,12 +62,10 @@ from typing import Any
 import numpy as np
 
 from controllers.gains import ImpedanceGains, gain_profile
-from controllers.kinematics import PANDA_Q_MAX, PANDA_Q_MIN
-from controllers.safety import check_finite
 from controllers.transforms import quat_normalize, quat_to_mat
-from envs.robot import RobotState
+from envs.robot import RobotState, check_command, check_duration, check_joint_target
 from robot_rl.config import Config, require
-from robot_rl.errors import RobotError, SafetyError
+from robot_rl.errors import RobotError
 
 log = logging.getLogger("robot_rl.franky")
 
@@ -274,30 +272,19 @@ class FrankyRobot:
     def command(self, pos_base_target: np.ndarray, quat_base_target: np.ndarray, gripper_closed: float) -> None:
         """New tracker target + gripper command (see the module docstring). SafetyError on NaN/inf or bad
         shapes (target unchanged); RobotError after stop()/estop() or while an error is pending."""
-        pos = check_finite("pos_base_target", pos_base_target, (3,))
-        quat = check_finite("quat_base_target", quat_base_target, (4,))
-        if float(np.linalg.norm(quat)) < 1e-6:
-            raise SafetyError(f"quat_base_target: zero quaternion {quat}")
-        try:
-            g = float(gripper_closed)
-        except (TypeError, ValueError) as err:
-            raise SafetyError(f"gripper_closed: not a number ({err})") from None
-        if not math.isfinite(g):
-            raise SafetyError(f"gripper_closed: {g} is not finite")
+        pos, quat, g = check_command(pos_base_target, quat_base_target, gripper_closed)
         with self._lock:
             self._refuse_if_stopped()
             self._check_motion()
             if self._error:
                 raise RobotError(f"FrankyRobot is in an error state ({self._error}); call clear_errors()")
-            quat = quat_normalize(quat)
             self._tracker.set_target(pose_to_affine(self._fr, pos, quat))
             self._target = (pos.copy(), quat)
             self._gripper_want = 1.0 if g >= 0.5 else 0.0
             self._service_gripper()
 
     def wait(self, duration_s: float) -> None:
-        if not (math.isfinite(duration_s) and duration_s >= 0.0):
-            raise SafetyError(f"duration_s={duration_s!r} must be finite and >= 0")
+        duration_s = check_duration(duration_s)
         t_end = time.monotonic() + duration_s
         while not self._estopped.is_set():
             left = t_end - time.monotonic()
@@ -324,9 +311,7 @@ class FrankyRobot:
                 self._start_tracker(keep_target=True)
 
     def reset_joints(self, q_rad: np.ndarray) -> None:
-        q = check_finite("q_rad", q_rad, (7,))
-        if np.any(q < PANDA_Q_MIN) or np.any(q > PANDA_Q_MAX):
-            raise SafetyError(f"q_rad={q} is outside the joint limits")
+        q = check_joint_target(q_rad)
         with self._lock:
             self._refuse_if_stopped()
             self._check_motion()

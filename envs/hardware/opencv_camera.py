@@ -1,7 +1,7 @@
 """Plain USB cameras through OpenCV (V4L2 on Linux); cv2 is imported lazily (the `real` extra's
 opencv-python-headless).
 
-`OpenCVSource` (an envs.hardware.cameras.FrameSource): `cv2.VideoCapture` on /dev/videoN (V4L2 backend), an index,
+`OpenCVSource` (an envs.hardware.camera_source.FrameSource): `cv2.VideoCapture` on /dev/videoN (V4L2 backend), an index,
 or a video file (the tests use one); resolution and fps requested from the driver; with `exposure_us` set, manual
 exposure (V4L2: CAP_PROP_AUTO_EXPOSURE = 1, then CAP_PROP_EXPOSURE in the driver's units, 100 us on most UVC
 cameras). Frames come as BGR and are returned as RGB.
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.hardware.cameras import CameraConfig, CameraError
+from envs.hardware.camera_source import CameraConfig, CameraError
 
 
 def _cv2() -> Any:

@@ -1,6 +1,6 @@
 """RealSense cameras through pyrealsense2 (imported lazily; the `real` extra; needs libusb-1.0.so.0).
 
-`RealSenseSource` (an envs.hardware.cameras.FrameSource): the colour stream of one device chosen by serial (or a
+`RealSenseSource` (an envs.hardware.camera_source.FrameSource): the colour stream of one device chosen by serial (or a
 .db3 recording made by `rs.recorder`, played in a loop), RGB8 at the configured resolution and fps. The colour
 sensor is chosen by its name ("RGB Camera"; `query_sensors()[0]` is the depth module on a D435); with
 `exposure_us` set, auto-exposure is turned off first, then the exposure is set. For tests, a source can read from
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.hardware.cameras import CameraConfig, CameraError
+from envs.hardware.camera_source import CameraConfig, CameraError
 
 COLOR_SENSOR_NAME = "RGB Camera"
 

@@ -12,8 +12,12 @@ File format (JSON, `format` "robot-rl-task-config", version 1)::
      "overrides": {"pos_min_m": [...], "pos_max_m": [...], "rot_min_rad": [...], "rot_max_rad": [...]},
      "recorded": {"samples": 412, "seconds": 30.0, "margin_m": 0.0, "margin_rad": 0.0, "robot_ip": "..."}}
 
+`record_safety_box` is the recording itself: it samples the TCP at `rate` for `seconds` (Ctrl-C ends early and
+keeps what was sampled) and writes the box that holds every sample, grown by `margin_m` / `margin_rad`.
+
 Usage::
 
+    record_safety_box(SafetyBoxRecordConfig(robot_ip="172.16.0.2", task="pick_cube", out="configs/box.json"))
     box = box_from_poses(positions, quats, nominal_quat_wxyz=(0, 1, 0, 0), margin_m=0.0)   # dict of overrides
     write_task_config("box.json", "pick_cube", box, {"samples": 412})
     task = load_task_config("box.json")            # get_task("pick_cube") with the recorded box
@@ -24,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +37,7 @@ import numpy as np
 
 from controllers.transforms import quat_conj, quat_mul, quat_to_euler_xyz
 from envs.tasks import Task, get_task
+from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
 FORMAT = "robot-rl-task-config"
@@ -91,3 +97,57 @@ def load_task_config(path: str | os.PathLike[str]) -> Task:
     if any(a > b for a, b in zip(lo, hi, strict=True)):
         raise ConfigError(f"task config {path}: pos_min_m {lo} exceeds pos_max_m {hi}")
     return dataclasses.replace(task, **fixed)
+
+
+@dataclasses.dataclass(frozen=True)
+class SafetyBoxRecordConfig(Config):
+    """Options of `record_safety_box` (`robot-rl safety-box record`)."""
+
+    robot_ip: str = ""
+    """The robot's FCI address."""
+    task: str = "pick_cube"
+    """The task whose box this is."""
+    out: str = "box.json"
+    """Task config file to write (JSON)."""
+    seconds: float = 30.0
+    """How long to sample (Ctrl-C ends early)."""
+    rate: float = 20.0
+    """Samples per second."""
+    margin_m: float = 0.0
+    """Grow the position box by this much (m)."""
+    margin_rad: float = 0.0
+    """Grow the orientation bounds by this much (rad)."""
+
+    def validate(self) -> None:
+        require(self.rate > 0, "rate", self.rate, "must be > 0")
+
+
+def record_safety_box(cfg: SafetyBoxRecordConfig) -> Path:
+    """Sample the TCP of the arm at `cfg.robot_ip` (opened read-only: the operator guides it by hand) and write the
+    task config with the box that holds every sample; prints what it does; returns the file."""
+    task = get_task(cfg.task)
+    from envs.hardware.franky_robot import FrankyRobot, FrankyRobotConfig
+
+    robot = FrankyRobot(FrankyRobotConfig(robot_ip=cfg.robot_ip, gripper=False, control=False))
+    positions, quats = [], []
+    t0 = time.monotonic()
+    print(f"safety-box: sampling the TCP for {cfg.seconds:g} s: guide the arm through the workspace's extremes "
+          "(Ctrl-C ends early)", flush=True)
+    try:
+        while time.monotonic() - t0 < cfg.seconds:
+            s = robot.state()
+            positions.append(s.pos_base_ee)
+            quats.append(s.quat_base_ee)
+            time.sleep(max(0.0, 1.0 / cfg.rate - (time.monotonic() - t0) % (1.0 / cfg.rate)))
+    except KeyboardInterrupt:
+        print("safety-box: stopped early", flush=True)
+    finally:
+        robot.stop()
+    nominal = task.reset_quat_wxyz if task.reset_quat_wxyz is not None else (0.0, 1.0, 0.0, 0.0)
+    box = box_from_poses(positions, quats, nominal, cfg.margin_m, cfg.margin_rad)
+    out = write_task_config(cfg.out, task.name, box, {
+        "samples": len(positions), "seconds": round(time.monotonic() - t0, 2), "margin_m": cfg.margin_m,
+        "margin_rad": cfg.margin_rad, "robot_ip": cfg.robot_ip, "nominal_quat_wxyz": list(nominal)})
+    print(f"safety-box: {len(positions)} samples -> position box {box['pos_min_m']} .. {box['pos_max_m']} m, "
+          f"euler {box['rot_min_rad']} .. {box['rot_max_rad']} rad; wrote {out}", flush=True)
+    return out

@@ -67,7 +67,10 @@ Layout (each module says what it holds; the public names are re-exported here)::
     zmq_server.py   RobotServer: the ZeroMQ adapter (CURVE set-up through robot_rl.curve)
     backends.py     BACKENDS, make_backend (twin; franky and ros2 imported lazily)
     thread.py       ServerThread, serve_in_thread
-The command line is `envs.cli.robot_server` (`robot-rl robot-server`).
+    run.py          the `robot-rl robot-server` process: RobotServerRunConfig, parse_robot_server_args (the command
+                    line, also for checking the command lines `robot-rl sim` and launch files build),
+                    run_robot_server (not re-exported here)
+The command module is `envs.cli.robot_server` (`robot-rl robot-server`); nothing imports it.
 """
 
 from envs.robot_server.backends import BACKENDS, BackendFactory, make_backend

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from envs.robot import Cameras, Robot
+from envs.robot import Cameras, Robot, check_command, check_duration, check_joint_target
 from envs.robot_server.config import RobotServerConfig, RobotServerStats
 from envs.robot_server.protocol import IMAGES_PREFIX, METHODS, RobotErrorCode, error_code_for, state_to_wire
-from robot_rl.errors import ProtocolError, RobotRLError, SafetyError, ShapeError
+from robot_rl.errors import ProtocolError, RobotRLError, ShapeError
 from robot_rl.wire import PROTOCOL_VERSION, ErrorCode, Frame, RobotCall, RobotReply, decode, encode, error_frames
 
 log = logging.getLogger("robot_rl.robot_server")
@@ -272,20 +272,15 @@ class RobotServerCore:
     def _command(self, msg: RobotCall) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         args = _check_args(msg, {"gripper_closed": ((int, float), True)},
                            {"pos_base_target": (3,), "quat_base_target": (4,)})
-        pos = _finite("pos_base_target", msg.arrays["pos_base_target"])
-        quat = _finite("quat_base_target", msg.arrays["quat_base_target"])
-        g = float(args["gripper_closed"])
-        if not math.isfinite(g):
-            raise SafetyError(f"gripper_closed: {g} is not finite")
+        pos, quat, g = check_command(msg.arrays["pos_base_target"], msg.arrays["quat_base_target"],
+                                     args["gripper_closed"])
         self.robot.command(pos, quat, g)
         self._last_gripper = g
         return {}, {}
 
     def _wait(self, msg: RobotCall) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         d = float(_check_args(msg, {"duration_s": ((int, float), True)})["duration_s"])
-        if not (math.isfinite(d) and 0.0 <= d <= self.config.max_wait_s):
-            raise SafetyError(f"duration_s={d!r} must be finite and in [0, max_wait_s={self.config.max_wait_s}]")
-        self.robot.wait(d)
+        self.robot.wait(check_duration(d, self.config.max_wait_s, "max_wait_s"))
         return {}, {}
 
     def _set_gains(self, msg: RobotCall) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -297,7 +292,7 @@ class RobotServerCore:
 
     def _reset_joints(self, msg: RobotCall) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         _check_args(msg, {}, {"q_rad": (7,)})
-        self.robot.reset_joints(_finite("q_rad", msg.arrays["q_rad"]))
+        self.robot.reset_joints(check_joint_target(msg.arrays["q_rad"], limits=False))
         return {}, {}
 
     def _reset_scene(self, msg: RobotCall) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -378,9 +373,3 @@ def _check_args(msg: RobotCall, schema: Mapping[str, tuple[tuple[type, ...], boo
                                                   f"expected {shape}")
     return args
 
-
-def _finite(name: str, arr: np.ndarray) -> np.ndarray:
-    out = np.array(arr, dtype=np.float64)
-    if not np.all(np.isfinite(out)):
-        raise SafetyError(f"{name}: contains NaN/inf: {out}")
-    return out

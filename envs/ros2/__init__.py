@@ -1,7 +1,7 @@
 """The ROS 2 bridge: `Ros2Robot` (the Robot seam over a ros2_control Cartesian impedance controller, CRISP's
 interface by default, FZI's cartesian_compliance_controller as a second profile), `Ros2Cameras` (cameras from
 sensor_msgs/Image topics) and `TwinNode` (the MuJoCo twin as a ROS 2 node speaking the same interface,
-`robot-rl ros2-twin`).
+`robot-rl ros2-twin`, whose command module is envs.cli.ros2_twin).
 
 Layout (only the modules marked rclpy import it, lazily, through envs.ros2.runtime; the rest is pure and tested
 without ROS):
@@ -14,8 +14,8 @@ runtime.py    RosRuntime: one node in its own context, spun by a thread; QoS pro
 robot.py      Ros2Robot                                                                               [rclpy]
 cameras.py    Ros2Cameras                                                                             [rclpy]
 twin_node.py  TwinNode                                                                                [rclpy]
+twin_run.py   the `robot-rl ros2-twin` process: Ros2TwinRunConfig, parse_ros2_twin_args, run_ros2_twin
 backend.py    the robot server's `ros2` backend (make_ros2_backend, --ros-* options)
-twin_cli.py   `robot-rl ros2-twin`
 ```
 rclpy and the message packages come from the `ros` extra (pip wheels of ROS 2 Kilted: ros-rclpy[fastrtps],
 ros-std-msgs, ros-geometry-msgs, ros-sensor-msgs, ros-std-srvs, ros-rcl-interfaces; never mix them with

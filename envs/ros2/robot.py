@@ -34,7 +34,6 @@ Usage::
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import threading
@@ -45,10 +44,9 @@ from typing import Any
 import numpy as np
 
 from controllers.gains import gain_profile
-from controllers.kinematics import PANDA_Q_MAX, PANDA_Q_MIN, panda_fk
-from controllers.safety import check_finite
+from controllers.kinematics import panda_fk
 from controllers.transforms import mat_to_quat
-from envs.robot import RobotState
+from envs.robot import RobotState, check_command, check_duration, check_joint_target
 from envs.ros2.adapters import (
     choose_gripper,
     choose_recovery,
@@ -298,16 +296,7 @@ class Ros2Robot:
     def command(self, pos_base_target: np.ndarray, quat_base_target: np.ndarray, gripper_closed: float) -> None:
         if self._stopped:
             raise RobotError("Ros2Robot is stopped: commands are refused")
-        pos = check_finite("pos_base_target", pos_base_target, (3,))
-        quat = check_finite("quat_base_target", quat_base_target, (4,))
-        if float(np.linalg.norm(quat)) < 1e-6:
-            raise SafetyError(f"quat_base_target: zero quaternion {quat}")
-        try:
-            g = float(gripper_closed)
-        except (TypeError, ValueError) as err:
-            raise SafetyError(f"gripper_closed: not a number ({err})") from None
-        if not math.isfinite(g):
-            raise SafetyError(f"gripper_closed: {g} is not finite")
+        pos, quat, g = check_command(pos_base_target, quat_base_target, gripper_closed)
         problem = self._error or self.stale()
         if problem:
             raise RobotError(f"Ros2Robot refuses the command: {problem}")
@@ -317,8 +306,7 @@ class Ros2Robot:
         self._gripper.command(g)
 
     def wait(self, duration_s: float) -> None:
-        if not (math.isfinite(duration_s) and duration_s >= 0.0):
-            raise SafetyError(f"duration_s={duration_s!r} must be finite and >= 0")
+        duration_s = check_duration(duration_s)
         time.sleep(duration_s)
 
     def set_gains(self, profile: str) -> None:
@@ -346,9 +334,7 @@ class Ros2Robot:
 
     def reset_joints(self, q_rad: np.ndarray) -> None:
         cfg = self._config
-        q = check_finite("q_rad", q_rad, (7,))
-        if np.any(q < PANDA_Q_MIN) or np.any(q > PANDA_Q_MAX):
-            raise SafetyError(f"q_rad={q} is outside the joint limits")
+        q = check_joint_target(q_rad)
         if self._stopped:
             raise RobotError("Ros2Robot is stopped: commands are refused")
         if self._joint_pub is not None:

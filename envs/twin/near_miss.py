@@ -32,8 +32,8 @@ cube-relocate: the cube is never released resting inside the zone; the relocate 
 the zone, as every teleporting reset puts it), so labels from `info["success"]` mark every frame negative. A cube
 lost from the hand while carrying ends a relocate routine (the expert would open and pick it up again, which
 could release it inside the zone). `NearMissOperator` wraps a routine as a teleop-like device
-(the `demos.cli.record_labels` recorder and `envs.wrappers.InterventionDevice` interface: `reset()`, `poll(state)`
--> `HumanCommand`, `close()`) with a `done` flag the recorder ends the segment on.
+(the one device interface, `envs.devices.HumanDevice`: `reset()`, `poll(state) -> HumanCommand`, `close()`) with
+a `done` flag the label recorder (`demos.recording.labels`) ends the segment on.
 
 Usage::
 
@@ -50,10 +50,10 @@ import math
 import numpy as np
 
 from controllers.transforms import quat_to_euler_xyz
+from envs.devices import HumanCommand
 from envs.robot import RobotState
 from envs.tasks import CUBE_HALF_SIZE_M, CubeRelocateTask, Task, get_task, relocate_zone_m
 from envs.twin.experts import ScriptedExpert, down_at_yaw, hand_yaw, wrap
-from envs.wrappers import HumanCommand
 from robot_rl.errors import ConfigError
 
 NEAR_MISS_KINDS = ("lift-drop", "grip-beside", "push")

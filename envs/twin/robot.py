@@ -58,9 +58,8 @@ import numpy as np
 from controllers.gains import gain_profile
 from controllers.impedance import CartesianImpedanceController, ImpedanceConfig
 from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX, PANDA_Q_MIN
-from controllers.safety import check_finite
 from controllers.transforms import mat_to_quat
-from envs.robot import RobotState
+from envs.robot import RobotState, check_command, check_duration, check_joint_target
 from envs.tasks import CubeRelocateTask, get_task, in_zone, relocate_zone_m
 from envs.twin.cameras import TwinCameras
 from envs.twin.model import (
@@ -270,24 +269,14 @@ class TwinRobot:
             raise RobotError("TwinRobot is stopped: commands are refused")
         if self._error:
             raise RobotError(f"TwinRobot is in an error state ({self._error}); call clear_errors()")
-        pos = check_finite("pos_base_target", pos_base_target, (3,))
-        quat = check_finite("quat_base_target", quat_base_target, (4,))
-        if float(np.linalg.norm(quat)) < 1e-6:
-            raise SafetyError(f"quat_base_target: zero quaternion {quat}")
-        try:
-            g = float(gripper_closed)
-        except (TypeError, ValueError) as err:
-            raise SafetyError(f"gripper_closed: not a number ({err})") from None
-        if not math.isfinite(g):
-            raise SafetyError(f"gripper_closed: {g} is not finite")
+        pos, quat, g = check_command(pos_base_target, quat_base_target, gripper_closed)
         self._controller.set_target(pos, quat)
         self._set_gripper(g)
 
     def wait(self, duration_s: float) -> None:
         """Simulate `duration_s` seconds: round(duration_s * physics_hz) physics steps, one controller tick
         each."""
-        if not (math.isfinite(duration_s) and duration_s >= 0.0):
-            raise SafetyError(f"duration_s={duration_s!r} must be finite and >= 0")
+        duration_s = check_duration(duration_s)
         self._simulate(round(duration_s * self._config.physics_hz))
 
     def set_gains(self, profile: str) -> None:
@@ -299,9 +288,7 @@ class TwinRobot:
     def reset_joints(self, q_rad: np.ndarray) -> None:
         """Teleport the arm to q (7,) with zero velocity and hold that pose (the controller's target := the new
         TCP pose). For "peg_insert" the peg is put back between the closed fingers."""
-        q = check_finite("q_rad", q_rad, (7,))
-        if np.any(q < PANDA_Q_MIN) or np.any(q > PANDA_Q_MAX):
-            raise SafetyError(f"q_rad={q} is outside the joint limits")
+        q = check_joint_target(q_rad)
         self._q[:] = q
         self._dq[:] = 0.0
         self._finger_dq[:] = 0.0

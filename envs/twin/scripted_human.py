@@ -17,8 +17,9 @@ Under `InterventionWrapper`'s sticky window (default 0.5 s) each takeover is fol
 (the human's inactive command); during them the human keeps judging the policy's proposals and may take over
 again, so back-to-back takeovers merge. Use `InterventionConfig(sticky_s=0.0)` for crisp hand-backs.
 
-It implements the `envs.wrappers.InterventionDevice` interface: `reset()`, `poll(state) -> HumanCommand`
-(`.action()`, `.active`, `.events`: {"intervene"} while in control), `observe_policy_action(action_base)`.
+It implements the one device interface, `envs.devices.HumanDevice`: `reset()`, `poll(state) -> HumanCommand`
+(`.action()`, `.active`, `.events`: {"intervene"} while in control), `close()`, and the optional hook
+`observe_policy_action(action_base)`.
 
 Usage::
 
@@ -36,10 +37,11 @@ import math
 
 import numpy as np
 
+from envs.devices import HumanCommand
 from envs.robot import RobotState
 from envs.tasks import get_task
 from envs.twin.experts import ScriptedExpert
-from envs.wrappers import ACTION_DIM, HumanCommand
+from envs.wrappers import ACTION_DIM
 from robot_rl.config import Config, require
 from robot_rl.errors import ShapeError
 
@@ -101,7 +103,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 class ScriptedHuman:
-    """A scripted operator over `ScriptedExpert` (see the module docstring); an `InterventionDevice`."""
+    """A scripted operator over `ScriptedExpert` (see the module docstring); an `envs.devices.HumanDevice`."""
 
     name = "scripted_human"
 
@@ -174,7 +176,7 @@ class ScriptedHuman:
         return HumanCommand(delta_ee=np.zeros(6), gripper=0.0, active=False, events=success)
 
     def close(self) -> None:
-        """Nothing to release (teleop device interface)."""
+        """Nothing to release (`envs.devices.HumanDevice`)."""
 
     # ------------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,101 @@
+"""The env an actor steps: the task's MuJoCo twin in process, or a `RobotEnv` over a robot server (RemoteRobot),
+with the scripted operator's interventions and a reward model (a classifier or a human's success key) on top.
+
+Base envs come from the one env builder (robot_rl.gym_env through envs.presets.make_env) or, over a robot server,
+from envs.remote.make_remote_env. `backend_of` says what drives the env (the actor's warm-up default: random
+actions on the twin only, hold on hardware).
+
+Usage::
+
+    env = make_actor_env("twin-pick-cube", "state", None, None)                       # the twin, in process
+    env = make_actor_env("twin-pick-cube", "pixels", 128, "tcp://127.0.0.1:5560")     # over a robot server
+    env = make_actor_env("twin-pick-cube", "state", None, None, intervene="scripted", reward="human",
+                         faithful=True)                   # HIL-SERL on the hardware-faithful twin
+    backend_of(env)                                       # "twin", "franky", "ros2", ...
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from robot_rl.errors import ConfigError
+
+
+def backend_of(env: Any) -> str:
+    """'twin' for the in-process twin or a robot server serving the twin, else the served backend's name."""
+    robot = getattr(getattr(env, "unwrapped", env), "robot", None)
+    info = getattr(robot, "info", None)
+    if isinstance(info, dict):  # a RemoteRobot: what the server serves
+        return str(info.get("backend", ""))
+    return "twin" if type(robot).__name__ == "TwinRobot" else type(robot).__name__
+
+
+def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
+                   intervene: str | None = None, seed: int = 0, reward: str = "env",
+                   reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
+                   evaluation: bool = False) -> Any:
+    """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
+    classifier or human `reward`, wrapped in learners.rewards.reward_model.RewardModelWrapper (outermost);
+    `task_config` (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server.
+    `faithful`: the hardware-faithful mode (envs.env_config.FAITHFUL; for an `evaluation` env only its observation:
+    no object state). A classifier `reward` in state mode: the env renders the card's cameras (at the card's size,
+    or `image_size`; over a robot server at the size it serves) into info["reward_images"], never into the
+    observation (learners.rewards.reward_model.reward_camera_overrides). A faithful acting env needs a reward model
+    (`reward` classifier:DIR or human): ConfigError for 'env', whose reward would be 0 on every step."""
+    from envs.env_config import FAITHFUL
+    from envs.presets import make_env, twin_task
+    from learners.rewards.reward_model import (
+        RewardModelWrapper,
+        camera_shapes_of_env,
+        env_overrides,
+        make_reward_model,
+        parse_reward_source,
+        reward_camera_overrides,
+    )
+
+    kind, _ = parse_reward_source(reward)
+    if kind == "human" and intervene is None:
+        raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene DEVICE")
+    if faithful and not evaluation and kind == "env":
+        raise ConfigError("--faithful: the hardware-faithful env gives no reward (no Task.success); pass --reward "
+                          "classifier:DIR (robot-rl train-classifier) or --reward human (with --intervene)")
+    overrides = env_overrides(reward)
+    if faithful:
+        overrides.update({"object_obs": False} if evaluation else FAITHFUL)
+    cams = {} if evaluation else reward_camera_overrides((reward,), obs_mode)
+    if cams:  # state mode: the env renders the card's cameras into info for the classifier, never the observation
+        overrides["reward_cameras"] = cams["reward_cameras"]
+        if image_size is None and robot is None:  # a robot server: the size it serves (checked against the card)
+            image_size = cams["image_size"]
+    try:
+        if robot is None:
+            env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
+        else:
+            from envs.remote import make_remote_env
+
+            the_task: Any = twin_task(task)
+            if task_config is not None:
+                from envs.hardware.safety_box import load_task_config
+
+                the_task = load_task_config(task_config)
+            env = make_remote_env(robot, task=the_task, obs_mode=obs_mode, image_size=image_size, **overrides)
+    except ConfigError as err:
+        if not cams:
+            raise
+        raise ConfigError(f"--reward {reward} with --obs-mode state (the env renders the card's cameras): {err}",
+                          ) from None
+    if intervene == "scripted":
+        from envs.twin.scripted_human import ScriptedHuman, ScriptedHumanConfig
+        from envs.wrappers import InterventionWrapper
+
+        human = ScriptedHumanConfig(task=twin_task(task), seed=seed, press_success=kind == "human")
+        env = InterventionWrapper(env, ScriptedHuman(human))
+    try:
+        where = (f"the actor's {task} reward cameras (--obs-mode state renders the classifier's cameras; "
+                 f"--image-size)" if cams else f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
+        model = make_reward_model(reward, camera_shapes_of_env(env), reward_audit, where=where)
+    except Exception:
+        env.close()
+        raise
+    return env if model is None else RewardModelWrapper(env, model)

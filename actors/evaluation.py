@@ -1,0 +1,147 @@
+"""Evaluating a policy on the actor's side: `evaluate` (deterministic episodes through robot_rl.evaluation's one
+loop) and `evaluate_checkpoint` (`robot-rl actor --evaluate CKPT`: a learner checkpoint's policy on the actor's env,
+printed as a success rate and written as a JSON summary).
+
+Usage::
+
+    result = evaluate(env, policy, episodes=20, seed=10_000)       # success_rate, return, length, per episode
+    result = evaluate_checkpoint(CheckpointEvalConfig(checkpoint=Path("runs/pick/checkpoints"),
+                                                      task="twin-pick-cube", summary=Path("eval.json")))
+    policy = load_learner_checkpoint(Path("runs/pick")).policy(env_spec_of(env, "twin-pick-cube"))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from actors.actor_env import make_actor_env
+from learners.agents.policy import AgentConfig, Policy
+from robot_rl.config import Config, require
+from robot_rl.errors import ConfigError
+from robot_rl.evaluation import run_episodes, summarize
+from robot_rl.gym_env import env_spec_of
+from robot_rl.specs import EnvSpec
+
+
+def evaluate(env: Any, policy: Policy | None, episodes: int, seed: int = 10_000, deterministic: bool = True,
+             rng_seed: int = 0) -> dict[str, Any]:
+    """Run `episodes` episodes (env seeded with seed+i) with the policy's mode (uniform random actions when
+    `policy` is None) through robot_rl.evaluation's loop; returns its summary (success_rate, mean return / length
+    and the per-episode lists)."""
+    rng = np.random.default_rng(rng_seed)
+
+    def act(obs: Any) -> np.ndarray:
+        if policy is None:
+            return rng.uniform(-1.0, 1.0, env.action_space.shape).astype(np.float32)
+        return policy.act(obs, deterministic=deterministic)
+
+    return summarize(run_episodes(env, act, episodes, seed), seed=seed, deterministic=deterministic)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointEvalConfig(Config):
+    """What `evaluate_checkpoint` evaluates, on which env, and where the result goes."""
+
+    checkpoint: Path = Path("checkpoints")
+    """A checkpoint directory (ckpt_*), a run's checkpoints/ directory or a run directory (then: its newest)."""
+    task: str = "twin-pick-cube"
+    """Task preset of the env."""
+    obs_mode: str = "state"
+    """Observation mode (the run's)."""
+    image_size: int | None = None
+    """Camera image size (pixels mode; None: the preset's)."""
+    robot: str | None = None
+    """Robot server address (None: the twin in process)."""
+    faithful: bool = False
+    """Evaluate on the hardware-faithful observation (no object state)."""
+    episodes: int = 20
+    """Deterministic episodes."""
+    seed: int = 10_000
+    """Seed of the first episode (then +1 each)."""
+    summary: Path | None = None
+    """Write the result here (JSON, atomically)."""
+
+    def validate(self) -> None:
+        require(self.episodes >= 1, "episodes", self.episodes, "must be >= 1")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LearnerCheckpoint:
+    """A learner checkpoint's agent (`load_learner_checkpoint`): AgentConfig (on the CPU), arrays and meta."""
+
+    path: Path
+    agent_config: AgentConfig
+    agent: dict[str, np.ndarray]
+    meta: dict[str, Any]
+
+    def policy(self, spec: EnvSpec) -> Policy:
+        """The checkpoint's policy for an env of `spec`, on the CPU; ConfigError when the checkpoint was trained on
+        another spec (the task name aside)."""
+        from learners.agents.policy import build_policy
+
+        if isinstance(self.meta.get("spec"), dict):
+            diff = [f for f in spec.diff(EnvSpec.from_dict(self.meta["spec"])) if f != "task"]
+            if diff:
+                raise ConfigError(f"{self.path} was trained on another spec (differs in {diff}); pass the run's "
+                                  f"--obs-mode / --image-size")
+        policy = build_policy(spec, self.agent_config, device="cpu")
+        prefix = "policy/"
+        params = {k[len(prefix):]: np.array(v) for k, v in self.agent.items() if k.startswith(prefix)}
+        policy.load_trainable_state({k: params[k] for k in policy.trainable_names() if k in params})
+        return policy
+
+
+def load_learner_checkpoint(path: Path) -> LearnerCheckpoint:
+    """The learner checkpoint at `path` (a ckpt_* directory, a checkpoints/ directory or a run directory: the
+    newest). ConfigError when there is none or it is not a learner's."""
+    from learners.agents.policy import AgentConfig
+    from robot_rl.checkpoint import latest_checkpoint, load_checkpoint
+
+    if not (path / "meta.json").is_file():
+        found = latest_checkpoint(path) or latest_checkpoint(path / "checkpoints")
+        if found is None:
+            raise ConfigError(f"--evaluate {path}: no checkpoint there (expected a ckpt_* directory, a checkpoints/ "
+                              f"directory or a run directory)")
+        path = found
+    groups, meta = load_checkpoint(path)
+    if not isinstance(meta.get("agent_config"), dict) or "agent" not in groups:
+        raise ConfigError(f"{path}: not a learner checkpoint (no agent group / agent_config)")
+    cfg = AgentConfig.from_dict(meta["agent_config"]).replace(device="cpu")
+    return LearnerCheckpoint(path, cfg, dict(groups["agent"]), meta)
+
+
+def evaluate_checkpoint(cfg: CheckpointEvalConfig) -> dict[str, Any]:
+    """`robot-rl actor --evaluate CKPT`: `cfg.episodes` deterministic episodes with a checkpoint's policy on the
+    actor's env (`evaluation=True`: a seeded, teleported scene and the true success); prints the success rate and
+    writes `cfg.summary`. Returns the result (evaluate's summary + checkpoint, env_step, updates, task, seconds)."""
+    ckpt = load_learner_checkpoint(Path(cfg.checkpoint))
+    env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, faithful=cfg.faithful, evaluation=True)
+    try:
+        policy = ckpt.policy(env_spec_of(env, cfg.task))
+        t0 = time.monotonic()
+        result = evaluate(env, policy, cfg.episodes, seed=cfg.seed, deterministic=True)
+    finally:
+        env.close()
+    counters = ckpt.meta.get("counters", {})
+    result.update(checkpoint=str(ckpt.path), env_step=int(counters.get("env_step", -1)),
+                  updates=int(counters.get("updates", -1)), task=cfg.task, eval_seconds=round(time.monotonic() - t0, 2))
+    print(f"actor: evaluated {ckpt.path.name} (env_step {result['env_step']}): success rate "
+          f"{result['success_rate']:.2f} over {cfg.episodes} deterministic episodes, mean return "
+          f"{result['return']:.3f}", flush=True)
+    if cfg.summary is not None:
+        write_json(cfg.summary, result)
+    return result
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """`data` as indented JSON at `path` (parents created), atomically (write then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)

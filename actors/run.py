@@ -1,0 +1,240 @@
+"""The `robot-rl actor` process: its options (`ActorRunConfig`, one field per command-line flag, parsed by
+`parse_actor_args`: `robot-rl sim` builds actor command lines, and tests parse them the same way), and `run_actor`:
+one actor (actors.actor.Actor over a ZeroMQ endpoint) until Ctrl-C / SIGTERM or its step / episode budget, or with
+`evaluate` set a checkpoint evaluation (actors.evaluation).
+
+Phases of an acting run: `_connect` (the env, actors.actor_env; the endpoint, robot_rl.transport) -> `_act` (the
+loop with a progress line every 10 s; signals only set a stop flag) -> `_finish` (flush what the learner has not
+acknowledged within `flush_timeout`, close, write `stats_out`).
+
+Usage::
+
+    cfg = parse_actor_args(["--task", "twin-pick-cube", "--learner", "tcp://127.0.0.1:5555", "--max-steps", "100"])
+    run_actor(cfg)                                   # 0; prints the actor's start and stop lines
+    run_actor(cfg.replace(evaluate=Path("runs/pick/checkpoints"), summary=Path("eval.json")))
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from actors.actor import Actor, ActorConfig
+from actors.actor_env import backend_of, make_actor_env
+from actors.evaluation import CheckpointEvalConfig, evaluate_checkpoint, write_json
+from robot_rl.config import Config, require
+from robot_rl.gym_env import env_spec_of
+from robot_rl.presets import PRESETS, get_preset
+
+WARMUP_CHOICES = ("auto", "hold", "random")
+"""--warmup: auto = random on the twin (in process or served), hold on any other backend (hardware)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorRunConfig(Config):
+    """The options of `robot-rl actor` (the field names are the flags' dests; see `actor_arg_parser` for help)."""
+
+    task: str = "twin-pick-cube"
+    learner: str = "tcp://127.0.0.1:5555"
+    robot: str | None = None
+    actor_id: str | None = None
+    obs_mode: str = "state"
+    image_size: int | None = None
+    seed: int = 0
+    task_config: str | None = None
+    warmup: str = "auto"
+    chunk_steps: int = ActorConfig().chunk_steps
+    no_pace: bool = False
+    intervene: str | None = None
+    faithful: bool = False
+    reward: str = "env"
+    reward_audit: Path | None = None
+    max_steps: int = 0
+    max_episodes: int = 0
+    flush_timeout: float = 5.0
+    stats_out: Path | None = None
+    keys: str | None = None
+    insecure: bool = False
+    heartbeat: float = 1.0
+    threads: int = 1
+    quiet: bool = False
+    evaluate: Path | None = None
+    episodes: int = 20
+    eval_seed: int = 10_000
+    summary: Path | None = None
+
+    def validate(self) -> None:
+        require(self.obs_mode in ("state", "pixels"), "obs_mode", self.obs_mode, "must be 'state' or 'pixels'")
+        require(self.warmup in WARMUP_CHOICES, "warmup", self.warmup, f"must be one of {list(WARMUP_CHOICES)}")
+        require(self.intervene in (None, "scripted"), "intervene", self.intervene, "must be None or 'scripted'")
+
+    def evaluation(self) -> CheckpointEvalConfig:
+        """The checkpoint evaluation these options ask for (`evaluate` set)."""
+        assert self.evaluate is not None
+        return CheckpointEvalConfig(checkpoint=self.evaluate, task=self.task, obs_mode=self.obs_mode,
+                                    image_size=self.image_size, robot=self.robot, faithful=self.faithful,
+                                    episodes=self.episodes, seed=self.eval_seed, summary=self.summary)
+
+
+def actor_arg_parser() -> argparse.ArgumentParser:
+    """The `robot-rl actor` command line (one flag per `ActorRunConfig` field)."""
+    p = argparse.ArgumentParser(prog="robot-rl actor", description="`robot-rl actor`: one actor process (actors.actor "
+                                "over a ZeroMQ endpoint), or a policy evaluation.")
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--learner", default="tcp://127.0.0.1:5555", help="the learner's address")
+    p.add_argument("--robot", default=None, help="robot server address (default: the twin in this process)")
+    p.add_argument("--actor-id", default=None, help="unique name of this actor (default: host-pid)")
+    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
+    p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
+    p.add_argument("--task-config", default=None,
+                   help="with --robot: a task config file (robot-rl safety-box record) whose box the env clips to")
+    p.add_argument("--warmup", default="auto", choices=WARMUP_CHOICES,
+                   help="before the first weights: hold the pose or act randomly (auto: random on the twin only)")
+    p.add_argument("--chunk-steps", type=int, default=ActorConfig().chunk_steps,
+                   help="send transitions at every episode end and at least every N steps")
+    p.add_argument("--no-pace", action="store_true",
+                   help="never wait for the learner's budget (hardware; the sim default paces to the learner)")
+    p.add_argument("--intervene", default=None, choices=("scripted",),
+                   help="human-in-the-loop interventions: 'scripted' = the twin's scripted operator (HIL-SERL)")
+    p.add_argument("--faithful", action="store_true",
+                   help="hardware-faithful twin: proprio + cameras only, no task reward, no teleports after the first")
+    p.add_argument("--reward", default="env",
+                   help="env (the env's reward), classifier:DIR (a trained reward classifier, gated) or human (the "
+                        "teleop device's success key; needs --intervene); --faithful needs classifier:DIR or human")
+    p.add_argument("--reward-audit", type=Path, default=None,
+                   help="where positives of a classifier/human reward are logged (default: reward_audit/ACTOR_ID)")
+    p.add_argument("--max-steps", type=int, default=0, help="stop after this many env steps (0: never)")
+    p.add_argument("--max-episodes", type=int, default=0, help="stop after this many episodes (0: never)")
+    p.add_argument("--flush-timeout", type=float, default=5.0, help="seconds to wait for acks when stopping")
+    p.add_argument("--stats-out", type=Path, default=None, help="write the final stats here (JSON)")
+    p.add_argument("--keys", default=None, help="CURVE client key directory (robot_rl.keys) for non-loopback")
+    p.add_argument("--insecure", action="store_true", help="allow a non-loopback learner without keys")
+    p.add_argument("--heartbeat", type=float, default=1.0, help="heartbeat interval (s)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    e = p.add_argument_group("evaluation")
+    e.add_argument("--evaluate", type=Path, default=None, help="evaluate this checkpoint instead of acting")
+    e.add_argument("--episodes", type=int, default=20, help="evaluation episodes")
+    e.add_argument("--eval-seed", type=int, default=10_000, help="seed of the first evaluation episode")
+    e.add_argument("--summary", type=Path, default=None, help="write the evaluation result here (JSON)")
+    return p
+
+
+def parse_actor_args(argv: Sequence[str]) -> ActorRunConfig:
+    """`robot-rl actor`'s arguments as a config (argparse's usage error and exit on bad flags)."""
+    return ActorRunConfig(**vars(actor_arg_parser().parse_args(list(argv))))
+
+
+def run_actor(cfg: ActorRunConfig) -> int:
+    """Run one actor (or, with `cfg.evaluate`, evaluate a checkpoint); returns the exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    if cfg.threads > 0:
+        import torch
+
+        torch.set_num_threads(cfg.threads)
+    get_preset(cfg.task)  # UnknownTaskError early
+    if cfg.evaluate is not None:
+        evaluate_checkpoint(cfg.evaluation())
+        return 0
+    actor_id = cfg.actor_id or f"{socket.gethostname()}-{os.getpid()}"
+    env, endpoint = _connect(cfg, actor_id)
+    warmup = cfg.warmup if cfg.warmup != "auto" else ("random" if backend_of(env) == "twin" else "hold")
+    actor = Actor(env, endpoint, ActorConfig(chunk_steps=cfg.chunk_steps, seed=cfg.seed, pace=not cfg.no_pace,
+                                             warmup=warmup))
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    prev_term = signal.signal(signal.SIGTERM, _on_signal)
+    prev_int = signal.signal(signal.SIGINT, _on_signal)
+    print(f"actor {actor_id}: {cfg.task} ({cfg.obs_mode}, {'robot ' + cfg.robot if cfg.robot else 'twin'}) -> "
+          f"learner {cfg.learner} (pid {os.getpid()})", flush=True)
+    try:
+        _act(cfg, actor_id, actor, endpoint, stop)
+    finally:  # the signal handlers stay until the end: a second SIGTERM must not cut the flush short
+        try:
+            final = _finish(cfg, actor_id, actor, env, endpoint)
+        finally:
+            signal.signal(signal.SIGTERM, prev_term)
+            signal.signal(signal.SIGINT, prev_int)
+    unacked = "" if final["flushed"] else " (not all acknowledged)"
+    print(f"actor {actor_id}: stopped after {final['env_steps']} steps, {final['episodes']} episodes; sent up to seq "
+          f"{final['next_seq'] - 1}, acked {final['acked_upto']}{unacked}", flush=True)
+    return 0
+
+
+def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
+    """The actor's env and its endpoint to the learner (the handshake runs on the endpoint's thread)."""
+    from robot_rl.transport import TransportConfig, connect_actor
+
+    keys = None
+    if cfg.keys is not None:
+        from robot_rl.keys import ClientKeys
+
+        keys = ClientKeys.from_dir(cfg.keys)
+    audit = cfg.reward_audit if cfg.reward_audit is not None else Path("reward_audit") / actor_id
+    env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, cfg.intervene, cfg.seed,
+                         reward=cfg.reward, reward_audit=audit, task_config=cfg.task_config, faithful=cfg.faithful)
+    if cfg.faithful:
+        print(f"actor {actor_id}: hardware-faithful env: rewards and successes sent to the learner come from "
+              f"--reward {cfg.reward}, never from the task's true success", file=sys.stderr, flush=True)
+    spec = env_spec_of(env, cfg.task)
+    tcfg = TransportConfig(heartbeat_s=cfg.heartbeat, heartbeat_timeout_s=5 * cfg.heartbeat)
+    try:
+        endpoint = connect_actor(spec, actor_id, cfg.learner, tcfg, keys=keys, insecure=cfg.insecure)
+    except BaseException:
+        env.close()
+        raise
+    return env, endpoint
+
+
+def _act(cfg: ActorRunConfig, actor_id: str, actor: Actor, endpoint: Any, stop: threading.Event) -> None:
+    """The actor's loop until `stop` or its budget, with a progress line on stderr every 10 s (unless quiet)."""
+    last = time.monotonic()
+    actor.start()
+
+    def should_stop() -> bool:
+        nonlocal last
+        if not cfg.quiet and time.monotonic() - last >= 10.0:
+            last = time.monotonic()
+            s = actor.stats()
+            sr = s["success_rate"]
+            print(f"actor {actor_id}: steps {s['env_steps']} episodes {s['episodes']} success "
+                  f"{'-' if sr is None else f'{sr:.2f}'} weights v{s['weights_version']} "
+                  f"{endpoint.stats().state}{' (paused)' if s['paused'] else ''}", file=sys.stderr, flush=True)
+        return stop.is_set()
+
+    actor.run(should_stop, max_steps=cfg.max_steps, max_episodes=cfg.max_episodes)
+
+
+def _finish(cfg: ActorRunConfig, actor_id: str, actor: Actor, env: Any, endpoint: Any) -> dict[str, Any]:
+    """Flush (bounded by `flush_timeout`), close the endpoint and the env, write `stats_out`; the final stats."""
+    flushed = False
+    try:
+        flushed = actor.close(flush_s=cfg.flush_timeout)
+    except Exception as err:  # the endpoint failed (e.g. spec mismatch): report below, still clean up
+        print(f"actor {actor_id}: {err}", file=sys.stderr)
+    final = {**actor.stats(), "actor_id": actor_id, "flushed": flushed}
+    if callable(getattr(env, "stats", None)):  # a reward model: episodes it ended, and without true success
+        final["reward_model"] = env.stats()
+    st = endpoint.stats()
+    final.update(session=st.session, next_seq=st.next_seq, acked_upto=st.acked_upto, unacked=st.unacked_messages,
+                 reconnects=st.reconnects, resent_messages=st.resent_messages, state=st.state)
+    endpoint.close()
+    env.close()
+    if cfg.stats_out is not None:
+        write_json(cfg.stats_out, final)
+    return final

@@ -1,0 +1,183 @@
+"""Recording demonstrations (`robot-rl record-demos`): a teleop device (or the scripted expert) drives the env,
+each finished episode is written at once, atomically, in the episode format of robot_rl.episodes (so Ctrl-C never
+loses a finished episode; recording appends to an existing directory). Failed episodes are dropped unless
+`keep_failures`.
+
+The env: the preset's twin in process (robot_rl.gym_env, the one env builder), or a RobotEnv over a robot server
+(`robot`, envs.remote.make_remote_env). `cube_start="tray"` (twin cube-relocate tasks): each episode's cube starts
+anywhere on the tray floor outside the target zone instead of in the start zone.
+
+The options are `RecordDemosConfig`, one field per command-line flag (`record_demos_arg_parser`; launch files build
+these command lines, and tests parse them the same way).
+
+Usage::
+
+    record_demos(RecordDemosConfig(task="twin-reach", episodes=20, out=Path("demos/reach")))     # exit code 0
+    env = make_recording_env("twin-reach", robot=None, keys=None, obs_mode="state")
+    ep = record_episode(env, make_device("scripted", task="twin-reach"), seed=0, task="twin-reach")
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from demos.devices.teleop import DEVICES, make_device
+from envs.devices import HumanDevice
+from robot_rl.config import Config, require
+from robot_rl.episodes import Episode, episode_paths, save_episode
+from robot_rl.errors import ConfigError
+from robot_rl.gym_env import env_spec_of, make_gym_env
+from robot_rl.presets import PRESETS, get_preset
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordDemosConfig(Config):
+    """The options of `robot-rl record-demos` (the field names are the flags' dests; see the parser for help)."""
+
+    task: str = "twin-reach"
+    teleop: str = "scripted"
+    episodes: int = 20
+    out: Path = Path("demos")
+    obs_mode: str = "pixels"
+    image_size: int | None = None
+    noise: float = 0.0
+    seed: int = 0
+    cube_start: str | None = None
+    keep_failures: bool = False
+    max_attempts: int | None = None
+    robot: str | None = None
+    keys: str | None = None
+
+    def validate(self) -> None:
+        if self.episodes < 1:
+            raise ConfigError(f"--episodes={self.episodes} must be >= 1")
+        require(self.teleop in DEVICES, "teleop", self.teleop, f"must be one of {list(DEVICES)}")
+        require(self.cube_start in (None, "zone", "tray"), "cube_start", self.cube_start, "must be zone or tray")
+
+
+def record_demos_arg_parser() -> argparse.ArgumentParser:
+    """The `robot-rl record-demos` command line (one flag per `RecordDemosConfig` field)."""
+    p = argparse.ArgumentParser(prog="robot-rl record-demos", description="`robot-rl record-demos`: record "
+                                "teleoperated (or scripted) demonstration episodes to a directory.")
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--teleop", default="scripted", choices=DEVICES, help="teleop device")
+    p.add_argument("--episodes", type=int, default=20, help="number of episodes to keep")
+    p.add_argument("--out", required=True, type=Path, help="episode directory (created or appended to)")
+    p.add_argument("--obs-mode", default="pixels", choices=("pixels", "state"), help="observation mode")
+    p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
+    p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 per episode)")
+    p.add_argument("--cube-start", default=None, choices=("zone", "tray"),
+                   help="twin cube-relocate tasks: the cube starts in the start zone (default) or anywhere on the "
+                        "tray outside the target zone")
+    p.add_argument("--keep-failures", action="store_true", help="also keep unsuccessful episodes")
+    p.add_argument("--max-attempts", type=int, default=None, help="give up after this many episodes (default 3x)")
+    p.add_argument("--robot", default=None, metavar="ADDR",
+                   help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
+                        "in-process twin")
+    p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
+    return p
+
+
+def parse_record_demos_args(argv: Sequence[str]) -> RecordDemosConfig:
+    """`robot-rl record-demos`'s arguments as a config (argparse's usage error and exit on bad flags)."""
+    return RecordDemosConfig(**vars(record_demos_arg_parser().parse_args(list(argv))))
+
+
+def make_recording_env(task: str, robot: str | None, keys: str | None, **env_kwargs: Any) -> Any:
+    """The env to record on: the preset's in-process twin (gymnasium.make), or with `robot` a RobotEnv over that
+    robot server (envs.remote.make_remote_env; the server's task must be `task`'s)."""
+    preset = get_preset(task)
+    if robot is None:
+        return make_gym_env(preset.env_id, preset.env_module, **env_kwargs)
+    from envs.remote import make_remote_env
+    from robot_rl.keys import ClientKeys
+
+    client_keys = ClientKeys.from_dir(keys) if keys is not None else None
+    options = {k: v for k, v in env_kwargs.items() if k not in ("task", "obs_mode", "image_size") and v is not None}
+    return make_remote_env(robot, task=None, obs_mode=env_kwargs.get("obs_mode", "pixels"),
+                           image_size=env_kwargs.get("image_size"), keys=client_keys, **options)
+
+
+def env_spec_dict(env: Any, task: str) -> dict[str, Any]:
+    """The env's EnvSpec as a dict, stored in every episode so readers can check compatibility."""
+    return env_spec_of(env, task).to_dict()
+
+
+def record_episode(env: Any, device: HumanDevice, seed: int, task: str,
+                   env_kwargs: dict[str, Any] | None = None) -> Episode:
+    """Run one episode driven by `device`; returns it (actions executed, flags from the env).
+
+    `env_kwargs` (what the env was made with) is stored in the episode's info so replays rebuild the same env.
+    """
+    device.reset()
+    obs, info = env.reset(seed=seed)
+    observations, actions, rewards, terms, truncs, succ, interv = [obs], [], [], [], [], [], []
+    while True:
+        cmd = device.poll(env.unwrapped.last_state)
+        action = cmd.action()
+        obs, reward, terminated, truncated, info = env.step(action)
+        observations.append(obs)
+        actions.append(action)
+        rewards.append(reward)
+        terms.append(terminated)
+        truncs.append(truncated)
+        succ.append(bool(info.get("success", False)))
+        interv.append(True)  # every step of a demo is a human (teleop) action
+        if terminated or truncated or "quit" in cmd.events:
+            break
+    return Episode.from_steps(observations, actions, rewards, terms, truncs, intervention=interv, success=succ,
+                              task=task, spec=env_spec_dict(env, task),
+                              info={"seed": seed, "teleop": getattr(device, "name", "?"),
+                                    "env_kwargs": dict(env_kwargs or {})})
+
+
+def record_demos(cfg: RecordDemosConfig) -> int:
+    """Record until `cfg.episodes` episodes are kept (or `max_attempts`, default 3x, were tried), printing one line
+    per episode; returns 0, 1 when fewer were kept, 130 on Ctrl-C (the finished episodes are on disk)."""
+    preset = get_preset(cfg.task)
+    env_kwargs = preset.make_kwargs(obs_mode=cfg.obs_mode, image_size=cfg.image_size)
+    if cfg.cube_start is not None:
+        if cfg.robot is not None or not cfg.task.startswith("twin-cube-relocate"):
+            raise ConfigError(f"--cube-start {cfg.cube_start}: only for the in-process twin's cube-relocate tasks "
+                              f"(twin-cube-relocate, twin-cube-relocate-back), not --task {cfg.task}"
+                              + (" with --robot" if cfg.robot is not None else ""))
+        env_kwargs["cube_start"] = cfg.cube_start
+    env = make_recording_env(cfg.task, cfg.robot, cfg.keys, **env_kwargs)
+    device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise)
+    existing = len(episode_paths(cfg.out)) if cfg.out.is_dir() else 0
+    max_attempts = cfg.max_attempts or 3 * cfg.episodes
+    kept = attempts = successes = 0
+    t0 = time.monotonic()
+    try:
+        while kept < cfg.episodes and attempts < max_attempts:
+            ep = record_episode(env, device, seed=cfg.seed + attempts, task=cfg.task, env_kwargs=env_kwargs)
+            attempts += 1
+            successes += ep.is_success
+            if ep.is_success or cfg.keep_failures:
+                path = save_episode(ep, cfg.out)
+                kept += 1
+                status = f"saved {path.name}"
+            else:
+                status = "failed, dropped"
+            print(f"[record-demos] episode {attempts}: {ep.length} steps, success={ep.is_success} ({status}); "
+                  f"kept {kept}/{cfg.episodes}, success rate {successes / attempts:.0%}, "
+                  f"{time.monotonic() - t0:.0f}s", flush=True)
+    except KeyboardInterrupt:
+        print(f"\n[record-demos] interrupted: {kept} episode(s) saved this session, none lost", file=sys.stderr)
+        return 130
+    finally:
+        env.close()
+        device.close()
+    print(f"[record-demos] done: {kept} new episode(s) in {cfg.out} ({existing + kept} in total)")
+    if kept < cfg.episodes:
+        print(f"[record-demos] warning: only {kept} of {cfg.episodes} episodes kept after {attempts} attempts",
+              file=sys.stderr)
+        return 1
+    return 0

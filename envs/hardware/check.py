@@ -1,0 +1,138 @@
+"""Checking the hardware before a run (`robot-rl check-hardware`): the arm opened read-only
+(FrankyRobotConfig(control=False): no controller is started, no command is sent) and read once (TCP pose, joints
+and their distance to the limits, external wrench, gripper width, errors), and each camera read for a while (frames
+per second, frame age, exposure, the device's serial). Prints a table; returns the problems found.
+
+Usage::
+
+    problems = check_hardware(CheckHardwareConfig(robot_ip="172.16.0.2", cameras=("realsense:123456789012=front",)))
+    # [] when everything answered and no error is reported
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import numpy as np
+
+from controllers.kinematics import PANDA_Q_MAX, PANDA_Q_MIN
+from robot_rl.config import Config, require
+from robot_rl.errors import RobotRLError
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckHardwareConfig(Config):
+    """What `check_hardware` reads."""
+
+    robot_ip: str | None = None
+    """The robot's FCI address (None: cameras only)."""
+    gripper: bool = True
+    """The arm has a Franka Hand."""
+    cameras: tuple[str, ...] = ()
+    """Camera specs KIND:ID=NAME (envs.hardware.cameras)."""
+    image_size: int = 128
+    """Camera output size."""
+    exposure_us: float | None = None
+    """Fixed camera exposure in us (None: auto)."""
+    seconds: float = 1.0
+    """How long to read each camera."""
+
+    def validate(self) -> None:
+        require(bool(self.robot_ip) or bool(self.cameras), "robot_ip", self.robot_ip,
+                "or cameras must be given (nothing to check)")
+
+
+def check_hardware(cfg: CheckHardwareConfig) -> list[str]:
+    """Read the arm (when `robot_ip`) and the cameras, print what they report and return the problems (with a
+    PROBLEMS list or "all good" printed last)."""
+    problems: list[str] = []
+    if cfg.robot_ip:
+        from robot_rl.extras import optional_import
+
+        optional_import("franky", extra="real", purpose="check-hardware --robot-ip (libfranka through franky)")
+        problems += _check_robot(cfg.robot_ip, gripper=cfg.gripper)
+    if cfg.cameras:
+        problems += _check_cameras(list(cfg.cameras), cfg.image_size, cfg.exposure_us, cfg.seconds)
+    if problems:
+        print("PROBLEMS:\n" + "\n".join(f"  - {p}" for p in problems), flush=True)
+    else:
+        print("all good", flush=True)
+    return problems
+
+
+def _row(name: str, values: Any) -> None:
+    if isinstance(values, np.ndarray | list | tuple):
+        values = "  ".join(f"{float(v):+.4f}" for v in values)
+    print(f"  {name:<26} {values}", flush=True)
+
+
+def _check_robot(ip: str, gripper: bool) -> list[str]:
+    from envs.hardware.franky_robot import FrankyRobot, FrankyRobotConfig
+
+    try:
+        robot = FrankyRobot(FrankyRobotConfig(robot_ip=ip, gripper=gripper, control=False))
+    except RobotRLError as err:
+        return [f"robot {ip}: {err}"]
+    try:
+        s = robot.state()
+    finally:
+        robot.stop()
+    q = np.asarray(s.q_rad)
+    to_limit = np.minimum(q - np.asarray(PANDA_Q_MIN), np.asarray(PANDA_Q_MAX) - q)
+    j = int(np.argmin(to_limit))
+    print(f"robot {ip} (franky, read-only: nothing was moved)", flush=True)
+    _row("TCP position (m)", s.pos_base_ee)
+    _row("TCP orientation (wxyz)", s.quat_base_ee)
+    _row("joints (rad)", q)
+    _row("closest joint limit (rad)", f"{to_limit[j]:.3f} (joint {j + 1})")
+    _row("joint speeds (rad/s)", s.dq_rad_per_s)
+    _row("external force (N, TCP)", f"{'  '.join(f'{v:+.2f}' for v in s.force_ee_n)}   |F| "
+                                    f"{np.linalg.norm(s.force_ee_n):.2f}")
+    _row("external torque (Nm, TCP)", f"{'  '.join(f'{v:+.2f}' for v in s.torque_ee_nm)}   |T| "
+                                      f"{np.linalg.norm(s.torque_ee_nm):.2f}")
+    _row("gripper width (m)", f"{s.gripper_width_m:.4f}" if gripper else "no gripper")
+    _row("errors", s.error or "none")
+    problems = []
+    if s.error:
+        problems.append(f"robot {ip} reports errors: {s.error} (robot-server clears them with recover_from_errors)")
+    if to_limit[j] < 0.05:
+        problems.append(f"joint {j + 1} is {to_limit[j]:.3f} rad from its limit: guide the arm away first")
+    return problems
+
+
+def _check_cameras(specs: list[str], size: int, exposure: float | None, seconds: float) -> list[str]:
+    from envs.hardware.cameras import CameraError, make_cameras
+
+    cams = make_cameras(specs, image_size=size, options={"exposure_us": exposure})
+    problems = []
+    try:
+        counts = {n: 0 for n in cams.names}
+        ages: dict[str, list[float]] = {n: [] for n in cams.names}
+        t0 = time.monotonic()
+        deadline = t0 + seconds + 5.0  # devices take a moment to start
+        started: float | None = None
+        while time.monotonic() < deadline and (started is None or time.monotonic() - started < seconds):
+            for cam in cams.cameras:
+                try:
+                    cam.read()
+                except CameraError:
+                    continue
+                started = started if started is not None else time.monotonic()
+                counts[cam.name] += 1
+                ages[cam.name].append(cam.last_age_s)
+            time.sleep(0.01)
+        for d in cams.describe():
+            n = d["name"]
+            fps = d["frames"] / max(1e-9, time.monotonic() - t0)
+            age = f"{1e3 * float(np.median(ages[n])):.0f} ms" if ages[n] else "-"
+            exp = d.get("exposure_us", d.get("exposure", "-"))
+            print(f"camera {n} ({d['kind']} {d.get('serial') or d.get('device', '')}): {d['frames']} frames "
+                  f"(~{fps:.1f}/s incl. start-up), frame age {age}, exposure {exp}, auto-exposure "
+                  f"{d.get('auto_exposure', '-')}, {d.get('width', '?')}x{d.get('height', '?')}", flush=True)
+            if not counts[n]:
+                problems.append(f"camera {n}: no frame ({d.get('error') or 'check the cable / serial'})")
+    finally:
+        cams.close()
+    return problems
