@@ -15,18 +15,10 @@ lines, in which stop order, what happens when the learner finishes) is superviso
 supervisor.sim_config. It spawns processes and reads files; it imports nothing outside robot_rl and supervisor.
 Logs: OUT/logs/.
 
-Usage::
+Usage (more examples in supervisor.sim)::
 
     robot-rl sim --task twin-pick-cube                       # state obs, RLPD, 20 scripted demos, 2 actors
-    robot-rl sim --task twin-reach --actors 1 --max-env-steps 3000 --out runs/reach
     robot-rl sim --task twin-pick-cube --out runs/pick --resume         # continue an interrupted run
-    robot-rl sim --task twin-pick-cube --learner-args "--utd 1 --hidden 256,256" --actor-args "--chunk-steps 50"
-    robot-rl sim --task twin-pick-cube --set discount=0.99 --set bc_weight=1.0   # AgentConfig fields (learner --set)
-    robot-rl sim --task twin-pick-cube --obs-mode pixels --image-size 64 --reward classifier:runs/cls --faithful
-
-`--reward` goes to every actor (each computes its reward from its own frames, positives audited in
-OUT/reward_audit/actor-i); `--faithful` to the learner, the actors and the final evaluation, which always reports
-the task's true success.
 """
 
 from __future__ import annotations
