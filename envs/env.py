@@ -51,7 +51,10 @@ gives.
 Timing (envs.env_timing): the env owns the control loop. Not realtime (the twin): `robot.wait(period)` simulates
 one period. Realtime (hardware): the env asks the robot to let the rest of the period pass and then sleeps to the
 deadline, measuring how late each step's deadline was (jitter); `timing_stats()` reports step wall times and
-jitter p50/p99.
+jitter p50/p99. Simulated hardware timing (the twin; `camera_latency_ms`, `action_delay_ms`, on by default in the
+faithful mode: envs.env_config.FAITHFUL_TIMING): the frames a step returns were rendered that long before its end, and
+the robot's target changes that long after the action (envs.env_timing.SimulatedTiming; `info["frame_age_ms"]` then
+reports the simulated age). Proprio stays current (a real arm's state arrives within a millisecond).
 
 Options: `envs.env_config.RobotEnvConfig` (also exported here, with FAITHFUL and STATE_DIM).
 
@@ -78,8 +81,16 @@ from controllers.transforms import (
     quat_normalize,
     quat_to_euler_xyz,
 )
-from envs.env_config import FAITHFUL, OBS_MODES, PANDA_HOME_Q_RAD, SCENE_RESETS, STATE_DIM, RobotEnvConfig
-from envs.env_timing import ControlClock
+from envs.env_config import (
+    FAITHFUL,
+    FAITHFUL_TIMING,
+    OBS_MODES,
+    PANDA_HOME_Q_RAD,
+    SCENE_RESETS,
+    STATE_DIM,
+    RobotEnvConfig,
+)
+from envs.env_timing import ControlClock, SimulatedTiming
 from envs.motion import ResetMover, step_target
 from envs.resets import ResetStep, check_routine, routine_for
 from envs.robot import Cameras, Robot, RobotState
@@ -186,6 +197,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._needs_reset = True
         self._closed = False
         self._clock = ControlClock(robot, cfg)
+        self._timing = SimulatedTiming(cfg) if cfg.simulated_timing else None
 
     # ------------------------------------------------------------------------------------------------------
     # gymnasium API
@@ -242,6 +254,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._episodes += 1
         self._needs_reset = False
         self.last_state = state
+        if self._timing is not None:
+            self._timing.reset(self._read_frames if self._read_names else None)
         obs = self._observe(state)
         self._clock.start()
         self._clock.record_reset(time.perf_counter() - t0)
@@ -275,18 +289,10 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         pos, quat, clipped = step_target(cfg, a, self._cmd_pos, self._cmd_quat, self.last_state, self.safety_box)
 
         gripper_changed = self._update_gripper(float(a[6]))
-        try:
-            self.robot.command(pos, quat, self._gripper_cmd)
-            command_error = None
-        except RobotError as err:  # an error that arose since the last step (a reflex on hardware)
-            command_error = err
-        if command_error is None:
-            self._cmd_pos, self._cmd_quat = pos, quat
-            tw = time.perf_counter()
-            jitter_s = self._clock.wait_period()
-            wait_s = time.perf_counter() - tw
+        if self._timing is not None:  # the twin's simulated action delay and camera latency
+            command_error, jitter_s, wait_s = self._simulated_period(pos, quat)
         else:
-            jitter_s = wait_s = 0.0
+            command_error, jitter_s, wait_s = self._command_and_wait(pos, quat)
 
         state = self.robot.state()
         if command_error is not None and not state.error:
@@ -312,6 +318,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         ages = getattr(self.cameras, "frame_ages_s", None)  # real cameras report how old each frame was
         if callable(ages):
             info["frame_age_ms"] = {k: 1e3 * v for k, v in ages().items()}
+        elif self._timing is not None and self._read_names:
+            info["frame_age_ms"] = dict.fromkeys(self._read_names, cfg.camera_latency_ms)
         self._clock.record_step(time.perf_counter() - t0, wait_s)
         if terminated or truncated:
             self._needs_reset = True
@@ -434,6 +442,29 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         if not self.config.object_obs and not self.config.task_reward:
             info.pop("objects", None)
 
+    def _command_and_wait(self, pos: np.ndarray, quat: np.ndarray) -> tuple[RobotError | None, float, float]:
+        """Send the new target, then let one period pass: (the RobotError `command` raised (a reflex that arose since
+        the last step; then no wait), jitter (s), wait time (s))."""
+        try:
+            self.robot.command(pos, quat, self._gripper_cmd)
+        except RobotError as err:
+            return err, 0.0, 0.0
+        self._cmd_pos, self._cmd_quat = pos, quat
+        tw = time.perf_counter()
+        jitter_s = self._clock.wait_period()
+        return None, jitter_s, time.perf_counter() - tw
+
+    def _simulated_period(self, pos: np.ndarray, quat: np.ndarray) -> tuple[RobotError | None, float, float]:
+        """`_command_and_wait` with the simulated action delay and camera latency (envs.env_timing.SimulatedTiming):
+        the target joins the queue (the policy's chain continues from it), the due one goes to the robot."""
+        assert self._timing is not None
+        tw = time.perf_counter()
+        err = self._timing.period(self.robot, (pos, quat, self._gripper_cmd),
+                                  self._read_frames if self._read_names else None)
+        if err is None:
+            self._cmd_pos, self._cmd_quat = pos, quat
+        return err, 0.0, time.perf_counter() - tw
+
     def _update_gripper(self, g: float) -> bool:
         cfg = self.config
         self._steps_since_gripper_change += 1
@@ -464,16 +495,20 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         obs: dict[str, Any] = {"state": proprio}
         if self.config.obs_mode == "state":
             if self._read_names:  # reward cameras: into info (step / reset), never into the observation
-                self._reward_images = self._read_frames()
+                self._reward_images = self._frames()
             if not self.config.object_obs:
                 return obs
             obs["object"] = (self.task.object_obs(state, self.reset_pose[0]) if self._has_objects(state)
                              else np.zeros(self.task.object_dim, np.float32))
             return obs
-        images = self._read_frames()
+        images = self._frames()
         self._last_images = images
         obs["images"] = images
         return obs
+
+    def _frames(self) -> dict[str, np.ndarray]:
+        """The frames a step returns: rendered now, or `camera_latency_ms` ago (SimulatedTiming's history)."""
+        return self._timing.frames() if self._timing is not None else self._read_frames()
 
     def _read_frames(self) -> dict[str, np.ndarray]:
         """One uint8 (image_size, image_size, 3) frame per camera of `_read_names` (ShapeError otherwise)."""
@@ -503,7 +538,8 @@ def make_twin_env(
     """Gymnasium entry point: a `RobotEnv` over an in-process MuJoCo `TwinRobot` for a built-in task.
 
     `config` takes any other `RobotEnvConfig` field (e.g. max_episode_steps=50, reset_noise_m=0.0).
-    `faithful`: the hardware-faithful mode (`FAITHFUL` under any field given explicitly in `config`).
+    `faithful`: the hardware-faithful mode (`FAITHFUL` and the simulated timing `FAITHFUL_TIMING` under any field
+    given explicitly in `config`).
     `physics_hz` overrides the twin's physics/controller rate (None: TwinRobotConfig's default, 1 kHz).
     `cube_start` ("zone" | "tray", cube-relocate only): TwinRobotConfig.cube_start, where scene resets put the cube.
     In state mode the twin is built without a renderer, unless `reward_cameras` (a config field) names cameras: then
@@ -516,7 +552,7 @@ def make_twin_env(
 
     the_task = get_task(task)
     if faithful:
-        config = {**FAITHFUL, **config}
+        config = {**FAITHFUL, **FAITHFUL_TIMING, **config}
     cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size), camera_names=tuple(camera_names), **config)
     pixels = cfg.obs_mode == "pixels"
     render = pixels or bool(cfg.reward_cameras)  # state mode: a renderer only for the reward cameras

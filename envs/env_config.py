@@ -7,6 +7,7 @@ Usage::
     cfg = RobotEnvConfig(obs_mode="state", max_episode_steps=50, reset_noise_m=0.0)
     cfg = RobotEnvConfig(**FAITHFUL)          # hardware-faithful: proprio + cameras only, no task reward
     cfg.faithful, cfg.period_s
+    cfg = RobotEnvConfig(**FAITHFUL, **FAITHFUL_TIMING)   # ... with simulated camera latency and action delay
 """
 
 from __future__ import annotations
@@ -23,11 +24,23 @@ PANDA_HOME_Q_RAD: tuple[float, ...] = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4,
 STATE_DIM = 19
 """Length of the proprio vector (see the module docstring)."""
 
+MAX_SIMULATED_DELAY_MS = 2000.0
+"""Upper bound of camera_latency_ms and action_delay_ms (the frame history grows with the latency)."""
+
 OBS_MODES = ("pixels", "state")
 SCENE_RESETS = ("every", "first")
 
 FAITHFUL: dict[str, Any] = {"object_obs": False, "task_reward": False, "scene_resets": "first"}
 """The RobotEnvConfig fields of the hardware-faithful mode (see the module docstring)."""
+
+FAITHFUL_TIMING: dict[str, float] = {"camera_latency_ms": 100.0, "action_delay_ms": 20.0}
+"""The simulated hardware timing the hardware-faithful twin adds by default (any explicit value wins; 0 turns it
+off). Camera 100 ms: a RealSense colour frame is reported 60-140 ms old when the policy gets it (Intel's own
+figure, 100-140 ms on Windows and less on Linux, librealsense issue 1242; 85-133 ms for a D415 at 30 fps,
+librealsense issue 4955; about 66 ms for D435/D455 colour through the ROS 2 wrapper, realsense-ros issue 2686); 100 ms
+is the middle of that range, one control period at 10 Hz. Action 20 ms: an estimate, not a measurement: policy
+inference on a CPU, the actor -> robot server hop and the backend's own motion-generator hand-over before the
+impedance target moves. Not part of `faithful` (which is about privileged information): timing is a separate knob."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +127,13 @@ class RobotEnvConfig(Config):
     """End the episode (`terminated`) on success. False keeps going (success-label recording, near misses)."""
     timing_window: int = 10_000
     """How many recent steps `timing_stats()` summarises."""
+    camera_latency_ms: float = 0.0
+    """Simulated camera latency (twin only; ms): the frames a step returns were rendered this long before the step
+    ends (a frame history; envs.env_timing.SimulatedTiming). 0: the frame rendered at the step's end. Hardware
+    (`realtime`) refuses it: real cameras have their own latency (`info["frame_age_ms"]` reports it)."""
+    action_delay_ms: float = 0.0
+    """Simulated action delay (twin only; ms): the robot's target changes this long after the step's action (the
+    commands wait in a queue); 0: at once. Hardware refuses it, as camera_latency_ms."""
 
     def validate(self) -> None:
         require(self.control_hz > 0 and math.isfinite(self.control_hz), "control_hz", self.control_hz, "must be > 0")
@@ -144,12 +164,23 @@ class RobotEnvConfig(Config):
                 "must be >= 0")
         require(self.timing_window > 0, "timing_window", self.timing_window, "must be > 0")
         require(self.reset_retries >= 0, "reset_retries", self.reset_retries, "must be >= 0")
+        for name in ("camera_latency_ms", "action_delay_ms"):
+            v = getattr(self, name)
+            require(math.isfinite(v) and 0 <= v <= MAX_SIMULATED_DELAY_MS, name, v,
+                    f"must be finite and in [0, {MAX_SIMULATED_DELAY_MS:g}] ms")
+            require(v == 0 or not self.realtime, name, v, "simulates hardware timing on the twin; a realtime "
+                    "(hardware) env has its own latency: leave it 0 there")
         require(self.scene_resets in SCENE_RESETS, "scene_resets", self.scene_resets, f"must be one of {SCENE_RESETS}")
 
     @property
     def faithful(self) -> bool:
         """True when every hardware-faithful setting (`FAITHFUL`) is in force."""
         return all(getattr(self, k) == v for k, v in FAITHFUL.items())
+
+    @property
+    def simulated_timing(self) -> bool:
+        """True when a camera latency or action delay is simulated (envs.env_timing.SimulatedTiming)."""
+        return self.camera_latency_ms > 0 or self.action_delay_ms > 0
 
     @property
     def period_s(self) -> float:
