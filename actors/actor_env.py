@@ -34,7 +34,7 @@ def backend_of(env: Any) -> str:
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
                    intervene: str | None = None, seed: int = 0, reward: str = "env",
                    reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
-                   evaluation: bool = False) -> Any:
+                   evaluation: bool = False, timing: dict[str, float] | None = None) -> Any:
     """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
     classifier or human `reward`, wrapped in learners.rewards.reward_model.RewardModelWrapper (outermost);
     `task_config` (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server.
@@ -42,7 +42,9 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     no object state). A classifier `reward` in state mode: the env renders the card's cameras (at the card's size,
     or `image_size`; over a robot server at the size it serves) into info["reward_images"], never into the
     observation (learners.rewards.reward_model.reward_camera_overrides). A faithful acting env needs a reward model
-    (`reward` classifier:DIR or human): ConfigError for 'env', whose reward would be 0 on every step."""
+    (`reward` classifier:DIR or human): ConfigError for 'env', whose reward would be 0 on every step. `timing`: the
+    twin's simulated camera latency / action delay (envs.env_config.timing_overrides; evaluation envs too, the
+    policy sees the same late frames there; a robot server serving hardware refuses it)."""
     from envs.env_config import FAITHFUL
     from envs.presets import make_env, twin_task
     from learners.rewards.reward_model import (
@@ -63,6 +65,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     overrides = env_overrides(reward)
     if faithful:
         overrides.update({"object_obs": False} if evaluation else FAITHFUL)
+    overrides.update(timing or {})
     cams = {} if evaluation else reward_camera_overrides((reward,), obs_mode)
     if cams:  # state mode: the env renders the card's cameras into info for the classifier, never the observation
         overrides["reward_cameras"] = cams["reward_cameras"]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from actors.actor_env import make_actor_env
+from envs.env_config import timing_overrides
 from learners.agents.policy import AgentConfig, Policy
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
@@ -59,7 +60,11 @@ class CheckpointEvalConfig(Config):
     robot: str | None = None
     """Robot server address (None: the twin in process)."""
     faithful: bool = False
-    """Evaluate on the hardware-faithful observation (no object state)."""
+    """Evaluate on the hardware-faithful observation (no object state), with its simulated timing."""
+    camera_latency_ms: float | None = None
+    """The twin's simulated camera latency (ms; None: the faithful default with `faithful`, else 0)."""
+    action_delay_ms: float | None = None
+    """The twin's simulated action delay (ms; None: as camera_latency_ms)."""
     episodes: int = 20
     """Deterministic episodes."""
     seed: int = 10_000
@@ -121,7 +126,8 @@ def evaluate_checkpoint(cfg: CheckpointEvalConfig) -> dict[str, Any]:
     actor's env (`evaluation=True`: a seeded, teleported scene and the true success); prints the success rate and
     writes `cfg.summary`. Returns the result (evaluate's summary + checkpoint, env_step, updates, task, seconds)."""
     ckpt = load_learner_checkpoint(Path(cfg.checkpoint))
-    env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, faithful=cfg.faithful, evaluation=True)
+    env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, faithful=cfg.faithful, evaluation=True,
+                         timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms))
     try:
         policy = ckpt.policy(env_spec_of(env, cfg.task))
         t0 = time.monotonic()

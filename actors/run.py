@@ -33,6 +33,8 @@ from typing import Any
 from actors.actor import Actor, ActorConfig
 from actors.actor_env import backend_of, make_actor_env
 from actors.evaluation import CheckpointEvalConfig, evaluate_checkpoint, write_json
+from envs.env_config import timing_overrides
+from envs.env_timing import add_timing_flags
 from robot_rl.config import Config, require
 from robot_rl.gym_env import env_spec_of
 from robot_rl.presets import PRESETS, get_preset
@@ -58,6 +60,8 @@ class ActorRunConfig(Config):
     no_pace: bool = False
     intervene: str | None = None
     faithful: bool = False
+    camera_latency_ms: float | None = None
+    action_delay_ms: float | None = None
     reward: str = "env"
     reward_audit: Path | None = None
     max_steps: int = 0
@@ -78,12 +82,14 @@ class ActorRunConfig(Config):
         require(self.obs_mode in ("state", "pixels"), "obs_mode", self.obs_mode, "must be 'state' or 'pixels'")
         require(self.warmup in WARMUP_CHOICES, "warmup", self.warmup, f"must be one of {list(WARMUP_CHOICES)}")
         require(self.intervene in (None, "scripted"), "intervene", self.intervene, "must be None or 'scripted'")
+        timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
 
     def evaluation(self) -> CheckpointEvalConfig:
         """The checkpoint evaluation these options ask for (`evaluate` set)."""
         assert self.evaluate is not None
         return CheckpointEvalConfig(checkpoint=self.evaluate, task=self.task, obs_mode=self.obs_mode,
                                     image_size=self.image_size, robot=self.robot, faithful=self.faithful,
+                                    camera_latency_ms=self.camera_latency_ms, action_delay_ms=self.action_delay_ms,
                                     episodes=self.episodes, seed=self.eval_seed, summary=self.summary)
 
 
@@ -110,6 +116,7 @@ def actor_arg_parser() -> argparse.ArgumentParser:
                    help="human-in-the-loop interventions: 'scripted' = the twin's scripted operator (HIL-SERL)")
     p.add_argument("--faithful", action="store_true",
                    help="hardware-faithful twin: proprio + cameras only, no task reward, no teleports after the first")
+    add_timing_flags(p)
     p.add_argument("--reward", default="env",
                    help="env (the env's reward), classifier:DIR (a trained reward classifier, gated) or human (the "
                         "teleop device's success key; needs --intervene); --faithful needs classifier:DIR or human")
@@ -187,7 +194,8 @@ def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
         keys = ClientKeys.from_dir(cfg.keys)
     audit = cfg.reward_audit if cfg.reward_audit is not None else Path("reward_audit") / actor_id
     env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, cfg.intervene, cfg.seed,
-                         reward=cfg.reward, reward_audit=audit, task_config=cfg.task_config, faithful=cfg.faithful)
+                         reward=cfg.reward, reward_audit=audit, task_config=cfg.task_config, faithful=cfg.faithful,
+                         timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms))
     if cfg.faithful:
         print(f"actor {actor_id}: hardware-faithful env: rewards and successes sent to the learner come from "
               f"--reward {cfg.reward}, never from the task's true success", file=sys.stderr, flush=True)

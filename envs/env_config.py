@@ -43,6 +43,25 @@ inference on a CPU, the actor -> robot server hop and the backend's own motion-g
 impedance target moves. Not part of `faithful` (which is about privileged information): timing is a separate knob."""
 
 
+def timing_overrides(faithful: bool, camera_latency_ms: float | None = None,
+                     action_delay_ms: float | None = None) -> dict[str, float]:
+    """The RobotEnvConfig timing fields of a command's `--camera-latency-ms` / `--action-delay-ms` (None: the
+    faithful default, FAITHFUL_TIMING, with `--faithful`, else 0); {} when both end up 0 (today's env, untouched).
+    ConfigError for a negative or non-finite value.
+
+        timing_overrides(True)                    # {"camera_latency_ms": 100.0, "action_delay_ms": 20.0}
+        timing_overrides(False, 50.0)             # {"camera_latency_ms": 50.0, "action_delay_ms": 0.0}
+    """
+    out = {}
+    for name, value in (("camera_latency_ms", camera_latency_ms), ("action_delay_ms", action_delay_ms)):
+        v = float(FAITHFUL_TIMING[name] if faithful else 0.0) if value is None else float(value)
+        flag = "--" + name.replace("_", "-")
+        require(math.isfinite(v) and 0 <= v <= MAX_SIMULATED_DELAY_MS, flag, v,
+                f"must be finite and in [0, {MAX_SIMULATED_DELAY_MS:g}] ms")
+        out[name] = v
+    return out if any(out.values()) else {}
+
+
 @dataclasses.dataclass(frozen=True)
 class RobotEnvConfig(Config):
     """Options of `RobotEnv` (the task supplies the reset pose, safety box and default episode length)."""

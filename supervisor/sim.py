@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from envs.env_config import timing_overrides
 from robot_rl.errors import ConfigError
 from robot_rl.extras import require_extras
 from robot_rl.metrics import plot_learning_curve, read_metrics
@@ -227,7 +228,14 @@ class Sim:
             argv += ["--reward", a.reward, "--reward-audit", str(self.out / "reward_audit" / f"actor-{i}")]
         if a.faithful:
             argv.append("--faithful")
-        return argv + shlex.split(a.actor_args)
+        return argv + self.timing_argv() + shlex.split(a.actor_args)
+
+    def timing_argv(self) -> list[str]:
+        """--camera-latency-ms / --action-delay-ms as given (None: the actor's own default)."""
+        a = self.cfg
+        return [arg for flag, v in (("--camera-latency-ms", a.camera_latency_ms),
+                                    ("--action-delay-ms", a.action_delay_ms)) if v is not None
+                for arg in (flag, f"{v:g}")]
 
     def evaluate_argv(self, result_path: Path) -> list[str]:
         a = self.cfg
@@ -237,7 +245,7 @@ class Sim:
             argv.append("--faithful")
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
-        return argv
+        return argv + self.timing_argv()
 
     # -- phases
     def record_demos(self) -> Path | None:
@@ -400,6 +408,7 @@ class Sim:
             "eval_return": evaluation.get("return") if evaluation else None,
             "milestones": milestones(rows), "learning_curves": curves, "actor_stats": actors,
             "intervene": a.intervene, "reward": a.reward, "faithful": a.faithful, "learner_set": list(a.set),
+            "timing": timing_overrides(a.faithful, a.camera_latency_ms, a.action_delay_ms),
             "backend": a.backend, "learner_args": a.learner_args, "actor_args": a.actor_args,
         }
         _write_json(self.out / "summary.json", summary)

@@ -18,6 +18,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from envs.env_config import timing_overrides
+from envs.env_timing import add_timing_flags
 from robot_rl.config import Config
 from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS, get_preset
@@ -53,6 +55,8 @@ class SimConfig(Config):
     intervene: str | None = None
     reward: str = "env"
     faithful: bool = False
+    camera_latency_ms: float | None = None
+    action_delay_ms: float | None = None
     eval_episodes: int = 20
     actor_restarts: int = 3
     set: tuple[str, ...] = ()
@@ -72,6 +76,7 @@ class SimConfig(Config):
         for item in self.set:
             if "=" not in item or not item.partition("=")[0].strip():
                 raise ConfigError(f"--set {item!r}: expected FIELD=VALUE (an AgentConfig field)")
+        timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms)  # bad values fail here
         if self.steps < 1:
             raise ConfigError(f"--max-env-steps={self.steps} must be >= 1")
 
@@ -108,6 +113,7 @@ def build_sim_parser(description: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--faithful", action="store_true",
                    help="hardware-faithful actors (no object observation, no task reward, no teleports after the "
                         "first reset); needs --reward classifier:DIR or human")
+    add_timing_flags(p)  # passed on to the actors and the final evaluation
     p.add_argument("--eval-episodes", type=int, default=20, help="deterministic evaluation episodes at the end")
     p.add_argument("--actor-restarts", type=int, default=3, help="restarts allowed per actor when it dies")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",

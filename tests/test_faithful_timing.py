@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("mujoco")
 
 from envs.env import RobotEnvConfig, make_twin_env
-from envs.env_config import FAITHFUL_TIMING
+from envs.env_config import FAITHFUL_TIMING, timing_overrides
 from envs.env_timing import split_delay
 from robot_rl.errors import ConfigError
 
@@ -198,3 +198,40 @@ def test_split_delay() -> None:
     assert split_delay(140.0, 0.1) == (1, pytest.approx(0.04))
     assert split_delay(100.0, 1 / 30) == (3, 0.0)  # within a microsecond of 3 periods
     assert split_delay(0.0, 0.1) == (0, 0.0)
+
+
+def test_the_flags_reach_every_env_of_train_actor_and_sim(tmp_path: Any) -> None:
+    from actors.actor_env import make_actor_env
+    from actors.run import parse_actor_args
+    from learners.training.flags import build_train_parser, train_config
+    from learners.training.run_env import make_run_env
+    from supervisor.sim import Sim
+    from supervisor.sim_config import build_sim_parser, sim_config
+
+    base = ["--task", "twin-reach", "--obs-mode", "state", "--out", str(tmp_path / "t")]
+    cfg = train_config(build_train_parser().parse_args([*base, "--camera-latency-ms", "50", "--action-delay-ms",
+                                                        "120"]))
+    for env in (make_run_env(cfg), make_run_env(cfg, for_reward_model=True)):  # evaluation and training envs
+        assert (env.unwrapped.config.camera_latency_ms, env.unwrapped.config.action_delay_ms) == (50.0, 120.0)
+        env.close()
+    assert train_config(build_train_parser().parse_args(base)).env_timing() == {}  # default: today's env
+    faithful = train_config(build_train_parser().parse_args([*base, "--faithful", "--reward", "human"]))
+    assert faithful.env_timing() == FAITHFUL_TIMING
+    with pytest.raises(ConfigError, match=r"--camera-latency-ms=-1\.0 must be finite"):
+        train_config(build_train_parser().parse_args([*base, "--camera-latency-ms", "-1"]))
+    with pytest.raises(ConfigError, match="needs a twin --task"):
+        train_config(build_train_parser().parse_args(["--env-id", "Pendulum-v1", "--out", str(tmp_path / "p"),
+                                                      "--action-delay-ms", "20"]))
+
+    sim = Sim(sim_config(build_sim_parser().parse_args([
+        "--task", "twin-reach", "--camera-latency-ms", "40", "--out", str(tmp_path / "s")])))
+    actor_argv = sim.actor_argv(0, "tcp://127.0.0.1:1", None)
+    assert "--camera-latency-ms" in sim.evaluate_argv(tmp_path / "e.json")
+    assert "--action-delay-ms" not in actor_argv  # not given: the actor's own default
+    args = parse_actor_args(actor_argv[actor_argv.index("actor") + 1:])
+    env = make_actor_env(args.task, args.obs_mode, None, None, timing=timing_overrides(
+        args.faithful, args.camera_latency_ms, args.action_delay_ms))
+    assert (env.unwrapped.config.camera_latency_ms, env.unwrapped.config.action_delay_ms) == (40.0, 0.0)
+    env.close()
+    with pytest.raises(ConfigError, match="--action-delay-ms=nan"):
+        parse_actor_args(["--task", "twin-reach", "--action-delay-ms", "nan"])

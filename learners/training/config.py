@@ -80,6 +80,12 @@ class TrainConfig(Config):
     """Twin presets: the hardware-faithful mode (no object observation, no reward or termination from the task's
     success, no teleport after the first reset; evaluation envs still report the true success). Needs a reward
     that is not the env's (--reward classifier:DIR or human; with --forward-backward also --backward-reward)."""
+    camera_latency_ms: float | None = None
+    """Twin presets: the simulated camera latency of every env of the run (ms; envs.env_config.RobotEnvConfig; the
+    frames are rendered that long before the step ends). None: 100 with --faithful (FAITHFUL_TIMING), else 0."""
+    action_delay_ms: float | None = None
+    """Twin presets: the simulated action delay (ms; the arm's target changes that long after the action). None: 20
+    with --faithful, else 0."""
     forward_backward: bool = False
     """Reset-free forward/backward training (learners.training.forward_backward) for a task that has a backward
     direction
@@ -195,6 +201,10 @@ class TrainConfig(Config):
         parse_reward_source(self.backward_reward, flag="--backward-reward")
         require(not (self.faithful and self.task is None), "faithful", self.faithful,
                 "needs a twin --task (an --env-id env has no faithful mode)")
+        if self.task is None and (self.camera_latency_ms or self.action_delay_ms):
+            raise ConfigError("--camera-latency-ms / --action-delay-ms: the twin's simulated timing needs a twin "
+                              "--task (an --env-id env has no such option)")
+        self.env_timing()  # a bad value fails here
         require(self.forward_backward or self.backward_demos is None, "backward_demos", self.backward_demos,
                 "only with --forward-backward")
         require(self.forward_backward or self.backward_reward == "env", "backward_reward", self.backward_reward,
@@ -209,6 +219,12 @@ class TrainConfig(Config):
         require(bool(self.success_key.strip()), "success_key", self.success_key, "must be a non-empty info key")
         require(len(self.action_low) == len(self.action_high), "action_low/action_high",
                 (self.action_low, self.action_high), "must have the same length")
+
+    def env_timing(self) -> dict[str, float]:
+        """The twin's simulated timing for every env of this run (envs.env_config.timing_overrides; {}: none)."""
+        from envs.env_config import timing_overrides
+
+        return timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms) if self.task else {}
 
     def agent_flags(self) -> AgentFlags:
         """This run's agent options for the one resolver (learners.agents.options)."""

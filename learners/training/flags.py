@@ -40,6 +40,10 @@ FLAG_HELP = {
     "encoder": "camera encoder: conv (small, trained from scratch; the default) or resnet10 (the default with "
                "--encoder-weights)",
     "algo": "rlpd (RLPD; SERL's DrQ agent with cameras), drq, sac or hil-serl (default: rlpd)",
+    "camera_latency_ms": "twin presets: the camera frames the policy sees were rendered this long ago (ms; default: "
+                         "100 with --faithful, else 0; every env of the run, evaluation too)",
+    "action_delay_ms": "twin presets: the arm's target changes this long after the action (ms; default: 20 with "
+                       "--faithful, else 0)",
     "warmup_steps": f"with --init-from: env steps collected with the loaded policy before the first update (no "
                     f"random actions; replaces --learning-starts; default: {DEFAULT_WARMUP_STEPS})",
 }
@@ -79,6 +83,7 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
                 "replay_capacity": int, "threads": int, "seed": int, "image_size": int, "ensemble": int,
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
                 "max_minutes": float, "demo_ratio": float, "offline_updates": int, "warmup_steps": int,
+                "camera_latency_ms": float, "action_delay_ms": float,
                 }.get(f.name, str)
         choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10"),
                    "backend": BACKENDS}.get(f.name)

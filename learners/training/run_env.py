@@ -44,6 +44,7 @@ def make_run_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | N
         preset = get_preset(task or cfg.task)
         module, env_id = preset.env_module, preset.env_id
         kwargs = preset.make_kwargs(obs_mode=cfg.obs_mode, image_size=cfg.image_size, **env_kwargs)
+        kwargs.update(cfg.env_timing())  # the same simulated timing in training and evaluation envs
         if for_reward_model:
             kwargs.update(env_overrides(cfg.reward))
             if cfg.faithful:
