@@ -36,11 +36,12 @@ FAITHFUL: dict[str, Any] = {"object_obs": False, "task_reward": False, "scene_re
 FAITHFUL_TIMING: dict[str, float] = {"camera_latency_ms": 100.0, "action_delay_ms": 20.0}
 """The simulated hardware timing the hardware-faithful twin adds by default (any explicit value wins; 0 turns it
 off). Camera 100 ms: a RealSense colour frame is reported 60-140 ms old when the policy gets it (Intel's own
-figure, 100-140 ms on Windows and less on Linux, librealsense issue 1242; 85-133 ms for a D415 at 30 fps,
-librealsense issue 4955; about 66 ms for D435/D455 colour through the ROS 2 wrapper, realsense-ros issue 2686); 100 ms
-is the middle of that range, one control period at 10 Hz. Action 20 ms: an estimate, not a measurement: policy
-inference on a CPU, the actor -> robot server hop and the backend's own motion-generator hand-over before the
-impedance target moves. Not part of `faithful` (which is about privileged information): timing is a separate knob."""
+figure, 100-140 ms on Windows and less on Linux: github.com/IntelRealSense/librealsense/issues/1242; 85-133 ms for a
+D415 at 30 fps: .../librealsense/issues/4955; about 66 ms for D435/D455 colour through the ROS 2 wrapper:
+github.com/IntelRealSense/realsense-ros/issues/2686); 100 ms is the middle of that range, one control period at
+10 Hz. Action 20 ms: an estimate, not a measurement: policy inference on a CPU, the actor -> robot server hop and the
+backend's own motion-generator hand-over before the impedance target moves. Not part of `faithful` (which is about
+privileged information): timing is a separate knob (docs/twin.md, "Simulated timing")."""
 
 
 def timing_overrides(faithful: bool, camera_latency_ms: float | None = None,

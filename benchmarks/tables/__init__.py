@@ -42,6 +42,7 @@ from .rewards import classifier, forward_backward, learned_reward
 from .speed import (
     actor_latency,
     controller_speed,
+    faithful_timing,
     learner_speed_cpu,
     learner_speed_cpu_compile,
     learner_speed_gpu,
@@ -65,6 +66,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "learner_speed_gpu": learner_speed_gpu,
     "transport": transport,
     "actor_latency": actor_latency,
+    "faithful_timing": faithful_timing,
     "main_command": main_command,
     "sample_efficiency_pick_cube_state": se_pick_cube_state,
     "sample_efficiency_peg_insert_state": se_peg_insert_state,

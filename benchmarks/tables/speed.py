@@ -181,3 +181,19 @@ def actor_latency(res: Results) -> str:
             f"{d['publish_every_s']} s; goal: {d['goal']}. " + source("actor_latency.json"))
     return "\n\n".join([table(["observation", "policy p50 / p99", "rest p50 / p99 (max)", "weights ready p50 / p99",
                                "weights in use p50 / p99"], rows), note])
+
+
+def faithful_timing(res: Results) -> str:
+    d = res("faithful_timing.json")
+    cost = [[f"{r['obs_mode']}" + (f" {r['image_size']}x{r['image_size']}, 2 cameras" if r["image_size"] else ""),
+             r["timing"], f"{rnd(r['step_ms_p50'], 2)} ms", f"{rnd(r['ratio_p50'], 2)}x",
+             f"{rnd(r['step_ms_mean'], 2)} ms"] for r in d["step_cost"]]
+    expert = [[r["task"].replace("_", "-"), f"{rnd(r['action_delay_ms'])} ms", f"{rnd(100 * r['success_rate'])} %",
+               rnd(r["steps_mean"], 1)] for r in d["expert"]]
+    return "\n\n".join([
+        table(["twin pick-cube", "camera latency / action delay", "step p50", "p50 vs off", "step mean"], cost),
+        table(["scripted expert", "action delay", "success", "mean episode length (steps)"], expert),
+        f"{d['step_cost'][0]['steps']} timed steps per row (interleaved; a shared 2-core machine, load "
+        f"{rnd(d['load_average'][0], 1)}), {d['expert'][0]['episodes']} seeded expert "
+        f"episodes per row (state mode: the expert acts on the measured state, so only the action delay reaches "
+        f"it). " + source("faithful_timing.json")])

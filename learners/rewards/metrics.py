@@ -253,3 +253,45 @@ def gate_stats(probs: Sequence[np.ndarray], labels: Sequence[np.ndarray], thresh
     return {"k": k, "episodes": len(probs), "success_episodes": success_eps, "fired": fired,
             "false_fires": false_fires, "missed": missed,
             "delay_frames_mean": float(np.mean(delays)) if delays else float("nan")}
+
+
+class FrameConfusion:
+    """Per-frame counts of a classifier's decisions (prob >= threshold) against the true success, as a run goes:
+    the reward model's precision and recall on the policy's own rollouts (on the twin, which knows the truth: a
+    twin-only diagnostic; hardware has no true success). Cumulative counts plus a window since the last `window()`.
+
+        conf = FrameConfusion()
+        conf.add(positive=True, true=False)
+        conf.summary()     # {"frame_tp": 0, "frame_fp": 1, "frame_fn": 0, "frame_tn": 0, "frame_precision": 0.0, ...}
+        conf.window()      # the same over the frames since the previous window() call
+    """
+
+    KEYS = ("tp", "fp", "fn", "tn")
+
+    def __init__(self) -> None:
+        self.total = dict.fromkeys(self.KEYS, 0)
+        self._since = dict.fromkeys(self.KEYS, 0)
+
+    def add(self, positive: bool, true: bool) -> None:
+        key = ("tp" if true else "fp") if positive else ("fn" if true else "tn")
+        self.total[key] += 1
+        self._since[key] += 1
+
+    @staticmethod
+    def _summary(c: Mapping[str, int], prefix: str) -> dict[str, Any]:
+        tp, fp, fn = c["tp"], c["fp"], c["fn"]
+        out: dict[str, Any] = {f"{prefix}_{k}": int(c[k]) for k in FrameConfusion.KEYS}
+        out[f"{prefix}_precision"] = tp / (tp + fp) if tp + fp else None
+        out[f"{prefix}_recall"] = tp / (tp + fn) if tp + fn else None
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Counts over every frame so far and precision / recall (None where undefined: no positive decision, or no
+        truly successful frame)."""
+        return self._summary(self.total, "frame")
+
+    def window(self) -> dict[str, Any]:
+        """The same over the frames since the previous call (keys `window_frame_*`); starts a new window."""
+        out = self._summary(self._since, "window_frame")
+        self._since = dict.fromkeys(self.KEYS, 0)
+        return out

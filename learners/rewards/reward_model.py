@@ -34,7 +34,12 @@ card there whenever the observation lacks it, and the audit log writes those fra
 lazily): reward and `terminated` come from the model (the env's own `terminated` still ends the episode, so
 make the twin with `terminate_on_success=False`: `env_overrides(source)`); `info["success"]` stays the env's
 (the TRUE success on the twin: metrics only), `info["reward_success"]`, `info["reward_prob"]` and
-`info["env_reward"]` are added, and `stats()` counts episodes the model ended without true success.
+`info["env_reward"]` are added, and `stats()` counts episodes the model ended without true success. With a classifier
+on an env that reports its true success (the twin), `stats()` also has the classifier's frame decisions (prob >=
+threshold, before the gate) against the true success on the policy's own frames: `frame_tp/fp/fn/tn`,
+`frame_precision`, `frame_recall` (learners.rewards.metrics.FrameConfusion; `frame_window()`: the same since its last
+call). A twin-only diagnostic: the truth is privileged, never a reward. With the twin's simulated camera latency the
+frame is compared with the true success of the step it was rendered at (the latency rounded to whole steps).
 
 Usage::
 
@@ -47,6 +52,7 @@ Usage::
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
@@ -58,6 +64,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from learners.rewards.metrics import FrameConfusion
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.reward_source import (
     IMAGES_LEAF,
@@ -485,6 +492,11 @@ class RewardModelWrapper:
         self.ended_by_model = 0
         self.ended_without_true_success = 0
         self.true_success_episodes = 0
+        self.frames = FrameConfusion()
+        cfg = getattr(getattr(env, "unwrapped", env), "config", None)  # the twin's RobotEnvConfig, if any
+        lag_s = float(getattr(cfg, "camera_latency_ms", 0.0) or 0.0) / 1e3
+        self._truth_lag = round(lag_s * float(getattr(cfg, "control_hz", 10.0))) if lag_s else 0
+        self._truths: collections.deque[bool | None] = collections.deque(maxlen=self._truth_lag + 1)
 
     def __getattr__(self, name: str) -> Any:
         if name == "env":  # not set yet (during unpickling / construction): no recursion
@@ -500,6 +512,8 @@ class RewardModelWrapper:
         self.model.reset()
         self.episode += 1
         self.t = 0
+        self._truths.clear()
+        self._truths.extend([true_success(info)] * (self._truth_lag + 1))
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -511,6 +525,9 @@ class RewardModelWrapper:
         info["reward_success"] = d.success
         if d.prob is not None:
             info["reward_prob"] = d.prob
+        self._truths.append(true_success(info))
+        if d.prob is not None and self._truths[0] is not None:  # the classifier's frame decision vs the truth
+            self.frames.add(d.positive, bool(self._truths[0]))
         terminated = bool(terminated) or d.success
         if terminated or truncated:
             self.episodes += 1
@@ -530,7 +547,14 @@ class RewardModelWrapper:
                                "true_success_episodes": self.true_success_episodes,
                                "positive_frames": int(getattr(self.model, "positive_frames", 0))}
         out["false_end_share"] = self.ended_without_true_success / self.episodes if self.episodes else 0.0
+        if sum(self.frames.total.values()):
+            out.update(self.frames.summary())
         return out
+
+    def frame_window(self) -> dict[str, Any]:
+        """The classifier's frame precision / recall against the true success since the previous call ({} when no
+        frame was compared: another reward source, or an env without a true success)."""
+        return self.frames.window() if sum(self.frames.total.values()) else {}
 
     def close(self) -> None:
         audit = getattr(self.model, "audit", None)

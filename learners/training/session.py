@@ -217,6 +217,8 @@ class TrainSession:
             r["first_update_s"] = self.first_update_s
         if isinstance(run.env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly
             r.update({f"reward_{k}": v for k, v in run.env.stats().items()})
+            # the classifier's frame precision / recall on the policy's own rollouts since the last row (twin only)
+            r.update({f"reward_{k}": v for k, v in run.env.frame_window().items()})
         return r
 
     def save_checkpoint(self) -> Path:

@@ -1,0 +1,108 @@
+"""The reward classifier's frame precision and recall on the policy's own rollouts (learners.rewards.metrics.
+FrameConfusion through RewardModelWrapper), and their rows in a training run's metrics.jsonl. On the twin the env
+knows the true success, so each frame's classifier decision (prob >= threshold, before the gate) is compared with it:
+a twin-only diagnostic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+
+from learners.rewards.metrics import FrameConfusion
+from learners.rewards.reward_model import ClassifierReward, RewardModelWrapper
+from tests.test_reward_classifier import _BrightnessClassifier, _FakeEnv, constant_classifier
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*Box observation space m.*:UserWarning")
+
+
+def test_frame_confusion_counts_and_window() -> None:
+    conf = FrameConfusion()
+    for positive, true in [(True, True), (True, False), (False, True), (False, False), (True, True)]:
+        conf.add(positive, true)
+    s = conf.summary()
+    assert (s["frame_tp"], s["frame_fp"], s["frame_fn"], s["frame_tn"]) == (2, 1, 1, 1)
+    assert s["frame_precision"] == pytest.approx(2 / 3) and s["frame_recall"] == pytest.approx(2 / 3)
+    assert conf.window()["window_frame_tp"] == 2
+    w = conf.window()  # nothing since: undefined, not 0
+    assert w["window_frame_precision"] is None and w["window_frame_recall"] is None and w["window_frame_tn"] == 0
+    conf.add(False, False)
+    assert conf.summary()["frame_tn"] == 2 and conf.window()["window_frame_tn"] == 1
+
+
+def _episode(env: RewardModelWrapper) -> None:
+    env.reset()
+    for _ in range(6):
+        env.step(None)
+
+
+def test_wrapper_compares_each_frame_decision_with_the_true_success() -> None:
+    # the fake env: frames bright (the classifier says success) from step 3, the true success from step 4 on;
+    # a gate k = 10 never ends the episode, so all 6 frames are judged
+    env = RewardModelWrapper(_FakeEnv(), ClassifierReward(_BrightnessClassifier(k=10)))
+    _episode(env)
+    s = env.stats()
+    assert (s["frame_tp"], s["frame_fp"], s["frame_fn"], s["frame_tn"]) == (3, 1, 0, 2)
+    assert s["frame_precision"] == pytest.approx(0.75) and s["frame_recall"] == 1.0
+    assert env.frame_window()["window_frame_fp"] == 1
+    _episode(env)
+    assert env.frame_window()["window_frame_tp"] == 3 and env.stats()["frame_tp"] == 6
+
+
+class _LateFakeEnv(_FakeEnv):
+    """The fake env with a twin config saying its frames are one control period late."""
+
+    class config:  # stands in for RobotEnvConfig
+        camera_latency_ms = 100.0
+        control_hz = 10.0
+
+
+def test_with_a_camera_latency_the_frame_is_judged_against_the_truth_when_it_was_rendered() -> None:
+    env = RewardModelWrapper(_LateFakeEnv(), ClassifierReward(_BrightnessClassifier(k=10)))
+    _episode(env)
+    s = env.stats()
+    # frame t compared with the truth of step t-1 (step 1 with the reset's, which reports none: skipped):
+    # steps 2..6: positive F T T T T vs truth F F F T T
+    assert (s["frame_tp"], s["frame_fp"], s["frame_fn"], s["frame_tn"]) == (2, 2, 0, 1)
+
+
+def test_a_wrapper_without_a_classifier_or_a_truth_reports_no_frame_metrics() -> None:
+    class _NoTruth(_FakeEnv):
+        def step(self, action: Any) -> Any:
+            obs, r, term, trunc, info = super().step(action)
+            info.pop("success")
+            return obs, r, term, trunc, info
+
+    env = RewardModelWrapper(_NoTruth(), ClassifierReward(_BrightnessClassifier(k=10)))
+    _episode(env)
+    assert "frame_precision" not in env.stats() and env.frame_window() == {}
+
+
+@pytest.mark.parametrize("prob", [0.999, 0.001])
+def test_training_on_the_twin_logs_frame_precision_and_recall_per_evaluation(tmp_path: Path, prob: float) -> None:
+    pytest.importorskip("mujoco")
+    from learners.training.config import TrainConfig
+    from learners.training.train import train
+    from robot_rl.metrics import read_metrics
+
+    cls = constant_classifier(tmp_path / "cls", prob, size=16, k=2, cameras=("images/front", "images/wrist"))
+    cfg = TrainConfig(task="twin-reach", obs_mode="state", reward=f"classifier:{cls}", device="cpu", hidden=16,
+                      batch_size=8, ensemble=2, learning_starts=4, start_steps=100, max_env_steps=12, eval_every=6,
+                      eval_episodes=1, checkpoint_every=1000)
+    train(cfg, tmp_path / "run", log=lambda *a, **k: None)
+    rows = [r for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if r["env_step"] > 0]
+    # evaluations come at episode ends: every 2 steps when the classifier always fires (k = 2), else at the run's end
+    assert [r["env_step"] for r in rows] == ([6, 12] if prob > 0.5 else [12])
+    last = rows[-1]
+    judged = sum(last[f"reward_frame_{k}"] for k in ("tp", "fp", "fn", "tn"))
+    assert judged == 12  # every training frame, each compared once
+    assert sum(r[f"reward_window_frame_{k}"] for r in rows for k in ("tp", "fp", "fn", "tn")) == 12
+    if prob > 0.5:  # always positive: only true and false positives
+        assert last["reward_frame_fn"] == last["reward_frame_tn"] == 0
+        assert last["reward_frame_precision"] == pytest.approx(last["reward_frame_tp"] / 12)
+    else:  # never positive: precision undefined
+        assert last["reward_frame_tp"] == last["reward_frame_fp"] == 0 and last["reward_frame_precision"] is None
