@@ -120,6 +120,11 @@ class ReplayBuffer:
         self.mc_discount: float | None = None  # set by track_returns(): Monte-Carlo returns are kept per slot
         self.mc_returns = np.zeros(self.capacity, dtype=np.float32)
         self.mc_valid = np.zeros(self.capacity, dtype=np.bool_)
+        self.frame_gen = np.zeros(self.capacity, dtype=np.int64)
+        """Per slot: how many times its frame was written (a derived-data cache compares it with its own copy)."""
+        self.feature_cache: Any = None
+        """learners.replay.feature_cache.FeatureCache (attach_feature_caches): gather() adds its cached backbone
+        outputs of the rows' frames as `obs_features` / `next_obs_features`."""
 
     # ------------------------------------------------------------------ writing
     def __len__(self) -> int:
@@ -149,6 +154,7 @@ class ReplayBuffer:
             self._count -= 1
         for name, arr in flat.items():
             self.frames[name][slot] = arr
+        self.frame_gen[slot] += 1
         self._filled = min(self._filled + 1, self.capacity) if slot >= self._filled else self._filled
 
     def _frame_equals(self, slot: int, flat: Mapping[str, np.ndarray]) -> bool:
@@ -317,6 +323,8 @@ class ReplayBuffer:
             batch["mc_returns"], batch["mc_valid"] = self.mc_returns[idx], self.mc_valid[idx]
         nxt = (last + 1) % self.capacity
         batch["next_obs"] = {name: arr[nxt] for name, arr in self.frames.items()}
+        if self.feature_cache is not None:
+            batch.update(self.feature_cache.lookup(idx, nxt))
         return batch
 
     @_locked
@@ -376,6 +384,7 @@ class ReplayBuffer:
             v[:n] = arrays[f"fields/{k}"]
         self.valid[:] = False
         self.valid[:n] = arrays["valid"]
+        self.frame_gen += 1  # every frame may have changed: derived caches recompute
         self._last, self._open, self._filled = int(meta["last"]), bool(meta["open"]), n
         self._count, self._added = int(self.valid.sum()), int(meta["added"])
         self._last_added = int(meta.get("last_added", -1))
