@@ -196,3 +196,24 @@ def test_run_frames_bounds_what_the_buffers_can_hold() -> None:
     _fill(b, 10)
     assert run_frames([a, b, None], 30) == 60 + b._filled + 60
     assert run_frames([a], 500) == 100
+
+
+def test_new_frames_are_encoded_in_batches_and_not_drawn_before(weights: Path) -> None:
+    spec = _spec()
+    agent = SACAgent(spec, _cfg(weights, feature_cache_crops=1))
+    buf = ReplayBuffer(spec, 256, seed=1)
+    _fill(buf, 40)
+    attach_feature_caches(agent, [buf], frames=256)
+    cache = buf.feature_cache
+    buf.sample(8)  # the first draw encodes everything stored
+    assert cache.stale().size == 0
+    before = buf._filled
+    _fill(buf, 5, seed=2)  # a new segment: 6 new frames, fewer than min_batch
+    new = np.arange(before, buf._filled)
+    idx = np.concatenate([buf.sample_indices(64) for _ in range(10)])
+    assert cache.stale().size == 6 and not np.isin(idx, new).any()  # not drawn while unencoded
+    rows = buf.gather(new[:-1])  # asked for explicitly: encoded on the spot
+    assert cache.stale().size == 0 and rows["obs_features"][CAMS[0]].shape == (5, 512, 1, 1)
+    _fill(buf, cache.min_batch + 3, seed=3)
+    buf.sample_indices(4)
+    assert cache.stale().size == 0  # a whole batch gathered: encoded at the next draw

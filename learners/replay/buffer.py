@@ -266,20 +266,30 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ sampling
     @_locked
     def sample_indices(self, n: int) -> np.ndarray:
-        """`n` uniformly random valid transition slots (with replacement)."""
+        """`n` uniformly random valid transition slots (with replacement); with a feature cache, only transitions
+        whose frames it has encoded (it encodes new frames in batches: learners.replay.feature_cache)."""
         if self._count == 0:
             raise ReplayEmptyError("cannot sample: the replay buffer holds no transition")
+        if self.feature_cache is not None:
+            self.feature_cache.prepare()
         idx = self.rng.integers(0, self._filled, size=n)
         for _ in range(20):  # rejection of the few invalid slots (one per episode), vectorised
-            bad = ~self.valid[idx]
+            bad = ~self._usable(idx)
             nbad = int(bad.sum())
             if nbad == 0:
                 return idx
             idx[bad] = self.rng.integers(0, self._filled, size=nbad)
-        valid = np.flatnonzero(self.valid)
-        bad = ~self.valid[idx]
-        idx[bad] = valid[self.rng.integers(0, valid.size, size=int(bad.sum()))]
+        usable = np.flatnonzero(self._usable(np.arange(self._filled)))
+        if usable.size == 0:  # (a cache with nothing encoded yet) encode everything now
+            self.feature_cache.refresh()
+            usable = np.flatnonzero(self._usable(np.arange(self._filled)))
+        bad = ~self._usable(idx)
+        idx[bad] = usable[self.rng.integers(0, usable.size, size=int(bad.sum()))]
         return idx
+
+    def _usable(self, idx: np.ndarray) -> np.ndarray:
+        ok = self.valid[idx]
+        return ok if self.feature_cache is None else ok & self.feature_cache.ready(idx)
 
     @_locked
     def gather(self, idx: np.ndarray, n_step: int = 1) -> Batch:
