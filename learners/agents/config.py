@@ -37,6 +37,8 @@ ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
 BACKENDS = ("torch", "jax")
 CRITIC_LOSSES = ("mse", "hl_gauss")
 MIXED_PRECISION = ("off", "bf16")
+FEATURE_CACHE_MODES = ("auto", "on", "off")
+FEATURE_CACHE_DTYPES = ("float16", "float32")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +177,20 @@ class AgentConfig(Config):
     """Proprio branch size (dense -> LayerNorm -> tanh) when there are cameras; 0 = feed the raw state."""
     augment_pad: int = 4
     """Random-shift augmentation: edge-pad by this many pixels and crop back (0 = off)."""
+    feature_cache: str = "auto"
+    """Frozen backbones only (learners.replay.feature_cache): compute each stored frame's backbone output once, when
+    the learner first samples it, for `feature_cache_crops` random-shift crops, and train the heads on those; a
+    learner-side thing (actors run the backbone on live frames; checkpoints unchanged). 'auto' = on when every camera
+    backbone is frozen, the backend is torch and the estimate fits `feature_cache_budget_gb` (else off, with a note);
+    'on' = the same but refuses (ConfigError) instead of falling back; 'off' = the backbone runs on every batch."""
+    feature_cache_crops: int = 4
+    """Random-shift crops cached per frame (K; one of the K drawn per row at sample time). With augment_pad = 0 the
+    cache holds the one unshifted frame whatever this says."""
+    feature_cache_dtype: str = "float16"
+    """Storage dtype of the cached backbone outputs: 'float16' (half the memory; features are cast back to float32
+    for the heads) or 'float32' (bit-equal to running the backbone on the same crops)."""
+    feature_cache_budget_gb: float = 8.0
+    """Memory budget of the feature cache in GB (1e9 bytes), over the frames the run can store in both buffers."""
 
     # --- discrete gripper head (HIL-SERL)
     gripper_head: bool = False
@@ -255,6 +271,14 @@ class AgentConfig(Config):
         require(self.image_latent_dim >= 1, "image_latent_dim", self.image_latent_dim, "must be >= 1")
         require(self.proprio_latent_dim >= 0, "proprio_latent_dim", self.proprio_latent_dim, "must be >= 0")
         require(self.augment_pad >= 0, "augment_pad", self.augment_pad, "must be >= 0")
+        require(self.feature_cache in FEATURE_CACHE_MODES, "feature_cache", self.feature_cache,
+                f"must be one of {FEATURE_CACHE_MODES}")
+        require(isinstance(self.feature_cache_crops, int) and self.feature_cache_crops >= 1, "feature_cache_crops",
+                self.feature_cache_crops, "must be an int >= 1")
+        require(self.feature_cache_dtype in FEATURE_CACHE_DTYPES, "feature_cache_dtype", self.feature_cache_dtype,
+                f"must be one of {FEATURE_CACHE_DTYPES}")
+        require(math.isfinite(self.feature_cache_budget_gb) and self.feature_cache_budget_gb > 0,
+                "feature_cache_budget_gb", self.feature_cache_budget_gb, "must be a finite number > 0")
         require(math.isfinite(self.residual_scale) and 0 < self.residual_scale <= 2, "residual_scale",
                 self.residual_scale, "must be in (0, 2]")
         require(self.residual_base is None or bool(self.residual_base.strip()), "residual_base", self.residual_base,

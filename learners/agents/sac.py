@@ -69,7 +69,7 @@ from learners.agents.config import AgentConfig
 from learners.agents.encoders import random_shift
 from learners.agents.nets import EnsembleMLP, HLGauss, soft_update
 from learners.agents.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
-from learners.agents.sac_batch import UpdateBatch, to_update_batch
+from learners.agents.sac_batch import UpdateBatch, cached_backbone, to_update_batch
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
 
@@ -243,14 +243,20 @@ class SACAgent:
     def _prepare(self, batch: Mapping[str, Any]) -> UpdateBatch:
         """The batch checked and on the device (learners.agents.sac_batch) with what needs the networks: DrQ's
         random shifts (obs and next_obs independently, per camera), the frozen backbones' features (once for the
-        whole batch), the residual base's actions (on the raw observations); without cameras, in minibatch order."""
+        whole batch) or a feature cache's (batch obs_features), the residual base's actions (on the raw observations);
+        without cameras, in minibatch order."""
         cfg = self.cfg
         b = to_update_batch(batch, self.policy.layout, self.policy.action_dim, cfg, self.device)
-        if b.images and cfg.augment_pad > 0:
+        if b.images and "obs_features" in batch:  # a feature cache's crops (learners.replay.feature_cache)
+            n = b.actions.shape[0]
+            b = dataclasses.replace(
+                b, backbone=cached_backbone(batch["obs_features"], self.encoder, n, self.device),
+                next_backbone=cached_backbone(batch.get("next_obs_features"), self.encoder, n, self.device))
+        elif b.images and cfg.augment_pad > 0:
             pad, gen = cfg.augment_pad, self.generator
             b = dataclasses.replace(b, images={name: random_shift(t, pad, gen) for name, t in b.images.items()},
                                     next_images={name: random_shift(t, pad, gen) for name, t in b.next_images.items()})
-        if b.images and self.encoder.all_backbones_frozen:
+        if b.images and b.backbone is None and self.encoder.all_backbones_frozen:
             b = dataclasses.replace(b, backbone=self.encoder.backbone_features(b.images),
                                     next_backbone=self.encoder.backbone_features(b.next_images))
         b = dataclasses.replace(b, base=self.policy.base_actions(batch["obs"]),

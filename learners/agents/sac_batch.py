@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from learners.agents.config import AgentConfig
+from learners.agents.encoders import ObservationEncoder
 from learners.agents.obs import ObsLayout
 from learners.replay.buffer import mc_floor
 from robot_rl.errors import ShapeError
@@ -127,6 +128,28 @@ def to_update_batch(batch: Mapping[str, Any], layout: ObsLayout, action_dim: int
                        intervention=cols["intervention"], k=k)
 
 
+def cached_backbone(features: Any, encoder: ObservationEncoder, n: int, device: torch.device,
+                    ) -> dict[str, torch.Tensor]:
+    """A batch's cached backbone outputs ({camera: (B, C, h, w)}, learners.replay.feature_cache) as float32 tensors
+    on `device`, checked against the encoder's heads; ShapeError when the encoder's backbones are not all frozen
+    (cached outputs would not follow a training backbone), a camera is missing or a shape does not fit."""
+    if not encoder.all_backbones_frozen:
+        raise ShapeError("the batch carries cached backbone features (obs_features) but a camera backbone of this "
+                         "agent trains: detach the feature cache (feature_cache=off)")
+    encs = encoder.camera_encoders()
+    if not isinstance(features, Mapping) or set(features) != set(encs):
+        raise ShapeError(f"batch obs_features: expected cameras {sorted(encs)}, got "
+                         f"{sorted(features) if isinstance(features, Mapping) else type(features).__name__}")
+    out = {}
+    for name, enc in encs.items():
+        t = torch.as_tensor(features[name]).to(device, torch.float32)
+        want = (n, *enc.spatial.kernel.shape[:3])
+        if tuple(t.shape) != want:
+            raise ShapeError(f"batch obs_features '{name}': expected {want}, got {tuple(t.shape)}")
+        out[name] = t
+    return out
+
+
 def _row_columns(batch: Mapping[str, Any], n: int, device: torch.device) -> dict[str, torch.Tensor]:
     """The (B,) float32 columns rewards, terminated, grasp_penalty, intervention (zeros where missing)."""
     out: dict[str, torch.Tensor] = {}
@@ -162,4 +185,4 @@ def _reward_terms(batch: Mapping[str, Any], cols: Mapping[str, torch.Tensor], n:
             gamma ** steps * (1.0 - cols["terminated"]))
 
 
-__all__ = ["UpdateBatch", "to_update_batch"]
+__all__ = ["UpdateBatch", "cached_backbone", "to_update_batch"]

@@ -59,6 +59,7 @@ from learners.agents.config import AgentConfig
 from learners.distributed.inbox import Inbox, SeqLedger
 from learners.distributed.status import ActorRecord, LearnerOutputs, UpdateMeans, actor_status, mean_or_none
 from learners.replay.buffer import ReplayBuffer, sampler_for, takeover_terminated
+from learners.replay.feature_cache import attach_feature_caches, run_frames
 from learners.replay.prefetch import BatchSource
 from learners.training.run_state import TrainingRun
 from robot_rl.config import Config, require
@@ -262,6 +263,9 @@ class Learner:
                 self._replay_inbox(after=0)
                 log.info("learner: no checkpoint in %s; started over from the demos + %d inbox chunk(s)",
                          self.out, self.replayed_chunks)
+        steps = cfg.max_env_steps - self.received if cfg.max_env_steps else cfg.capacity + cfg.demo_capacity
+        log.info("learner: %s", attach_feature_caches(self.agent, [self.online, self.demo],
+                                                      run_frames([self.online, self.demo], steps), seed=cfg.seed))
         if self.updates > 0:
             self._publish()
 

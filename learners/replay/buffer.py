@@ -120,6 +120,11 @@ class ReplayBuffer:
         self.mc_discount: float | None = None  # set by track_returns(): Monte-Carlo returns are kept per slot
         self.mc_returns = np.zeros(self.capacity, dtype=np.float32)
         self.mc_valid = np.zeros(self.capacity, dtype=np.bool_)
+        self.frame_gen = np.zeros(self.capacity, dtype=np.int64)
+        """Per slot: how many times its frame was written (a derived-data cache compares it with its own copy)."""
+        self.feature_cache: Any = None
+        """learners.replay.feature_cache.FeatureCache (attach_feature_caches): gather() adds its cached backbone
+        outputs of the rows' frames as `obs_features` / `next_obs_features`."""
 
     # ------------------------------------------------------------------ writing
     def __len__(self) -> int:
@@ -149,6 +154,7 @@ class ReplayBuffer:
             self._count -= 1
         for name, arr in flat.items():
             self.frames[name][slot] = arr
+        self.frame_gen[slot] += 1
         self._filled = min(self._filled + 1, self.capacity) if slot >= self._filled else self._filled
 
     def _frame_equals(self, slot: int, flat: Mapping[str, np.ndarray]) -> bool:
@@ -260,20 +266,30 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ sampling
     @_locked
     def sample_indices(self, n: int) -> np.ndarray:
-        """`n` uniformly random valid transition slots (with replacement)."""
+        """`n` uniformly random valid transition slots (with replacement); with a feature cache, only transitions
+        whose frames it has encoded (it encodes new frames in batches: learners.replay.feature_cache)."""
         if self._count == 0:
             raise ReplayEmptyError("cannot sample: the replay buffer holds no transition")
+        if self.feature_cache is not None:
+            self.feature_cache.prepare()
         idx = self.rng.integers(0, self._filled, size=n)
         for _ in range(20):  # rejection of the few invalid slots (one per episode), vectorised
-            bad = ~self.valid[idx]
+            bad = ~self._usable(idx)
             nbad = int(bad.sum())
             if nbad == 0:
                 return idx
             idx[bad] = self.rng.integers(0, self._filled, size=nbad)
-        valid = np.flatnonzero(self.valid)
-        bad = ~self.valid[idx]
-        idx[bad] = valid[self.rng.integers(0, valid.size, size=int(bad.sum()))]
+        usable = np.flatnonzero(self._usable(np.arange(self._filled)))
+        if usable.size == 0:  # (a cache with nothing encoded yet) encode everything now
+            self.feature_cache.refresh()
+            usable = np.flatnonzero(self._usable(np.arange(self._filled)))
+        bad = ~self._usable(idx)
+        idx[bad] = usable[self.rng.integers(0, usable.size, size=int(bad.sum()))]
         return idx
+
+    def _usable(self, idx: np.ndarray) -> np.ndarray:
+        ok = self.valid[idx]
+        return ok if self.feature_cache is None else ok & self.feature_cache.ready(idx)
 
     @_locked
     def gather(self, idx: np.ndarray, n_step: int = 1) -> Batch:
@@ -317,6 +333,8 @@ class ReplayBuffer:
             batch["mc_returns"], batch["mc_valid"] = self.mc_returns[idx], self.mc_valid[idx]
         nxt = (last + 1) % self.capacity
         batch["next_obs"] = {name: arr[nxt] for name, arr in self.frames.items()}
+        if self.feature_cache is not None:
+            batch.update(self.feature_cache.lookup(idx, nxt))
         return batch
 
     @_locked
@@ -376,6 +394,7 @@ class ReplayBuffer:
             v[:n] = arrays[f"fields/{k}"]
         self.valid[:] = False
         self.valid[:n] = arrays["valid"]
+        self.frame_gen += 1  # every frame may have changed: derived caches recompute
         self._last, self._open, self._filled = int(meta["last"]), bool(meta["open"]), n
         self._count, self._added = int(self.valid.sum()), int(meta["added"])
         self._last_added = int(meta.get("last_added", -1))

@@ -60,6 +60,8 @@ class Run:
     demo: ReplayBuffer | None
     counters: LoopCounters
     rng: np.random.Generator
+    notes: list[str] = dataclasses.field(default_factory=list)
+    """One-line notes on how the run was built (the feature cache's), said when a fresh run starts."""
 
     def training_run(self) -> TrainingRun:
         return TrainingRun(self.agent, self.online, self.demo, dataclasses.asdict(self.counters), self.rng)

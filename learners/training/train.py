@@ -34,6 +34,7 @@ from learners.agents.agent import make_agent
 from learners.agents.device_defaults import gpu_notice, notice
 from learners.agents.options import announce_agent_config
 from learners.replay.buffer import ReplayBuffer
+from learners.replay.feature_cache import attach_feature_caches, run_frames
 from learners.rewards.reward_model import RewardModelWrapper, camera_shapes_of_env, make_reward_model
 from learners.training.config import TrainConfig
 from learners.training.demos import load_demo_buffer
@@ -70,7 +71,14 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
                              narrowed_actions=bool(cfg.action_low),
                              warn_action_space=env.action_space if not cfg.action_low and cfg.task is None else None)
             if cfg.demos else None)
-    return Run(cfg, env, eval_env, spec, agent, online, demo, LoopCounters(), np.random.default_rng(cfg.seed))
+    run = Run(cfg, env, eval_env, spec, agent, online, demo, LoopCounters(), np.random.default_rng(cfg.seed))
+    try:  # learners.replay.feature_cache: frozen backbones' outputs once per stored frame (AgentConfig.feature_cache)
+        run.notes.append(attach_feature_caches(agent, [online, demo], run_frames([online, demo], cfg.max_env_steps),
+                                               seed=cfg.seed))
+    except BaseException:
+        run.close()
+        raise
+    return run
 
 
 def resumed_config(cfg: TrainConfig, out: Path) -> TrainConfig:
@@ -104,8 +112,8 @@ def announce_start(run: Run, warm: WarmStart | None, log: Any = print) -> None:
     """A fresh run's notices: the CPU defaults it keeps, the GPU hint, the offline phase's BC note, the demo buffer
     and the warm start."""
     cfg, has_cams = run.cfg, bool(run.spec.cameras)
-    for line in (notice(run.agent.cfg, cfg.machine_defaults(has_cameras=has_cams)), gpu_notice(run.agent.cfg, has_cams),
-                 cfg.offline_bc_note(has_cams, run.agent.cfg)):
+    for line in (*(n for n in run.notes if has_cams), notice(run.agent.cfg, cfg.machine_defaults(has_cameras=has_cams)),
+                 gpu_notice(run.agent.cfg, has_cams), cfg.offline_bc_note(has_cams, run.agent.cfg)):
         if line:
             log(f"[train] {line}")
     if run.demo is not None:
