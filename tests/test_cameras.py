@@ -39,34 +39,46 @@ def _rs() -> Any:
     return rs
 
 
-class SoftwareCamera:
-    """An rs.software_device shaped like a D435 (a 'Stereo Module' first, then the 'RGB Camera' with auto-exposure
-    and exposure options) whose colour sensor feeds a syncer; `push(value)` sends one frame filled with `value`
-    (pixel (0, 0) holds the frame number)."""
+def _video_stream(rs: Any, kind: Any, fmt: Any, uid: int, bpp: int) -> Any:
+    intr = rs.intrinsics()
+    intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy = W, H, 50.0, 50.0, W / 2, H / 2
+    intr.model, intr.coeffs = rs.distortion.none, [0.0] * 5
+    vs = rs.video_stream()
+    vs.type, vs.index, vs.uid, vs.width, vs.height, vs.fps, vs.bpp = kind, 0, uid, W, H, 30, bpp
+    vs.fmt, vs.intrinsics = fmt, intr
+    return vs
 
-    def __init__(self, rs: Any, recorder_path: str | None = None) -> None:
+
+class SoftwareCamera:
+    """An rs.software_device whose sensors are named, streamed and ranged as the model's are, and whose colour
+    sensor feeds a syncer; `push(value)` sends one frame filled with `value` (pixel (0, 0) holds the frame number).
+
+    - "d435" (and D415 / D455): a "Stereo Module" first (depth; exposure in us, 1-165000), then the "RGB Camera"
+      (colour; auto-exposure and exposure in 100 us units, 1-10000);
+    - "d405": one "Stereo Module" that streams depth AND colour (exposure in us, 1-165000); no RGB sensor."""
+
+    def __init__(self, rs: Any, recorder_path: str | None = None, model: str = "d435") -> None:
         self.rs = rs
         dev = self.device = rs.software_device()
         self.depth = dev.add_sensor("Stereo Module")  # option_range(min, max, default, step) below
-        self.depth.add_option(rs.option.exposure, rs.option_range(1, 10000, 8500, 1), True)
-        self.color = dev.add_sensor("RGB Camera")
-        self.color.add_option(rs.option.enable_auto_exposure, rs.option_range(0, 1, 1, 1), True)
-        self.color.add_option(rs.option.exposure, rs.option_range(1, 10000, 156, 1), True)
-        intr = rs.intrinsics()
-        intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy = W, H, 50.0, 50.0, W / 2, H / 2
-        intr.model, intr.coeffs = rs.distortion.none, [0.0] * 5
-        vs = rs.video_stream()
-        vs.type, vs.index, vs.uid, vs.width, vs.height, vs.fps, vs.bpp = rs.stream.color, 0, 1, W, H, 30, 3
-        vs.fmt, vs.intrinsics = rs.format.rgb8, intr
-        self.profile = self.color.add_video_stream(vs)
+        self.depth.add_option(rs.option.exposure, rs.option_range(1, 165000, 8500, 1), True)
+        self.depth.add_video_stream(_video_stream(rs, rs.stream.depth, rs.format.z16, 2, 2))
+        if model == "d405":
+            self.depth.add_option(rs.option.enable_auto_exposure, rs.option_range(0, 1, 1, 1), True)
+            self.color = self.depth
+        else:
+            self.color = dev.add_sensor("RGB Camera")
+            self.color.add_option(rs.option.enable_auto_exposure, rs.option_range(0, 1, 1, 1), True)
+            self.color.add_option(rs.option.exposure, rs.option_range(1, 10000, 156, 1), True)
+        self.profile = self.color.add_video_stream(_video_stream(rs, rs.stream.color, rs.format.rgb8, 1, 3))
         dev.register_info(rs.camera_info.serial_number, "000000000042")
-        dev.register_info(rs.camera_info.name, "Intel RealSense D435 (software)")
+        dev.register_info(rs.camera_info.name, f"Intel RealSense {model.upper()} (software)")
         self.recorder = rs.recorder(recorder_path, dev) if recorder_path else None
         self.syncer = rs.syncer()
         started = self.color
         if self.recorder is not None:  # frames go through the recorder's sensor into the file
-            started = next(s for s in self.recorder.query_sensors()
-                           if s.get_info(rs.camera_info.name) == "RGB Camera")
+            name = self.color.get_info(rs.camera_info.name)
+            started = next(s for s in self.recorder.query_sensors() if s.get_info(rs.camera_info.name) == name)
         self._started = started
         started.open(self.profile)
         started.start(self.syncer)
@@ -148,9 +160,10 @@ def test_missing_pyrealsense2_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
         make_cameras(["realsense:123456789012=front"])
 
 
-def test_color_sensor_by_name_and_fixed_exposure(software_camera: SoftwareCamera) -> None:
-    """The colour sensor is found by name although the depth module comes first (query_sensors()[0]); auto
-    exposure goes off, then the exposure is set; the depth module is untouched."""
+def test_d435_color_sensor_by_capability_and_exposure_in_100us_units(software_camera: SoftwareCamera) -> None:
+    """The colour sensor is the one that streams colour although the stereo module comes first
+    (query_sensors()[0]); auto exposure goes off, then 300 us is set as 3 units of 100 us (a D4xx RGB sensor's
+    units) and read back in us; the stereo module is untouched."""
     from envs.hardware.realsense import RealSenseSource
 
     rs = software_camera.rs
@@ -159,9 +172,51 @@ def test_color_sensor_by_name_and_fixed_exposure(software_camera: SoftwareCamera
     src = RealSenseSource(cfg, device=software_camera.device, syncer=software_camera.syncer)
     src.open()
     assert software_camera.color.get_option(rs.option.enable_auto_exposure) == 0
-    assert software_camera.color.get_option(rs.option.exposure) == 300
+    assert software_camera.color.get_option(rs.option.exposure) == 3
     assert software_camera.depth.get_option(rs.option.exposure) == 8500
-    assert src.describe()["serial"] == "000000000042" and src.describe()["exposure_us"] == 300
+    info = src.describe()
+    assert info["serial"] == "000000000042" and info["exposure_us"] == 300 and info["color_sensor"] == "RGB Camera"
+    assert info["exposure_range_us"] == (100.0, 1_000_000.0) and info["exposure_unit_us"] == 100.0
+
+
+def test_d405_color_from_the_stereo_module_with_exposure_in_us() -> None:
+    """A D405 has no RGB sensor: its colour comes from the stereo module (which also streams depth), whose exposure
+    is in microseconds; frames flow from it."""
+    from envs.hardware.realsense import RealSenseSource
+
+    cam = SoftwareCamera(_rs(), model="d405")
+    try:
+        rs = cam.rs
+        assert [s.get_info(rs.camera_info.name) for s in cam.device.query_sensors()] == ["Stereo Module"]
+        cfg = CameraConfig(device="000000000042", name="wrist", width=W, height=H, exposure_us=300.0, image_size=32)
+        src = RealSenseSource(cfg, device=cam.device, syncer=cam.syncer)
+        src.open()
+        assert cam.color.get_option(rs.option.exposure) == 300
+        assert cam.color.get_option(rs.option.enable_auto_exposure) == 0
+        assert src.describe()["exposure_us"] == 300 and src.describe()["color_sensor"] == "Stereo Module"
+        cam.push(77)
+        img = src.grab(2.0)
+        assert img is not None and img.shape == (H, W, 3) and int(img[5, 5, 0]) == 77
+    finally:
+        cam.close()
+
+
+def test_exposure_outside_the_device_range_and_no_colour_sensor_are_clear_errors(
+        software_camera: SoftwareCamera) -> None:
+    """An exposure the sensor cannot take names its range in us (and changes nothing); a device without any colour
+    stream names its sensors and their streams."""
+    from envs.hardware.realsense import RealSenseSource, color_sensor
+
+    rs = software_camera.rs
+    cfg = CameraConfig(device="000000000042", name="front", width=W, height=H, exposure_us=2e6, image_size=32)
+    with pytest.raises(CameraError, match=r"outside this colour sensor's range 100-1e\+06 us \(it takes 100 us units"):
+        RealSenseSource(cfg, device=software_camera.device, syncer=software_camera.syncer).open()
+    assert software_camera.color.get_option(rs.option.enable_auto_exposure) == 1  # untouched
+    dev = rs.software_device()
+    depth_only = dev.add_sensor("Stereo Module")
+    depth_only.add_video_stream(_video_stream(rs, rs.stream.depth, rs.format.z16, 2, 2))
+    with pytest.raises(CameraError, match=r"no sensor that streams colour \(it has Stereo Module \(depth\)\)"):
+        color_sensor(dev)
 
 
 def test_newest_frame_age_stall_and_recovery(software_camera: SoftwareCamera) -> None:

@@ -2,9 +2,13 @@
 
 `RealSenseSource` (an envs.hardware.camera_source.FrameSource): the colour stream of one device chosen by serial (or a
 .db3 recording made by `rs.recorder`, played in a loop), RGB8 at the configured resolution and fps. The colour
-sensor is chosen by its name ("RGB Camera"; `query_sensors()[0]` is the depth module on a D435); with
-`exposure_us` set, auto-exposure is turned off first, then the exposure is set. For tests, a source can read from
-a `rs.syncer` fed by an `rs.software_device` (`device=`, `syncer=`): the same code path from the frameset on.
+sensor is chosen by capability, not by name: the sensor that streams colour (a D435 / D455 has a dedicated
+"RGB Camera" beside its "Stereo Module", and `query_sensors()[0]` is the stereo module; a D405 has no RGB sensor,
+its colour comes from the stereo module itself). With `exposure_us` set, auto-exposure is turned off first, then
+the exposure is set in the sensor's own units: librealsense exposes a D4xx dedicated RGB sensor's exposure in units
+of 100 us (range 1-10000, the firmware's granularity) and a stereo module's in microseconds; the value is checked
+against the range the device reports, and read back in microseconds. For tests, a source can read from a
+`rs.syncer` fed by an `rs.software_device` (`device=`, `syncer=`): the same code path from the frameset on.
 
 Usage::
 
@@ -20,7 +24,10 @@ import numpy as np
 
 from envs.hardware.camera_source import CameraConfig, CameraError
 
-COLOR_SENSOR_NAME = "RGB Camera"
+RGB_SENSOR_EXPOSURE_UNIT_US = 100.0
+"""Microseconds per exposure unit of a dedicated RGB sensor (D415 / D435 / D455 "RGB Camera")."""
+STEREO_SENSOR_EXPOSURE_UNIT_US = 1.0
+"""Microseconds per exposure unit of a sensor that also streams depth (the stereo module; a D405's colour)."""
 
 
 def _rs() -> Any:
@@ -29,31 +36,59 @@ def _rs() -> Any:
     return optional_import("pyrealsense2", extra="real", purpose="RealSense cameras")
 
 
+def _stream_types(sensor: Any) -> set[Any]:
+    return {p.stream_type() for p in sensor.get_stream_profiles()}
+
+
 def color_sensor(device: Any) -> Any:
-    """The device's colour sensor, chosen by name (CameraError listing the names if there is none)."""
+    """The device's colour sensor, chosen by capability: a sensor with a colour stream, a dedicated one (no depth
+    stream) first; CameraError listing each sensor's name and streams if none streams colour."""
     rs = _rs()
-    names = []
-    for s in device.query_sensors():
-        name = s.get_info(rs.camera_info.name) if s.supports(rs.camera_info.name) else ""
-        names.append(name)
-        if name == COLOR_SENSOR_NAME:
-            return s
-    raise CameraError(f"the RealSense device has no '{COLOR_SENSOR_NAME}' sensor (it has {names})")
+    found: list[tuple[bool, int, Any]] = []
+    seen = []
+    for i, s in enumerate(device.query_sensors()):
+        types = _stream_types(s)
+        name = s.get_info(rs.camera_info.name) if s.supports(rs.camera_info.name) else f"sensor {i}"
+        seen.append(f"{name} ({', '.join(sorted(str(t).split('.')[-1] for t in types)) or 'no streams'})")
+        if rs.stream.color in types:
+            found.append((rs.stream.depth in types, i, s))
+    if not found:
+        raise CameraError(f"the RealSense device has no sensor that streams colour (it has {'; '.join(seen)})")
+    return min(found, key=lambda t: (t[0], t[1]))[2]
 
 
-def set_exposure(sensor: Any, exposure_us: float | None) -> dict[str, float]:
-    """Auto-exposure off, then the fixed exposure (when given); returns the values read back."""
+def exposure_unit_us(sensor: Any) -> float:
+    """Microseconds per unit of the sensor's `rs.option.exposure`: 1 for a sensor that also streams depth (the
+    stereo module, e.g. a D405's colour), 100 for a dedicated RGB sensor (D415 / D435 / D455)."""
     rs = _rs()
-    out: dict[str, float] = {}
+    return STEREO_SENSOR_EXPOSURE_UNIT_US if rs.stream.depth in _stream_types(sensor) else RGB_SENSOR_EXPOSURE_UNIT_US
+
+
+def set_exposure(sensor: Any, exposure_us: float | None) -> dict[str, Any]:
+    """Auto-exposure off, then the fixed exposure `exposure_us` (when given) in the sensor's own units, checked
+    against the range the device reports (CameraError naming the range in us); returns the values read back:
+    auto_exposure, exposure_us, exposure_range_us, exposure_unit_us."""
+    rs = _rs()
+    out: dict[str, Any] = {}
+    unit = exposure_unit_us(sensor)
     if exposure_us is not None:
+        if not sensor.supports(rs.option.exposure):
+            raise CameraError("the colour sensor has no exposure option; leave exposure_us unset (auto exposure)")
+        rng = sensor.get_option_range(rs.option.exposure)
+        value = round(float(exposure_us) / unit)
+        if not rng.min <= value <= rng.max:
+            raise CameraError(f"exposure_us={exposure_us:g} is outside this colour sensor's range "
+                              f"{rng.min * unit:g}-{rng.max * unit:g} us (it takes {unit:g} us units)")
         if sensor.supports(rs.option.enable_auto_exposure):
             sensor.set_option(rs.option.enable_auto_exposure, 0)
-        if not sensor.supports(rs.option.exposure):
-            raise CameraError("the colour sensor has no exposure option")
-        sensor.set_option(rs.option.exposure, float(exposure_us))
-    for key, opt in (("auto_exposure", rs.option.enable_auto_exposure), ("exposure_us", rs.option.exposure)):
-        if sensor.supports(opt):
-            out[key] = float(sensor.get_option(opt))
+        sensor.set_option(rs.option.exposure, float(value))
+    if sensor.supports(rs.option.enable_auto_exposure):
+        out["auto_exposure"] = float(sensor.get_option(rs.option.enable_auto_exposure))
+    if sensor.supports(rs.option.exposure):
+        rng = sensor.get_option_range(rs.option.exposure)
+        out["exposure_us"] = float(sensor.get_option(rs.option.exposure)) * unit
+        out["exposure_range_us"] = (float(rng.min) * unit, float(rng.max) * unit)
+        out["exposure_unit_us"] = unit
     return out
 
 
@@ -89,7 +124,9 @@ class RealSenseSource:
         self._info = {"serial": _info(device, rs.camera_info.serial_number),
                       "model": _info(device, rs.camera_info.name)}
         if not cfg.device.endswith((".db3", ".bag")):
-            self._info.update(set_exposure(color_sensor(device), cfg.exposure_us))
+            sensor = color_sensor(device)
+            self._info["color_sensor"] = _info(sensor, rs.camera_info.name)
+            self._info.update(set_exposure(sensor, cfg.exposure_us))
 
     def grab(self, timeout_s: float) -> np.ndarray | None:
         try:
