@@ -73,7 +73,9 @@ class RobotState:
 class Robot(Protocol):
     """A compliant arm with a parallel gripper, commanded by Cartesian targets at the env rate.
 
-    Backends run their own high-rate loop (the Cartesian impedance law at >= 500 Hz) between calls.
+    Backends run their own high-rate loop (the Cartesian impedance law at >= 500 Hz) between calls. Optional
+    attribute `arm` (str): the arm model whose joint limits apply (controllers.arms: 'panda', 'fr3'; the server's
+    guard enforces 'any', the tighter of both, for a backend without it).
     """
 
     def state(self) -> RobotState:

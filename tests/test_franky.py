@@ -563,3 +563,25 @@ def test_safety_box_record_writes_a_task_config(sim: FrankySim, tmp_path: Any) -
     assert task.name == "pick_cube"
     np.testing.assert_allclose(task.pos_min_m, pos - 0.01, atol=2e-4)
     np.testing.assert_allclose(task.pos_max_m, pos + 0.01, atol=2e-4)
+
+
+def test_arm_from_libfranka_and_collision_thresholds_at_connect(sim: FrankySim) -> None:
+    """franky-control's wheel runs libfranka 0.21 (FR3 only): the backend says 'fr3' and the server's guard takes
+    the FR3's limits; libfranka's collision thresholds are set at connect and accepted by the robot."""
+    from envs.hardware.franky_robot import loaded_libfranka_version
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+
+    robot = _robot(sim, collision_torque_nm=(25.0,) * 7, collision_force_n=(35.0,) * 6)
+    try:
+        version = loaded_libfranka_version()
+        assert version is not None and tuple(int(v) for v in version.split(".")[:2]) >= (0, 10)
+        assert robot.arm == "fr3"
+        guard = SafetyGuard(robot, ServerSafetyConfig())
+        assert guard.limits.name == "fr3" and guard.state().error == ""
+    finally:
+        robot.stop()
+    robot = _robot(sim, arm="panda")
+    try:
+        assert robot.arm == "panda"
+    finally:
+        robot.stop()

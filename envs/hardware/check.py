@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from controllers.kinematics import PANDA_Q_MAX, PANDA_Q_MIN
 from robot_rl.config import Config, require
 from robot_rl.errors import RobotRLError
 
@@ -79,10 +78,16 @@ def _check_robot(ip: str, gripper: bool) -> list[str]:
         s = robot.state()
     finally:
         robot.stop()
+    from controllers.arms import arm_limits
+    from envs.hardware.franky_robot import loaded_libfranka_version
+
+    limits = arm_limits(str(getattr(robot, "arm", "any")))
     q = np.asarray(s.q_rad)
-    to_limit = np.minimum(q - np.asarray(PANDA_Q_MIN), np.asarray(PANDA_Q_MAX) - q)
+    to_limit = np.minimum(q - np.asarray(limits.q_min_rad), np.asarray(limits.q_max_rad) - q)
     j = int(np.argmin(to_limit))
     print(f"robot {ip} (franky, read-only: nothing was moved)", flush=True)
+    _row("arm (joint limits)", f"{limits.name} (libfranka {loaded_libfranka_version() or 'unknown'}: < 0.10 "
+                               f"drives a Panda, >= 0.10 an FR3)")
     _row("TCP position (m)", s.pos_base_ee)
     _row("TCP orientation (wxyz)", s.quat_base_ee)
     _row("joints (rad)", q)

@@ -111,6 +111,15 @@ class FrankyRobotConfig(Config):
     control: bool = True
     """False: read-only (no tracker is started, nothing moves, commands are refused): for `check-hardware` and
     `safety-box record`, where the arm is left alone or guided by hand."""
+    arm: str = "auto"
+    """Which arm (controllers.arms: 'panda', 'fr3', 'any'), for the joint limits the server's guard enforces;
+    'auto': from the libfranka franky runs on (< 0.10: a Panda, >= 0.10: an FR3; franky-control's PyPI wheels
+    bundle 0.21.2, FR3 only), 'any' when it cannot be read."""
+    collision_torque_nm: tuple[float, ...] | None = None
+    """libfranka's collision (reflex) thresholds per joint, 7 values (Nm), set at connect with
+    `set_collision_behavior`; None (with collision_force_n None) leaves the robot's settings as they are."""
+    collision_force_n: tuple[float, ...] | None = None
+    """libfranka's Cartesian collision thresholds (fx, fy, fz in N, then tx, ty, tz in Nm), 6 values."""
 
     def validate(self) -> None:
         require(isinstance(self.robot_ip, str) and len(self.robot_ip) > 0, "robot_ip", self.robot_ip,
@@ -124,12 +133,36 @@ class FrankyRobotConfig(Config):
         require(self.joint_dynamics_factor <= 1.0, "joint_dynamics_factor", self.joint_dynamics_factor,
                 "must be in (0, 1]")
         gain_profile(self.initial_profile)  # ConfigError for an unknown name
+        from controllers.arms import ARMS
+
+        require(self.arm == "auto" or self.arm in ARMS, "arm", self.arm, f"must be 'auto' or one of {sorted(ARMS)}")
+        for name, n in (("collision_torque_nm", 7), ("collision_force_n", 6)):
+            v = getattr(self, name)
+            require(v is None or (len(v) == n and all(isinstance(x, int | float) and math.isfinite(x) and x > 0
+                                                      for x in v)),
+                    name, v, f"must be None or {n} finite values > 0")
+        require((self.collision_torque_nm is None) == (self.collision_force_n is None), "collision_force_n",
+                self.collision_force_n, "must be given together with collision_torque_nm (both or neither)")
 
 
 def _franky() -> Any:
     from robot_rl.extras import optional_import
 
     return optional_import("franky", extra="real", purpose="the libfranka backend (FrankyRobot, --backend franky)")
+
+
+def loaded_libfranka_version() -> str | None:
+    """The version of the libfranka this process has loaded (from its file name in /proc/self/maps, e.g.
+    libfranka-b351eea7.so.0.21.2 -> '0.21.2'), or None when none is loaded or it cannot be read."""
+    import re
+
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return None
+    versions = re.findall(r"libfranka[^/\s]*\.so\.(\d+\.\d+(?:\.\d+)?)", maps)
+    return versions[0] if versions else None
 
 
 def affine_to_pose(affine: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -223,6 +256,19 @@ class FrankyRobot:
         self._gripper_future: Any = None
         self._gripper_sent_t = -math.inf
         self._gripper_width = GRIPPER_MAX_WIDTH_M
+        if cfg.arm != "auto":
+            self.arm = cfg.arm
+        else:
+            from controllers.arms import arm_for_libfranka
+
+            self.arm = arm_for_libfranka(loaded_libfranka_version() or "")
+        """The arm model (controllers.arms) whose joint limits the server's guard enforces."""
+        if cfg.control and cfg.collision_torque_nm is not None and cfg.collision_force_n is not None:
+            try:
+                self._robot.set_collision_behavior(list(cfg.collision_torque_nm), list(cfg.collision_force_n))
+            except Exception as err:
+                raise RobotError(f"the robot refused the collision thresholds {cfg.collision_torque_nm} Nm / "
+                                 f"{cfg.collision_force_n} N: {type(err).__name__}: {err}") from err
         pending = errors_text(getattr(self._robot.state, "current_errors", None))
         if not cfg.control:
             self._stopped = True  # read-only: state() works, everything that moves is refused

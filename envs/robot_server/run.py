@@ -48,6 +48,9 @@ class RobotServerRunConfig(Config):
     realtime: bool = False
     max_force: float | None = None
     max_torque: float | None = None
+    arm: str = "auto"
+    collision_torque: tuple[float, ...] | None = None
+    collision_force: tuple[float, ...] | None = None
     physics_hz: float | None = None
     hold_timeout: float = 1.0
     max_wait: float = 10.0
@@ -99,6 +102,15 @@ def robot_server_arg_parser() -> argparse.ArgumentParser:
                         help="safety: stop and hold above this external force (N; default 60)")
     parser.add_argument("--max-torque", type=float, default=None,
                         help="safety: stop and hold above this external torque (Nm; default 20)")
+    parser.add_argument("--arm", default="auto", choices=("auto", "panda", "fr3", "any"),
+                        help="safety: whose joint limits the guard enforces (auto: the backend's arm: the twin is a "
+                             "Panda, franky's follows its libfranka (>= 0.10: FR3), ROS 2's its joint names; any: the "
+                             "tighter limits of both)")
+    parser.add_argument("--collision-torque", type=float, nargs=7, default=None, metavar="NM",
+                        help="franky: libfranka's joint collision thresholds (7 values, Nm), set at connect")
+    parser.add_argument("--collision-force", type=float, nargs=6, default=None, metavar="N",
+                        help="franky: libfranka's Cartesian collision thresholds (fx fy fz N, tx ty tz Nm), set at "
+                             "connect; give both or neither")
     parser.add_argument("--physics-hz", type=float, default=None, help="twin physics rate (default: the twin's)")
     parser.add_argument("--hold-timeout", type=float, default=1.0,
                         help="seconds without a command before the watchdog reports holding the last target")
@@ -126,8 +138,15 @@ def parse_robot_server_args(argv: Sequence[str]) -> RobotServerRunConfig:
     parser = robot_server_arg_parser()
     args = vars(parser.parse_args(list(argv)))
     if args["backend"] != "franky" and (args["robot_ip"] or args["camera"] or args["realtime"]
-                                        or args["camera_exposure"]):
-        parser.error("--robot-ip, --camera, --camera-exposure and --realtime are options of --backend franky")
+                                        or args["camera_exposure"] or args["collision_torque"]
+                                        or args["collision_force"]):
+        parser.error("--robot-ip, --camera, --camera-exposure, --realtime and --collision-torque / --collision-force "
+                     "are options of --backend franky")
+    if (args["collision_torque"] is None) != (args["collision_force"] is None):
+        parser.error("--collision-torque and --collision-force go together (libfranka sets both at once)")
+    for name in ("collision_torque", "collision_force"):
+        if args[name] is not None:
+            args[name] = tuple(args[name])
     for name in ("camera", "ros_camera", "ros_set"):
         args[name] = tuple(args[name])
     return RobotServerRunConfig(**args)
@@ -166,6 +185,10 @@ def _backend(cfg: RobotServerRunConfig) -> tuple[Any, Any, dict[str, Any]]:
                                   camera_topics=cfg.ros_camera, settings=cfg.ros_set)
     limits: dict[str, Any] = {k: v for k, v in (("max_force_n", cfg.max_force), ("max_torque_nm", cfg.max_torque))
                               if v is not None}
+    limits["arm"] = cfg.arm
+    franky: dict[str, Any] = {"realtime": True} if cfg.realtime else {}
+    if cfg.collision_torque is not None:
+        franky.update(collision_torque_nm=cfg.collision_torque, collision_force_n=cfg.collision_force)
     task: Any = cfg.task
     if cfg.task_config is not None:
         from envs.hardware.safety_box import load_task_config
@@ -173,7 +196,7 @@ def _backend(cfg: RobotServerRunConfig) -> tuple[Any, Any, dict[str, Any]]:
         task = load_task_config(cfg.task_config)
     return make_backend(cfg.backend, task, image_size=cfg.image_size, camera_names=cfg.camera_names,
                         cameras=not cfg.no_cameras, physics_hz=cfg.physics_hz, ros2=ros2, robot_ip=cfg.robot_ip,
-                        camera_specs=cfg.camera, franky_options={"realtime": True} if cfg.realtime else None,
+                        camera_specs=cfg.camera, franky_options=franky or None,
                         safety=ServerSafetyConfig(**limits),
                         camera_options={"exposure_us": cfg.camera_exposure or None})
 

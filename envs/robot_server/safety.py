@@ -7,7 +7,9 @@ server-side and whatever the client does:
 - an external wrench limit: |force| > `max_force_n` or |torque| > `max_torque_nm` (RobotState.force_ee_n /
   torque_ee_nm: the twin's wrist sensor, franky's O_F_ext_hat_K) trips the guard;
 - joint position and velocity margins: a joint closer than `joint_margin_rad` to its limit, or faster than
-  `max_joint_speed_fraction` of its velocity limit, trips the guard;
+  `max_joint_speed_fraction` of its velocity limit, trips the guard; the limits are the arm's (controllers.arms:
+  `arm`, or with 'auto' the backend's `arm` attribute: the twin is a Panda, franky's arm follows its libfranka,
+  ROS 2's its joint names; a backend that cannot tell gets 'any', the tighter limits of Panda and FR3);
 - the e-stop: `estop()` (thread-safe: the server's I/O thread calls it while a long call may be running) latches;
   the backend's own `estop()` runs at once when it has one (franky: robot.stop() preempts the motion), and the
   control thread holds the current pose at its next call or tick (the twin moves only inside wait()).
@@ -39,17 +41,13 @@ from typing import Any
 
 import numpy as np
 
-from controllers.kinematics import PANDA_Q_MAX, PANDA_Q_MIN
+from controllers.arms import ARMS, arm_limits
 from controllers.safety import SafetyBox, clip_pose
 from envs.robot import Robot, RobotState
 from robot_rl.config import Config, require
 from robot_rl.errors import RobotError, RobotRLError
 
 log = logging.getLogger("robot_rl.robot_server.safety")
-
-PANDA_DQ_MAX_RAD_PER_S = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)
-"""Joint velocity limits (rad/s)."""
-
 
 @dataclasses.dataclass(frozen=True)
 class ServerSafetyConfig(Config):
@@ -66,6 +64,9 @@ class ServerSafetyConfig(Config):
     """Trip when a joint comes closer than this to its position limit."""
     max_joint_speed_fraction: float = 0.9
     """Trip when a joint moves faster than this fraction of its velocity limit."""
+    arm: str = "auto"
+    """Whose joint limits: 'panda', 'fr3', 'any' (the tighter of both) or 'auto' (the backend's `arm` attribute,
+    'any' when it has none)."""
     box_margin_m: float = 0.02
     """The server's box is the task's box grown by this much (m) ..."""
     box_margin_rad: float = 0.1
@@ -78,6 +79,7 @@ class ServerSafetyConfig(Config):
     pose; without the wait a twin, whose time passes only in wait(), would never relax)."""
 
     def validate(self) -> None:
+        require(self.arm == "auto" or self.arm in ARMS, "arm", self.arm, f"must be 'auto' or one of {sorted(ARMS)}")
         for f in ("max_force_n", "max_torque_nm", "max_joint_speed_fraction", "check_period_s"):
             v = getattr(self, f)
             require(isinstance(v, int | float) and math.isfinite(v) and v > 0, f, v, "must be finite and > 0")
@@ -119,9 +121,12 @@ class SafetyGuard:
         self._clips = 0
         self._last_gripper = 0.0
         self._last_check = -math.inf
-        self._q_lo = np.asarray(PANDA_Q_MIN) + self.config.joint_margin_rad
-        self._q_hi = np.asarray(PANDA_Q_MAX) - self.config.joint_margin_rad
-        self._dq_max = np.asarray(PANDA_DQ_MAX_RAD_PER_S) * self.config.max_joint_speed_fraction
+        arm = self.config.arm if self.config.arm != "auto" else str(getattr(robot, "arm", "any"))
+        self.limits = arm_limits(arm)
+        """The joint limits the guard enforces (controllers.arms.ArmLimits)."""
+        self._q_lo = np.asarray(self.limits.q_min_rad) + self.config.joint_margin_rad
+        self._q_hi = np.asarray(self.limits.q_max_rad) - self.config.joint_margin_rad
+        self._dq_max = np.asarray(self.limits.dq_max_rad_per_s) * self.config.max_joint_speed_fraction
 
     # ------------------------------------------------------------------------------------------------------
     # Robot protocol
@@ -271,7 +276,7 @@ class SafetyGuard:
         if bad.size:
             j = int(bad[0])
             return (f"joint {j + 1} at {q[j]:.3f} rad is within {cfg.joint_margin_rad} rad of its limits "
-                    f"[{PANDA_Q_MIN[j]}, {PANDA_Q_MAX[j]}]")
+                    f"[{self.limits.q_min_rad[j]}, {self.limits.q_max_rad[j]}] ({self.limits.name})")
         dq = np.abs(np.asarray(s.dq_rad_per_s))
         fast = np.flatnonzero(dq > self._dq_max)
         if fast.size:

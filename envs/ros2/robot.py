@@ -87,6 +87,11 @@ class Ros2Robot:
         config.validate()
         self._config = config
         self._log = log
+        from controllers.arms import arm_for_joint_names
+
+        self.arm = arm_for_joint_names(config.joint_names) or "any"
+        """The arm model (controllers.arms) the joint names say (fr3_joint*: 'fr3', panda_joint*: 'panda'),
+        'any' otherwise: the server's guard enforces its joint limits."""
         geometry = ros_messages("geometry_msgs.msg")
         sensor = ros_messages("sensor_msgs.msg")
         std = ros_messages("std_msgs.msg")

@@ -229,6 +229,11 @@ class TwinRobot:
         return self._config.physics_hz
 
     @property
+    def arm(self) -> str:
+        """The arm model whose joint limits apply (controllers.arms): the twin's arm is a Panda."""
+        return "panda"
+
+    @property
     def config(self) -> TwinRobotConfig:
         return self._config
 
