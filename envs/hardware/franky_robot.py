@@ -138,9 +138,8 @@ class FrankyRobotConfig(Config):
         require(self.arm == "auto" or self.arm in ARMS, "arm", self.arm, f"must be 'auto' or one of {sorted(ARMS)}")
         for name, n in (("collision_torque_nm", 7), ("collision_force_n", 6)):
             v = getattr(self, name)
-            require(v is None or (len(v) == n and all(isinstance(x, int | float) and math.isfinite(x) and x > 0
-                                                      for x in v)),
-                    name, v, f"must be None or {n} finite values > 0")
+            ok = v is None or (len(v) == n and all(isinstance(x, int | float) and 0 < x < math.inf for x in v))
+            require(ok, name, v, f"must be None or {n} finite values > 0")
         require((self.collision_torque_nm is None) == (self.collision_force_n is None), "collision_force_n",
                 self.collision_force_n, "must be given together with collision_torque_nm (both or neither)")
 
@@ -161,8 +160,7 @@ def loaded_libfranka_version() -> str | None:
             maps = f.read()
     except OSError:
         return None
-    versions = re.findall(r"libfranka[^/\s]*\.so\.(\d+\.\d+(?:\.\d+)?)", maps)
-    return versions[0] if versions else None
+    return next(iter(re.findall(r"libfranka[^/\s]*\.so\.(\d+\.\d+(?:\.\d+)?)", maps)), None)
 
 
 def affine_to_pose(affine: Any) -> tuple[np.ndarray, np.ndarray]:
