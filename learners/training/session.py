@@ -190,7 +190,8 @@ class TrainSession:
                             title=run.spec.task)
         self.log(f"[train] step {row['env_step']}/{cfg.max_env_steps}  episode {row['episode']}  eval success "
                  f"{row['success_rate']:.0%}  return {row['return']:.2f}  updates {row['updates']} "
-                 f"({row['updates_per_s']:.1f}/s)  buffers {row['online_buffer']}+{row['demo_buffer']} demo")
+                 f"({row['updates_per_s']:.1f}/s)  buffers {row['online_buffer']}+{row['demo_buffer']} demo"
+                 + _reward_frames(row))
         self.window, self.t0, self.updates0 = [], time.perf_counter(), run.counters.updates
         self.warn_success()
         return row
@@ -268,3 +269,16 @@ class TrainSession:
                  f"{f' + {len(run.demo)} demo' if run.demo is not None else ''} transitions: mean "
                  f"{np.round(mean, 3).tolist()[:8]}{'...' if mean.size > 8 else ''}, std "
                  f"{np.round(std, 3).tolist()[:8]}{'...' if std.size > 8 else ''}")
+
+
+def _reward_frames(row: Mapping[str, Any]) -> str:
+    """'  classifier frames P 0.98 R 0.71 (twin truth)' for a row with the reward model's window counts, else ''."""
+    if "reward_window_frame_tp" not in row:
+        return ""
+
+    def f(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    return (f"  classifier frames P {f(row['reward_window_frame_precision'])} "
+            f"R {f(row['reward_window_frame_recall'])} (twin truth)")
+
