@@ -14,8 +14,8 @@ Cases (two cameras, `--sizes`, default 64 and 128): `state` (the state recipe; t
 the same run), `pixels conv` (the pixel recipe as it is: a small conv net trained from scratch), `resnet10 uncached`
 (the pixel recipe with a frozen ResNet-10, random weights written to a local safetensors file, feature_cache=off: the
 backbone runs on every batch), `resnet10 cached K=k` (feature_cache=on, float16, k crops each; `--crops`), and the
-cached case with a lighter head (`--head-variants`: fewer spatial features or a smaller latent) to show what the head
-costs. Each case runs for `--seconds` of CPU time (at least `--min-steps` steps).
+cached case with a lighter head (`--head-variants`: no dropout in the head, 2 spatial features instead of 8, both)
+to show what the head costs. Each case runs for `--seconds` of CPU time (at least `--min-steps` steps).
 
     python benchmarks/feature_cache.py --threads 1                 # writes benchmarks/results/feature_cache.json
     python benchmarks/feature_cache.py --sizes 64 --seconds 5 --tag quick
@@ -143,7 +143,7 @@ def measure(case: Case, args: Any, weights: Path) -> dict[str, Any]:
             "agent": {k: getattr(a, k) for k in ("encoder", "batch_size", "ensemble_size", "hidden_dims",
                                                  "critic_updates_per_actor_update", "num_spatial_features",
                                                  "image_latent_dim", "augment_pad", "feature_cache",
-                                                 "feature_cache_crops", "feature_cache_dtype")}}
+                                                 "feature_cache_crops", "feature_cache_dtype", "encoder_dropout")}}
 
 
 def cases(args: Any) -> list[Case]:
@@ -156,8 +156,9 @@ def cases(args: Any) -> list[Case]:
                             ("feature_cache=on", f"feature_cache_crops={k}"), frozen=True))
         if args.head_variants:
             k = min(args.crops)
-            for label, sets in (("spatial features 2", ("num_spatial_features=2",)),
-                                ("latent 64", ("image_latent_dim=64",))):
+            for label, sets in (("no head dropout", ("encoder_dropout=0",)),
+                                ("spatial features 2", ("num_spatial_features=2",)),
+                                ("spatial features 2, no dropout", ("num_spatial_features=2", "encoder_dropout=0"))):
                 out.append(Case(f"resnet10 cached K={k}, {label}", "pixels", size,
                                 ("feature_cache=on", f"feature_cache_crops={k}", *sets), frozen=True))
     return out

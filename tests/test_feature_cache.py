@@ -217,3 +217,31 @@ def test_new_frames_are_encoded_in_batches_and_not_drawn_before(weights: Path) -
     _fill(buf, cache.min_batch + 3, seed=3)
     buf.sample_indices(4)
     assert cache.stale().size == 0  # a whole batch gathered: encoded at the next draw
+
+
+def test_robot_rl_train_builds_cached_buffers_for_a_frozen_backbone(weights: Path, tmp_path: Path) -> None:
+    """The in-process path (learners.training.train.build_run): demo + online buffers cached, the note said, and an
+    update runs on the cached rows; the small conv encoder of the pixel recipe stays uncached."""
+    from learners.training.config import TrainConfig
+    from learners.training.train import build_run
+
+    cfg = TrainConfig(task="twin-reach", obs_mode="pixels", image_size=32, encoder_weights=str(weights),
+                      max_env_steps=50, replay_capacity=200, device="cpu")
+    run = build_run(cfg)
+    try:
+        assert run.online.feature_cache is not None and run.notes and "feature cache on" in run.notes[0]
+        obs, _ = run.env.reset(seed=0)
+        for _ in range(40):
+            nxt, r, term, trunc, _ = run.env.step(run.env.action_space.sample())
+            run.online.add(obs, np.zeros(run.spec.action.shape), float(r), nxt, term, trunc)
+            obs = run.env.reset()[0] if term or trunc else nxt
+        batch = run.online.sample(run.agent.cfg.samples_per_update)
+        assert set(batch["obs_features"]) == {c.name for c in run.spec.cameras}
+        assert np.isfinite(run.agent.update(batch)["critic_loss"])
+    finally:
+        run.close()
+    run = build_run(cfg.replace(encoder_weights=None))
+    try:
+        assert run.online.feature_cache is None and "backbone trains" in run.notes[0]
+    finally:
+        run.close()
