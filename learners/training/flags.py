@@ -37,8 +37,8 @@ FLAG_HELP = {
                  "temperature, Adam moments; not its replay, update counter or RNG states), evaluate it at env "
                  "step 0, collect --warmup-steps steps with it, then fine-tune on online data only (plus --demos "
                  "when given)",
-    "encoder": "camera encoder: conv (small, trained from scratch; the default) or resnet10 (the default with "
-               "--encoder-weights)",
+    "encoder": "camera encoder: conv (small, trained from scratch; the default), resnet10 or resnet18 (with "
+               "--encoder-weights the architecture the file names is the default)",
     "algo": "rlpd (RLPD; SERL's DrQ agent with cameras), drq, sac or hil-serl (default: rlpd)",
     "warmup_steps": f"with --init-from: env steps collected with the loaded policy before the first update (no "
                     f"random actions; replaces --learning-starts; default: {DEFAULT_WARMUP_STEPS})",
@@ -80,7 +80,7 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
                 "max_minutes": float, "demo_ratio": float, "offline_updates": int, "warmup_steps": int,
                 }.get(f.name, str)
-        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10"),
+        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10", "resnet18"),
                    "backend": BACKENDS}.get(f.name)
         if default is False:
             p.add_argument(flag, action="store_true", help="(flag)")
