@@ -20,6 +20,7 @@ from learners.agents.backbones import (
 from learners.agents.config import AgentConfig
 from learners.agents.options import weights_file_encoder
 from learners.agents.sac import SACAgent
+from learners.agents.weights_convert import convert_encoder
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import ArraySpec, EnvSpec
 
@@ -88,6 +89,12 @@ def test_torchvision_pth_loads_with_fixed_batchnorm(tmp_path: Path) -> None:
     assert torch.equal(other.eval()(imgs), net.eval()(imgs))
     with pytest.raises(ShapeError, match="resnet18 backbone, not resnet10"):
         load_backbone_weights(ResNet10(), st)
+    # the converter writes the same file from the .pth
+    report = convert_encoder(pth, tmp_path / "conv" / "r18.safetensors")
+    assert (report.architecture, report.source, report.tensors) == ("resnet18", "torchvision", 120)
+    conv = ResNet18()
+    load_backbone_weights(conv, report.out)
+    assert torch.equal(conv.eval()(imgs), net(imgs))
 
 
 def test_torchvision_pth_errors_are_clear(tmp_path: Path) -> None:
