@@ -29,6 +29,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "record-demos": ("demos.cli.record_demos", "record teleop (or scripted) demonstration episodes to a directory"),
     "episodes": ("demos.cli.episodes", "inspect, export (PNG strip / mp4) or replay recorded episode files"),
     "record-labels": ("demos.cli.record_labels", "record success/failure labelled frames for a reward classifier"),
+    "convert-encoder": ("learners.cli.convert_encoder", "SERL's resnet10_params.pkl or torchvision's ResNet-18 "
+                        ".pth -> a safetensors backbone file for --encoder-weights"),
+    "pretrain-encoder": ("learners.cli.pretrain_encoder", "pretrain a camera backbone on recorded episodes (TCP now "
+                         "and at the next gripper event) -> a safetensors file for --encoder-weights"),
     "train-classifier": ("learners.cli.train_classifier", "train a reward classifier on record-labels episodes "
                          "(by episode split, threshold for a target precision)"),
     "eval-classifier": ("learners.cli.eval_classifier", "evaluate a reward classifier on new labels: metrics table "

@@ -65,6 +65,8 @@ MISSING: list[tuple[str, str, tuple[str, ...]]] = [
     ("episodes", "sim", ("replay", "{episodes}")),
     ("train-classifier", "learn", ("--labels", "{episodes}", "--out", "{tmp}/cls")),
     ("eval-classifier", "learn", ("--classifier", "{tmp}/cls", "--labels", "{episodes}")),
+    ("convert-encoder", "learn", ("{tmp}/resnet10_params.pkl", "{tmp}/r10.safetensors")),
+    ("pretrain-encoder", "learn", ("{episodes}", "--out", "{tmp}/cell.safetensors")),
     ("audit-labels", "learn", ("--audit", "{tmp}/audit", "--classifier", "{tmp}/cls", "--out", "{tmp}/al",
                                "--true-success")),
     ("robot-server", "sim", ("--backend", "twin", "--task", "twin-reach", "--bind", "tcp://127.0.0.1:0")),

@@ -125,7 +125,10 @@ def test_one_update_matches_torch(case: str, tmp_path: Path) -> None:
     over, spec_kw, n_step = CASES[case]
     spec = _spec(**spec_kw)
     if over.get("encoder") == "resnet10":
-        torch.manual_seed(0)
+        # seed 1: with seed 0's weights one output channel of the 1x1 feature map sits at the ReLU's kink, so
+        # the two backends' float rounding flips its Adam step (a 0.01 % element effect the tolerance below
+        # does not cover); the backbones themselves agree to 1e-5 (tests/test_serl_resnet10.py)
+        torch.manual_seed(1)
         save_backbone_weights(ResNet10(), tmp_path / "r10.safetensors")
         over = dict(over, encoder_weights=str(tmp_path / "r10.safetensors"))
     cfg = _cfg(**over)

@@ -32,7 +32,7 @@ from typing import Any
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
-ENCODERS = ("resnet10", "conv")
+ENCODERS = ("resnet10", "resnet18", "conv")
 ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
 BACKENDS = ("torch", "jax")
 CRITIC_LOSSES = ("mse", "hl_gauss")
@@ -159,12 +159,13 @@ class AgentConfig(Config):
 
     # --- images (DrQ path; used only when the observation has cameras)
     encoder: str = "resnet10"
-    """Per-camera backbone: 'resnet10' (GroupNorm ResNet-10, weights from encoder_weights) or 'conv' (small,
-    trained from scratch)."""
+    """Per-camera backbone: 'resnet10' (SERL's GroupNorm ResNet-10), 'resnet18' (torchvision's ResNet-18), both
+    with weights from encoder_weights, or 'conv' (small, trained from scratch)."""
     encoder_weights: str | None = None
-    """Local safetensors file with the ResNet-10 backbone weights (see learners.agents.encoders.RESNET10_KEYS)."""
+    """Local safetensors file with the backbone weights (learners.agents.backbones; `robot-rl convert-encoder`
+    writes one from torchvision's .pth or SERL's resnet10_params.pkl, `robot-rl pretrain-encoder` from episodes)."""
     freeze_encoder: bool = True
-    """Freeze the ResNet-10 backbone (only the spatial-embedding head trains); ignored for 'conv'."""
+    """Freeze the ResNet backbone (only the spatial-embedding head trains); ignored for 'conv'."""
     conv_channels: tuple[int, ...] = (32, 64, 128, 256)
     """Channels of the small conv backbone (3x3 convs, stride 2, valid padding: SERL's SmallEncoder)."""
     num_spatial_features: int = 8

@@ -2,8 +2,9 @@
 
 - `random_shift(images, pad, generator)`: DrQ's augmentation on uint8 (B, H, W, C) images: edge-pad by `pad`
   pixels and crop back to H x W at a random offset per image, done as one clamped gather (no padded copy).
-- `ResNet10`: ResNet-v1-10 with GroupNorm (4 groups), SERL's frozen pretrained backbone; its weights load from a
-  LOCAL safetensors file (`load_backbone_weights`), never downloaded; names and shapes are validated.
+- Pretrained backbones (learners.agents.backbones, re-exported here): `ResNet10` (SERL's GroupNorm ResNet-10) and
+  `ResNet18` (torchvision's names, BatchNorm as a fixed affine map); their weights load from a LOCAL safetensors
+  file (`load_backbone_weights`), never downloaded; names, shapes and the file's architecture are validated.
 - `ConvBackbone`: a small conv net trained from scratch (SERL's SmallEncoder: 3x3 convs, stride 2, valid).
 - `CameraEncoder`: backbone -> spatial learned embeddings (8) -> dropout 0.1 -> dense 256 -> LayerNorm -> tanh.
 - `ObservationEncoder`: one CameraEncoder per camera plus a proprio branch (dense 64 -> LayerNorm -> tanh);
@@ -11,7 +12,7 @@
 
 Usage::
 
-    enc = ObservationEncoder(ObsLayout.from_spec(spec), cfg)       # loads cfg.encoder_weights if resnet10
+    enc = ObservationEncoder(ObsLayout.from_spec(spec), cfg)       # loads cfg.encoder_weights (resnet10/18)
     feats = enc(images, state)                                      # (B, enc.out_dim)
     save_backbone_weights(ResNet10(), "resnet10.safetensors")       # the file format load_backbone_weights reads
 """
@@ -20,20 +21,25 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 from collections.abc import Mapping
 from typing import cast
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from learners.agents.backbones import (
+    ResNet10,
+    ResNet18,
+    backbone_keys,
+    build_backbone,
+    load_backbone_weights,
+    save_backbone_weights,
+    to_float_nchw,
+    weights_architecture,
+)
 from learners.agents.config import AgentConfig
 from learners.agents.obs import ObsLayout
 from robot_rl.errors import ConfigError, ShapeError
-
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def random_shift(images: torch.Tensor, pad: int, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -56,77 +62,9 @@ def random_shift(images: torch.Tensor, pad: int, generator: torch.Generator | No
     return images[bidx, rows[:, :, None], cols[:, None, :]]
 
 
-def _to_float_nchw(images: torch.Tensor, mean: tuple[float, ...] | None, std: tuple[float, ...] | None,
-                   ) -> torch.Tensor:
-    """uint8 (B, H, W, C) -> float (B, C, H, W) in [0, 1], optionally normalised per channel."""
-    x = images.permute(0, 3, 1, 2).float().div_(255.0)
-    if mean is not None and std is not None and x.shape[1] == len(mean):
-        m = torch.tensor(mean, device=x.device).view(1, -1, 1, 1)
-        s = torch.tensor(std, device=x.device).view(1, -1, 1, 1)
-        x = (x - m) / s
-    return x
-
-
-class _BasicBlock(nn.Module):
-    def __init__(self, in_ch: int, out_ch: int, stride: int, groups: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(in_ch, out_ch, 3, stride, 1, bias=False)
-        self.norm1 = nn.GroupNorm(groups, out_ch)
-        self.conv2 = nn.Conv2d(out_ch, out_ch, 3, 1, 1, bias=False)
-        self.norm2 = nn.GroupNorm(groups, out_ch)
-        self.proj_conv: nn.Module | None = None
-        self.proj_norm: nn.Module | None = None
-        if stride != 1 or in_ch != out_ch:
-            self.proj_conv = nn.Conv2d(in_ch, out_ch, 1, stride, 0, bias=False)
-            self.proj_norm = nn.GroupNorm(groups, out_ch)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = F.relu(self.norm1(self.conv1(x)))
-        y = self.norm2(self.conv2(y))
-        r = x if self.proj_conv is None or self.proj_norm is None else self.proj_norm(self.proj_conv(x))
-        return F.relu(r + y)
-
-
-class ResNet10(nn.Module):
-    """ResNet-v1-10 (stages of one basic block: 64, 128, 256, 512 filters) with GroupNorm(4); output before
-    pooling: (B, 512, H/32, W/32). Input: uint8 (B, H, W, 3), normalised with the ImageNet mean/std."""
-
-    def __init__(self, in_channels: int = 3, width: int = 64, groups: int = 4) -> None:
-        super().__init__()
-        self.in_channels = in_channels
-        self.conv_init = nn.Conv2d(in_channels, width, 7, 2, 3, bias=False)
-        self.norm_init = nn.GroupNorm(groups, width)
-        self.pool = nn.MaxPool2d(3, 2, 1)
-        chans = [width, width * 2, width * 4, width * 8]
-        blocks = []
-        prev = width
-        for i, c in enumerate(chans):
-            blocks.append(_BasicBlock(prev, c, 1 if i == 0 else 2, groups))
-            prev = c
-        self.stages = nn.Sequential(*blocks)
-        self.out_channels = prev
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        x = _to_float_nchw(images, IMAGENET_MEAN, IMAGENET_STD)
-        x = self.pool(F.relu(self.norm_init(self.conv_init(x))))
-        return self.stages(x)
-
-    def output_hw(self, h: int, w: int) -> tuple[int, int]:
-        def down(n: int) -> int:
-            n = (n + 2 * 3 - 7) // 2 + 1  # conv_init
-            n = (n + 2 * 1 - 3) // 2 + 1  # max pool
-            for _ in range(3):            # stages 1-3 stride 2 (3x3, pad 1)
-                n = (n + 2 - 3) // 2 + 1
-            return n
-        return down(h), down(w)
-
-
 def resnet10_keys() -> dict[str, tuple[int, ...]]:
     """The parameter names and shapes a ResNet-10 (3-channel) weights file must contain."""
-    return {k: tuple(v.shape) for k, v in ResNet10().state_dict().items()}
+    return backbone_keys("resnet10")
 
 
 class ConvBackbone(nn.Module):
@@ -149,7 +87,7 @@ class ConvBackbone(nn.Module):
                     nn.init.zeros_(m.bias)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.net(_to_float_nchw(images, None, None) - 0.5)
+        return self.net(to_float_nchw(images, None, None) - 0.5)
 
     def output_hw(self, h: int, w: int) -> tuple[int, int]:
         for _ in range(self.n_layers):
@@ -208,37 +146,17 @@ class CameraEncoder(nn.Module):
         return self.head(self.backbone_features(images))
 
 
-def save_backbone_weights(backbone: nn.Module, path: str | os.PathLike[str]) -> None:
-    """Write a backbone's weights as a safetensors file (the format `load_backbone_weights` reads)."""
-    from safetensors.torch import save_file
-
-    save_file({k: v.detach().cpu().contiguous() for k, v in backbone.state_dict().items()}, str(path))
-
-
-def load_backbone_weights(backbone: nn.Module, path: str | os.PathLike[str]) -> None:
-    """Load a backbone's weights from a LOCAL safetensors file; ShapeError naming missing, unexpected or
-    mis-shaped tensors; ConfigError if the file does not exist (nothing is ever downloaded)."""
-    from safetensors.torch import load_file
-
-    if not os.path.isfile(path):
-        raise ConfigError(f"encoder_weights={str(path)!r} is not a file (weights are loaded from a local "
-                          f"safetensors file; nothing is downloaded)")
-    try:
-        tensors = load_file(str(path))
-    except Exception as err:  # safetensors raises its own error types for malformed files
-        raise ShapeError(f"{path}: unreadable safetensors file ({type(err).__name__}: {err})") from err
-    own = backbone.state_dict()
-    missing = sorted(set(own) - set(tensors))
-    unexpected = sorted(set(tensors) - set(own))
-    if missing or unexpected:
-        raise ShapeError(f"{path}: backbone weights do not match: missing {missing[:5]}"
-                         f"{'...' if len(missing) > 5 else ''}, unexpected {unexpected[:5]}"
-                         f"{'...' if len(unexpected) > 5 else ''}")
-    bad = [f"{k}: file {tuple(tensors[k].shape)} vs model {tuple(v.shape)}" for k, v in own.items()
-           if tuple(tensors[k].shape) != tuple(v.shape)]
-    if bad:
-        raise ShapeError(f"{path}: mis-shaped backbone weights: {bad[:5]}")
-    backbone.load_state_dict({k: t.to(own[k].dtype) for k, t in tensors.items()})
+def pretrained_backbone(cfg: AgentConfig, in_channels: int) -> nn.Module:
+    """The ResNet backbone `cfg.encoder` names, loaded from cfg.encoder_weights (a file naming another
+    architecture is a ShapeError); ConfigError for a frozen backbone without weights (it would never learn)."""
+    backbone = build_backbone(cfg.encoder, in_channels)
+    if cfg.encoder_weights is not None:
+        load_backbone_weights(backbone, cfg.encoder_weights)
+    elif cfg.freeze_encoder:
+        raise ConfigError(f"encoder={cfg.encoder!r} with freeze_encoder=True needs encoder_weights (a local "
+                          "safetensors file); a frozen random ResNet would never learn. Set encoder_weights, "
+                          "freeze_encoder=False, or encoder='conv'")
+    return backbone
 
 
 def _module_key(name: str) -> str:
@@ -279,15 +197,9 @@ class ObservationEncoder(nn.Module):
         self.camera_keys: dict[str, str] = {}
         for cam in layout.cameras:
             h, w, c = cam.shape
-            if cfg.encoder == "resnet10":
-                backbone: nn.Module = ResNet10(in_channels=c)
+            if cfg.encoder in ("resnet10", "resnet18"):
+                backbone: nn.Module = pretrained_backbone(cfg, c)
                 frozen = cfg.freeze_encoder
-                if cfg.encoder_weights is not None:
-                    load_backbone_weights(backbone, cfg.encoder_weights)
-                elif frozen:
-                    raise ConfigError("encoder='resnet10' with freeze_encoder=True needs encoder_weights (a local "
-                                      "safetensors file); a frozen random ResNet would never learn. Set "
-                                      "encoder_weights, freeze_encoder=False, or encoder='conv'")
             else:
                 backbone = ConvBackbone(c, cfg.conv_channels)
                 frozen = False
@@ -363,3 +275,8 @@ class ObservationEncoder(nn.Module):
         """Parameters that train (everything but frozen backbones), in a fixed order."""
         frozen = {id(p) for enc in self.camera_encoders().values() if enc.frozen for p in enc.backbone.parameters()}
         return [p for p in self.parameters() if id(p) not in frozen]
+
+
+__all__ = ["CameraEncoder", "ConvBackbone", "ObservationEncoder", "ResNet10", "ResNet18", "SpatialLearnedEmbeddings",
+           "StateNormalizer", "load_backbone_weights", "pretrained_backbone", "random_shift", "resnet10_keys",
+           "save_backbone_weights", "weights_architecture"]

@@ -9,8 +9,8 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
 1. the algorithm's preset (`ALGORITHMS`, learners.agents.config): `rlpd` is SERL's RLPD, `rlpd_state_config` for
    state observations and SERL's image agent (`drq_config`, DrQ with RLPD's sampling) with cameras; `drq`, `sac`
    and `hil-serl` name their presets (`--algo` on train, `--agent` on the learner; the same four on both);
-2. the run's default encoder, `conv` (trained from scratch; no weights file needed), or `resnet10` when an
-   encoder weights file is given;
+2. the run's default encoder, `conv` (trained from scratch; no weights file needed), or, when an encoder weights
+   file is given, the architecture its metadata names (`resnet10` or `resnet18`; `resnet10` for an older file);
 3. this device's defaults (learners.agents.device_defaults.machine_defaults: the cheaper state RLPD agent and
    torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
 4. the task's recipe (learners.agents.recipes; none for an `--env-id` run or with `--no-recipe`; a faithful run's
@@ -248,7 +248,7 @@ class AgentFlags(Config):
     bc_weight: float | None = None
     obs_norm: bool = False
     encoder: str | None = None
-    """conv or resnet10 (None: conv, or resnet10 with encoder_weights)."""
+    """conv, resnet10 or resnet18 (None: conv, or the architecture the encoder_weights file names)."""
     encoder_weights: str | None = None
     backend: str | None = None
     """torch or jax (None: AgentConfig's default, torch)."""
@@ -298,13 +298,25 @@ def flag_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
              "encoder": flags.encoder, "encoder_weights": flags.encoder_weights, "backend": flags.backend}
     out.update({k: v for k, v in named.items() if v is not None})
     if flags.encoder_weights is not None and flags.encoder is None:
-        out["encoder"] = "resnet10"  # a weights file is for the ResNet-10 encoder
+        out["encoder"] = weights_file_encoder(flags.encoder_weights)
     if flags.ensemble_size is not None:
         subset = algorithm_preset(flags.algo, has_cameras)().ensemble_subsample
         out["ensemble_subsample"] = None if subset is None else min(subset, flags.ensemble_size)
     if flags.obs_norm:
         out["obs_norm"] = True
     return out
+
+
+def weights_file_encoder(path: str) -> str:
+    """The encoder a weights file is for: the architecture its metadata names, 'resnet10' for an older file
+    without metadata (or one that is not there yet: building the agent then names the missing file)."""
+    import os
+
+    if not os.path.isfile(path):
+        return "resnet10"
+    from learners.agents.backbones import weights_architecture
+
+    return weights_architecture(path) or "resnet10"
 
 
 def agent_layers(flags: AgentFlags, has_cameras: bool) -> AgentLayers:

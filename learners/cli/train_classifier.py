@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     d = TrainClassifierConfig()
     m = ClassifierModelConfig()
     p.add_argument("--encoder", default=m.encoder, choices=CLASSIFIER_ENCODERS, help="per-camera backbone")
-    p.add_argument("--encoder-weights", default=None, help="local safetensors file of ResNet-10 weights (resnet10)")
+    p.add_argument("--encoder-weights", default=None,
+                   help="local safetensors file of ResNet weights (resnet10, resnet18)")
     p.add_argument("--conv-channels", default=",".join(map(str, m.conv_channels)),
                    help="conv backbone channels per layer")
     p.add_argument("--latent", type=int, default=m.image_latent_dim, help="per-camera feature size")

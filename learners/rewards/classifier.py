@@ -35,8 +35,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from learners.agents.backbones import build_backbone
 from learners.agents.config import AgentConfig
-from learners.agents.encoders import CameraEncoder, ConvBackbone, ResNet10, load_backbone_weights
+from learners.agents.encoders import CameraEncoder, ConvBackbone, load_backbone_weights
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError, ShapeError
 
@@ -44,7 +45,7 @@ CARD_FILE = "card.json"
 WEIGHTS_FILE = "model.safetensors"
 CARD_FORMAT = "robot-rl-reward-classifier"
 CARD_VERSION = 1
-CLASSIFIER_ENCODERS = ("conv", "resnet10")
+CLASSIFIER_ENCODERS = ("conv", "resnet10", "resnet18")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,10 +53,10 @@ class ClassifierModelConfig(Config):
     """The classifier network (saved in the card; the same fields rebuild it)."""
 
     encoder: str = "conv"
-    """Per-camera backbone: 'conv' (small conv net trained from scratch) or 'resnet10' (frozen ImageNet
-    ResNet-10 from `encoder_weights`, HIL-SERL's choice)."""
+    """Per-camera backbone: 'conv' (small conv net trained from scratch), 'resnet10' (frozen ResNet-10 from
+    `encoder_weights`, HIL-SERL's choice) or 'resnet18' (frozen torchvision ResNet-18 from `encoder_weights`)."""
     encoder_weights: str | None = None
-    """Local safetensors file with ResNet-10 weights (encoder='resnet10'; never downloaded)."""
+    """Local safetensors file with the ResNet weights (encoder='resnet10' / 'resnet18'; never downloaded)."""
     conv_channels: tuple[int, ...] = (16, 32, 64, 64)
     """Channels of the conv backbone's 3x3 stride-2 layers."""
     num_spatial_features: int = 8
@@ -71,9 +72,9 @@ class ClassifierModelConfig(Config):
 
     def validate(self) -> None:
         require(self.encoder in CLASSIFIER_ENCODERS, "encoder", self.encoder, f"must be one of {CLASSIFIER_ENCODERS}")
-        require(self.encoder != "resnet10" or self.encoder_weights is not None, "encoder_weights",
-                self.encoder_weights, "encoder='resnet10' needs a local safetensors file (a frozen random ResNet "
-                "would never learn); or use encoder='conv'")
+        require(self.encoder == "conv" or self.encoder_weights is not None, "encoder_weights",
+                self.encoder_weights, f"encoder={self.encoder!r} needs a local safetensors file (a frozen random "
+                "ResNet would never learn); or use encoder='conv'")
         require(len(self.conv_channels) > 0 and all(c > 0 for c in self.conv_channels), "conv_channels",
                 self.conv_channels, "must be a non-empty tuple of positive ints")
         for name in ("num_spatial_features", "image_latent_dim", "hidden_dim"):
@@ -111,8 +112,8 @@ class RewardClassifier(nn.Module):
         enc_cfg = cfg.encoder_config()
         self.encoders = nn.ModuleDict()
         for name, (h, w, c) in self.camera_shapes.items():
-            if cfg.encoder == "resnet10":
-                backbone: nn.Module = ResNet10(in_channels=c)
+            if cfg.encoder != "conv":
+                backbone: nn.Module = build_backbone(cfg.encoder, c)
                 if load_backbone and cfg.encoder_weights is not None:
                     load_backbone_weights(backbone, cfg.encoder_weights)
                 frozen = True

@@ -129,8 +129,8 @@ class TrainConfig(Config):
     bc_weight: float | None = None
     """Behaviour-cloning weight on demo/intervention rows in the actor loss (None: 0, plain RLPD/SAC)."""
     encoder: str | None = None
-    """Image encoder: conv (small, trained from scratch) or resnet10 (needs encoder_weights); None: conv, or
-    resnet10 when encoder_weights is given."""
+    """Image encoder: conv (small, trained from scratch), resnet10 or resnet18 (need encoder_weights); None: conv,
+    or the architecture the encoder_weights file names."""
     encoder_weights: str | None = None
     """Local safetensors file with ResNet-10 weights (no downloads at run time)."""
     eval_every: int = 1000

@@ -37,8 +37,8 @@ FLAG_HELP = {
                  "temperature, Adam moments; not its replay, update counter or RNG states), evaluate it at env "
                  "step 0, collect --warmup-steps steps with it, then fine-tune on online data only (plus --demos "
                  "when given)",
-    "encoder": "camera encoder: conv (small, trained from scratch; the default) or resnet10 (the default with "
-               "--encoder-weights)",
+    "encoder": "camera encoder: conv (small, trained from scratch; the default), resnet10 or resnet18 (with "
+               "--encoder-weights the architecture the file names is the default)",
     "algo": "rlpd (RLPD; SERL's DrQ agent with cameras), drq, sac or hil-serl (default: rlpd)",
     "camera_latency_ms": "twin presets: the camera frames the policy sees were rendered this long ago (ms; default: "
                          "100 with --faithful, else 0; every env of the run, evaluation too)",
@@ -85,7 +85,7 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
                 "max_minutes": float, "demo_ratio": float, "offline_updates": int, "warmup_steps": int,
                 "camera_latency_ms": float, "action_delay_ms": float,
                 }.get(f.name, str)
-        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10"),
+        choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10", "resnet18"),
                    "backend": BACKENDS}.get(f.name)
         if default is False:
             p.add_argument(flag, action="store_true", help="(flag)")

@@ -118,6 +118,9 @@ def check_supported(cfg: AgentConfig) -> None:
                           "(JAX compiles the whole update anyway); drop it or use backend=torch")
     if cfg.device == "mps":
         raise ConfigError("AgentConfig option device='mps' is not available with backend=jax (cpu, cuda[:N], auto)")
+    if cfg.encoder == "resnet18":
+        raise ConfigError("AgentConfig option encoder='resnet18' is not supported by backend=jax yet; use "
+                          "encoder='resnet10' or backend=torch")
     default = AgentConfig()
     for f in dataclasses.fields(AgentConfig):
         if f.name not in SUPPORTED_OPTIONS and getattr(cfg, f.name) != getattr(default, f.name):

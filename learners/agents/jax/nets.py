@@ -269,10 +269,11 @@ def gripper_q(p: Mapping[str, Any], feats: Any, st: Static, prefix: str = "gripp
     return mlp(p, f"{prefix}net", feats, st.n_gripper_hidden, True, st.act, out=True)
 
 
-def conv(x: Any, kernel: Any, stride: int, pad: int) -> Any:
+def conv(x: Any, kernel: Any, stride: int, pad: int | str) -> Any:
+    """NHWC conv; `pad` pixels on every side, or 'SAME' (TensorFlow / flax: the odd padding pixel after)."""
     import jax
 
-    padding = "VALID" if pad == 0 else [(pad, pad), (pad, pad)]
+    padding = pad if isinstance(pad, str) else "VALID" if pad == 0 else [(pad, pad), (pad, pad)]
     return jax.lax.conv_general_dilated(x, kernel, (stride, stride), padding,
                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
@@ -302,13 +303,12 @@ def backbone(p: Mapping[str, Any], path: str, images: Any, cam: Camera) -> Any:
     if x.shape[-1] == 3:
         x = (x - jnp.asarray(_IMAGENET_MEAN)) / jnp.asarray(_IMAGENET_STD)
     x = jax.nn.relu(group_norm(p, f"{path}/norm_init", conv(x, p[f"{path}/conv_init/kernel"], 2, 3)))
-    x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
-                              [(0, 0), (1, 1), (1, 1), (0, 0)])
+    x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
     i = 0
     while f"{path}/stages/{i}/conv1/kernel" in p:
         s = f"{path}/stages/{i}"
         stride = 1 if i == 0 else 2
-        y = jax.nn.relu(group_norm(p, f"{s}/norm1", conv(x, p[f"{s}/conv1/kernel"], stride, 1)))
+        y = jax.nn.relu(group_norm(p, f"{s}/norm1", conv(x, p[f"{s}/conv1/kernel"], stride, "SAME")))
         y = group_norm(p, f"{s}/norm2", conv(y, p[f"{s}/conv2/kernel"], 1, 1))
         r = x if f"{s}/proj_conv/kernel" not in p else group_norm(p, f"{s}/proj_norm",
                                                                     conv(x, p[f"{s}/proj_conv/kernel"], stride, 0))

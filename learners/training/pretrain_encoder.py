@@ -1,0 +1,268 @@
+"""Pretrain a camera backbone on the cell's own recordings (demo, label or play episodes), writing the same
+self-describing safetensors file as `robot-rl convert-encoder`, so `--encoder-weights FILE` freezes it in the agent.
+
+The objective: from ONE camera frame, predict
+  (a) the TCP position now (proprio `state[0:3]`), and
+  (b) the TCP position at the NEXT GRIPPER EVENT of the episode (the step where the recorded gripper command
+      changes sign: the operator closes on the object or opens at the goal; the episode's last TCP position when
+      no event follows),
+each target standardised over the data set, mean squared error, with DrQ's random shift on the frames.
+
+Why this objective: a policy from pixels needs, above all, where the object (or goal) is relative to the gripper;
+proprio already tells it where the gripper is. Target (b) is exactly where the object was grasped (or released),
+so a backbone that predicts it must localise the object in the image, and target (a) makes it localise the arm.
+Both labels come from the robot's own proprio and the recorded gripper command: no privileged state (no cube
+pose) is an input or a target, so the same command runs on episodes recorded on a real cell. Alternatives weigh
+worse here: inverse dynamics (predict a_t from two frames) rewards features of the arm's motion, not of where the
+object sits; augmentation invariance (contrastive) needs large batches and many negatives to avoid collapse, which
+a CPU cannot afford; reconstruction spends capacity on the background. The weakness: a frame whose next event is
+far in the future (the approach's first steps) has an uncertain target (b) only if the scene does not show the
+object; on pick tasks it does, the camera sees the cube.
+
+Usage::
+
+    report = pretrain_encoder(PretrainConfig(episodes=("demos/pick",), out="weights/cell_resnet10.safetensors"))
+    report.val_loss_first, report.val_loss_last            # held-out loss before / after (standardised units)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from learners.agents.backbones import (
+    ARCHITECTURES,
+    build_backbone,
+    load_backbone_weights,
+    save_backbone_weights,
+    weights_architecture,
+)
+from learners.agents.encoders import random_shift
+from robot_rl.config import Config, require
+from robot_rl.episodes import Episode, episode_paths, load_episode
+from robot_rl.errors import ConfigError, ShapeError
+
+TARGETS = ("tcp_x", "tcp_y", "tcp_z", "event_tcp_x", "event_tcp_y", "event_tcp_z")
+"""The predicted quantities, in order (standardised over the training frames)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainConfig(Config):
+    """`robot-rl pretrain-encoder`'s settings."""
+
+    episodes: tuple[str, ...] = ()
+    """Episode directories or files (record-demos, record-labels, play recordings); every camera is used."""
+    out: str = "encoder.safetensors"
+    """The safetensors file to write (metadata names the architecture); a JSON report is written beside it."""
+    architecture: str = "resnet10"
+    """Backbone to train: 'resnet10' (SERL's GroupNorm ResNet-10) or 'resnet18' (torchvision's)."""
+    init_weights: str | None = None
+    """Start from this weights file (e.g. convert-encoder's ImageNet ResNet); None: random init."""
+    steps: int = 300
+    """Gradient steps."""
+    batch_size: int = 32
+    """Frames per step."""
+    lr: float = 3e-4
+    """Adam learning rate."""
+    augment_pad_px: int = 4
+    """Random-shift padding in pixels (0 = off)."""
+    gripper_index: int = -1
+    """Action element carrying the gripper command (sign change = gripper event); -1 = the last."""
+    val_fraction: float = 0.2
+    """Share of episodes (whole episodes, at least one) held out for the validation loss."""
+    seed: int = 0
+    """Seed of the split, the initialisation and the batches."""
+    threads: int = 0
+    """torch CPU threads (0 = leave torch's default)."""
+
+    def validate(self) -> None:
+        require(len(self.episodes) > 0, "episodes", self.episodes, "name at least one episode directory or file")
+        require(self.architecture in ARCHITECTURES, "architecture", self.architecture,
+                f"must be one of {ARCHITECTURES}")
+        for name in ("steps", "batch_size"):
+            require(getattr(self, name) > 0, name, getattr(self, name), "must be > 0")
+        require(self.lr > 0, "lr", self.lr, "must be > 0")
+        require(self.augment_pad_px >= 0, "augment_pad_px", self.augment_pad_px, "must be >= 0")
+        require(0.0 < self.val_fraction < 1.0, "val_fraction", self.val_fraction, "must be in (0, 1)")
+
+
+def event_targets(ep: Episode, gripper_index: int = -1) -> np.ndarray:
+    """(T+1, 6) targets of every frame: TCP position now, TCP position at the next gripper event (the frame at
+    which the recorded gripper command changes sign; the last frame when none follows). Needs `state` (proprio)."""
+    if "state" not in ep.observations or ep.observations["state"].shape[-1] < 3:
+        raise ShapeError("pretraining targets need the proprio 'state' observation (TCP position in state[0:3])")
+    tcp = ep.observations["state"][:, :3].astype(np.float32)
+    if ep.actions.shape[1] == 0:
+        raise ShapeError("pretraining targets need the recorded actions (the gripper command)")
+    grip = np.sign(ep.actions[:, gripper_index])
+    events = [t for t in range(1, ep.length) if grip[t] != 0 and grip[t] != grip[t - 1]]
+    n = tcp.shape[0]
+    nxt = np.full(n, n - 1)
+    for e in reversed(events):
+        nxt[: e + 1] = e
+    return np.concatenate([tcp, tcp[nxt]], axis=1)
+
+
+@dataclasses.dataclass
+class FrameSet:
+    """Frames of every camera with their targets: images[camera] (N, H, W, C) uint8, targets (N, 6), and the
+    episode index of each row (for the split)."""
+
+    images: dict[str, np.ndarray]
+    targets: np.ndarray
+    episode: np.ndarray
+
+
+def load_frames(paths: tuple[str, ...], gripper_index: int = -1) -> FrameSet:
+    """Every frame of the episodes under `paths`; ConfigError without episodes or cameras, ShapeError when the
+    episodes' cameras differ."""
+    files: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            files += episode_paths(path)
+        else:
+            raise ConfigError(f"{p}: no such episode file or directory")
+    if not files:
+        raise ConfigError(f"no episode files under {list(paths)}")
+    images: dict[str, list[np.ndarray]] = {}
+    targets, owner = [], []
+    cams: list[str] | None = None
+    for i, f in enumerate(files):
+        ep = load_episode(f)
+        these = sorted(k for k in ep.observations if k.startswith("images/"))
+        if cams is None:
+            cams = these
+            if not cams:
+                raise ConfigError(f"{f}: no camera images (record with --obs-mode pixels)")
+            images = {c: [] for c in cams}
+        elif these != cams:
+            raise ShapeError(f"{f}: cameras {these} differ from the first episode's {cams}")
+        for c in cams:
+            images[c].append(ep.observations[c])
+        t = event_targets(ep, gripper_index)
+        targets.append(t)
+        owner.append(np.full(len(t), i))
+    return FrameSet({c: np.concatenate(v) for c, v in images.items()}, np.concatenate(targets).astype(np.float32),
+                    np.concatenate(owner))
+
+
+class PretrainModel(nn.Module):
+    """A shared backbone and one head per camera: flatten -> dense 256 -> relu -> dense (targets)."""
+
+    def __init__(self, backbone: nn.Module, cameras: dict[str, tuple[int, int]], n_out: int) -> None:
+        super().__init__()
+        self.backbone = backbone
+        c = int(backbone.out_channels)  # type: ignore[arg-type]
+        self.heads = nn.ModuleDict()
+        for name, (h, w) in cameras.items():
+            oh, ow = backbone.output_hw(h, w)  # type: ignore[operator]
+            self.heads[name.replace("/", "__")] = nn.Sequential(nn.Flatten(), nn.Linear(c * oh * ow, 256), nn.ReLU(),
+                                                                nn.Linear(256, n_out))
+
+    def forward(self, camera: str, images: torch.Tensor) -> torch.Tensor:
+        return self.heads[camera.replace("/", "__")](self.backbone(images))
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainReport:
+    """What a pretraining run did (also written as OUT.json)."""
+
+    out: str
+    architecture: str
+    frames: int
+    train_episodes: int
+    val_episodes: int
+    cameras: list[str]
+    steps: int
+    seconds: float
+    train_loss_first: float
+    train_loss_last: float
+    val_loss_first: float
+    val_loss_last: float
+    fit_loss_first: float
+    """The loss over every training frame without augmentation, before training (and `fit_loss_last` after)."""
+    fit_loss_last: float
+    targets: tuple[str, ...] = TARGETS
+
+
+def _val_loss(model: PretrainModel, data: FrameSet, rows: np.ndarray, y: torch.Tensor) -> float:
+    model.eval()
+    total, n = 0.0, 0
+    with torch.no_grad():
+        for cam, imgs in data.images.items():
+            for s in range(0, len(rows), 64):
+                r = rows[s:s + 64]
+                pred = model(cam, torch.from_numpy(imgs[r]))
+                total += float(((pred - y[r]) ** 2).mean(dim=1).sum())
+                n += len(r)
+    model.train()
+    return total / max(n, 1)
+
+
+def pretrain_encoder(cfg: PretrainConfig) -> PretrainReport:
+    """Train a backbone on the objective in the module docstring; write cfg.out (+ cfg.out + '.json')."""
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    data = load_frames(cfg.episodes, cfg.gripper_index)
+    rng = np.random.default_rng(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    eps = np.unique(data.episode)
+    if len(eps) < 2:
+        raise ConfigError("pretraining needs at least 2 episodes (one is held out for the validation loss)")
+    n_val = max(1, round(cfg.val_fraction * len(eps)))
+    val_eps = rng.permutation(eps)[:n_val]
+    is_val = np.isin(data.episode, val_eps)
+    train_rows, val_rows = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+    mean = data.targets[train_rows].mean(0)
+    std = data.targets[train_rows].std(0) + 1e-3
+    y = torch.from_numpy((data.targets - mean) / std)
+    in_ch = next(iter(data.images.values())).shape[-1]
+    backbone = build_backbone(cfg.architecture, in_ch)
+    if cfg.init_weights is not None:
+        arch = weights_architecture(cfg.init_weights) or "resnet10"
+        if arch != cfg.architecture:
+            raise ConfigError(f"init_weights {cfg.init_weights} holds a {arch} backbone, not {cfg.architecture}")
+        load_backbone_weights(backbone, cfg.init_weights)
+    cams = {c: (int(v.shape[1]), int(v.shape[2])) for c, v in data.images.items()}
+    model = PretrainModel(backbone, cams, y.shape[1])
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    val_first = _val_loss(model, data, val_rows, y)
+    fit_first = _val_loss(model, data, train_rows, y)
+    losses: list[float] = []
+    start = time.perf_counter()
+    names = list(data.images)
+    for step in range(cfg.steps):
+        cam = names[step % len(names)]
+        rows = rng.choice(train_rows, size=min(cfg.batch_size, len(train_rows)), replace=False)
+        imgs = random_shift(torch.from_numpy(data.images[cam][rows]), cfg.augment_pad_px, gen)
+        loss = ((model(cam, imgs) - y[rows]) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        if not math.isfinite(losses[-1]):
+            raise ShapeError(f"pretraining diverged at step {step} (loss {losses[-1]}); lower lr")
+    seconds = time.perf_counter() - start
+    val_last = _val_loss(model, data, val_rows, y)
+    fit_last = _val_loss(model, data, train_rows, y)
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_backbone_weights(backbone, out, source=f"robot-rl pretrain-encoder: next-gripper-event TCP + TCP from "
+                                                f"{len(eps)} episodes, {cfg.steps} steps")
+    k = max(1, min(20, cfg.steps // 5))
+    report = PretrainReport(str(out), cfg.architecture, len(data.targets), len(eps) - n_val, n_val,
+                            names, cfg.steps, round(seconds, 2), float(np.mean(losses[:k])),
+                            float(np.mean(losses[-k:])), val_first, val_last, fit_first, fit_last)
+    Path(str(out) + ".json").write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")
+    return report
