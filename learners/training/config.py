@@ -155,6 +155,10 @@ class TrainConfig(Config):
     obs_norm: bool = False
     """Normalise the state vector by per-element mean and std from the demos and the first online transitions
     (before learning starts; carried in the policy's weights to actors and checkpoints): AgentConfig.obs_norm."""
+    diagnostics: bool = False
+    """At each evaluation also log learning diagnostics to the metrics row (`diag_*` columns): Q against
+    Monte-Carlo returns on demo and recent policy rows, the encoder's feature rank and drift, the BC term's share
+    of the actor loss, the demo share, the policy's std (learners.training.diagnostics; torch backend)."""
     action_low: tuple[float, ...] = ()
     """The resolved action box's low corner (from action_scale; set by `robot-rl train`, not a flag)."""
     action_high: tuple[float, ...] = ()
