@@ -102,3 +102,20 @@ def test_train_diagnostics_flag_end_to_end(tmp_path: Path) -> None:
     assert first["diag_encoder_drift"] is None
     # the state 'encoder' is the identity: the same probe observations give the same features
     assert last["diag_encoder_drift"] == pytest.approx(0.0)
+
+
+def test_cameras_selects_the_observed_cameras_and_refuses_nonsense() -> None:
+    from learners.training.config import TrainConfig
+    from learners.training.run_env import make_run_env
+    from robot_rl.errors import ConfigError
+
+    cfg = TrainConfig(task="twin-reach", obs_mode="pixels", image_size=32, cameras="front")
+    env = make_run_env(cfg)
+    try:
+        assert list(env.observation_space["images"].spaces) == ["front"]
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match="cameras"):
+        TrainConfig(task="twin-reach", obs_mode="state", cameras="front")
+    with pytest.raises(ConfigError, match="at least one camera"):
+        TrainConfig(task="twin-reach", obs_mode="pixels", cameras=" , ")

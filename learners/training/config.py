@@ -47,6 +47,9 @@ class TrainConfig(Config):
     """Twin presets: 'state' (privileged state, no rendering) or 'pixels' (cameras)."""
     image_size: int | None = None
     """Twin presets in pixels mode: camera image size."""
+    cameras: str | None = None
+    """Twin presets in pixels mode: comma-separated names of the cameras the observation holds, e.g. 'front' or
+    'wrist' (None: the preset's, front and wrist). Demo episodes recorded with more cameras lose the others."""
     demos: str | None = None
     """Directory of demo episodes (robot_rl.episodes format) for the demo buffer (RLPD); with --forward-backward
     the forward direction's."""
@@ -187,6 +190,10 @@ class TrainConfig(Config):
                                          self.offline_updates, 0), ("--demos DIR DIR2", self.extra_demos, ())):
                 require(value == default, name.lstrip("-").replace("-", "_"), value,
                         f"is not supported with --forward-backward ({name})")
+        require(self.cameras is None or (self.task is not None and self.obs_mode == "pixels"), "cameras",
+                self.cameras, "needs a twin --task with --obs-mode pixels")
+        require(self.cameras is None or bool(self.camera_names()), "cameras", self.cameras,
+                "must name at least one camera, e.g. front or wrist")
         require(self.eval_every >= 1, "eval_every", self.eval_every, "must be >= 1")
         require(self.eval_episodes >= 1, "eval_episodes", self.eval_episodes, "must be >= 1")
         require(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "must be >= 1")
@@ -213,6 +220,10 @@ class TrainConfig(Config):
         require(bool(self.success_key.strip()), "success_key", self.success_key, "must be a non-empty info key")
         require(len(self.action_low) == len(self.action_high), "action_low/action_high",
                 (self.action_low, self.action_high), "must have the same length")
+
+    def camera_names(self) -> tuple[str, ...]:
+        """The cameras --cameras names, in order (() when not given: the preset's)."""
+        return tuple(c.strip() for c in self.cameras.split(",") if c.strip()) if self.cameras else ()
 
     def agent_flags(self) -> AgentFlags:
         """This run's agent options for the one resolver (learners.agents.options)."""
