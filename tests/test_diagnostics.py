@@ -119,3 +119,11 @@ def test_cameras_selects_the_observed_cameras_and_refuses_nonsense() -> None:
         TrainConfig(task="twin-reach", obs_mode="state", cameras="front")
     with pytest.raises(ConfigError, match="at least one camera"):
         TrainConfig(task="twin-reach", obs_mode="pixels", cameras=" , ")
+
+
+def test_diagnostics_refuses_forward_backward() -> None:
+    from learners.training.config import TrainConfig
+    from robot_rl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="diagnostics"):
+        TrainConfig(task="twin-cube-relocate", obs_mode="state", forward_backward=True, diagnostics=True)

@@ -194,6 +194,8 @@ class TrainConfig(Config):
                 self.cameras, "needs a twin --task with --obs-mode pixels")
         require(self.cameras is None or bool(self.camera_names()), "cameras", self.cameras,
                 "must name at least one camera, e.g. front or wrist")
+        require(not (self.diagnostics and self.forward_backward), "diagnostics", self.diagnostics,
+                "is not supported with --forward-backward (its two agents log their own rows)")
         require(self.eval_every >= 1, "eval_every", self.eval_every, "must be >= 1")
         require(self.eval_episodes >= 1, "eval_episodes", self.eval_episodes, "must be >= 1")
         require(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "must be >= 1")
