@@ -19,6 +19,13 @@ flags); anything after `--` goes to `robot-rl train` and wins. Modes:
     python benchmarks/sample_efficiency.py --label residual -- --set residual_base=runs/bc_pick   # a variant,
                                                       # written beside the plain run (..._state_residual.json)
     python benchmarks/sample_efficiency.py --backend jax --jobs 2           # the JAX learner backend (jax extra)
+    python benchmarks/sample_efficiency.py --obs-mode pixels --steps 3000 --seeds 0 1 --label n5q3k \
+        --from-runs /tmp/se/run_..._seed0_... /tmp/se/run_..._seed1_...    # the result of runs already made
+                                                      # (e.g. a study stopped early): no training
+
+`--from-runs DIR ...` writes the result from finished (or stopped) run directories of this benchmark, one per
+`--seeds` entry in order, instead of training: wall time from the run's files, no CPU time; a run that stopped
+before `--steps` counts as stopped early (`stopped_by_budget`), and the result records `from_runs`.
 
 `--baseline FILE` puts a reference measured the same way beside a variant: a sample_efficiency result, or a
 learned_reward result (its true-reward arm); the table adds the baseline's first steps at 90 %, the figure its
@@ -108,6 +115,16 @@ def run_jobs(jobs: list[tuple[list[str], Path]], n_parallel: int) -> list[dict[s
     return parallel_map(run_seed, jobs, n_parallel)
 
 
+def collected_run(out: Path) -> dict[str, Any]:
+    """`run_seed`'s answer for a run directory made before (--from-runs): its metrics rows, the wall time from its
+    config.json to its last metrics row, no CPU time."""
+    metrics, config = out / "metrics.jsonl", out / "config.json"
+    if not metrics.exists() or not config.exists():
+        raise SystemExit(f"--from-runs {out}: not a robot-rl train run directory with metrics (no {metrics.name})")
+    return {"rows": read_metrics(metrics), "wall_s": metrics.stat().st_mtime - config.stat().st_mtime,
+            "cpu_s": None}
+
+
 def load_baseline(path: Path) -> dict[str, Any]:
     """{"path", "runs"} of a sample_efficiency result file or a learned_reward one (its "true" arm); a clear
     SystemExit for a missing or foreign file."""
@@ -170,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     add_work_dir(p, "demos + run directories")
     add_out_dir(p)
     add_label(p)
+    p.add_argument("--from-runs", type=Path, nargs="+", default=None, metavar="RUN_DIR",
+                   help="no training: the result of these run directories (one per --seeds entry, in order)")
     p.add_argument("--baseline", type=Path, default=None,
                    help="a result file measured the same way to compare with (sample_efficiency or learned_reward)")
     args = p.parse_args(argv)
@@ -183,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     work = work_dir(args.work, "sample_efficiency_")
     pixels = args.obs_mode == "pixels"
     image_size = args.image_size if pixels else None
-    demos = record_demos(args.task, args.obs_mode, image_size,
-                         args.demos, work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}")
+    demo_dir = work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}"
+    demos = demo_dir if args.from_runs else record_demos(args.task, args.obs_mode, image_size, args.demos, demo_dir)
     recipe = recipe_summary(args.task, args.obs_mode)
     tag = result_name(args.task, f"{args.obs_mode}{image_size or ''}", "" if args.backend == "torch" else args.backend,
                       args.label)
@@ -200,9 +219,16 @@ def main(argv: list[str] | None = None) -> int:
                       *extra]
         if args.budget_min > 0:
             train_argv += ["--max-minutes", str(args.budget_min)]
-        print(f"[sample-efficiency] seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}", flush=True)
+        if args.from_runs is None:
+            print(f"[sample-efficiency] seed {seed}: robot-rl train {' '.join(train_argv)} --out {out}", flush=True)
         jobs.append((seed, train_argv, out))
-    results = run_jobs([(argv, out) for _, argv, out in jobs], args.jobs)
+    if args.from_runs is not None:
+        if len(args.from_runs) != len(args.seeds):
+            raise SystemExit(f"--from-runs: {len(args.from_runs)} run directories for {len(args.seeds)} seeds")
+        jobs = [(seed, [], out) for seed, out in zip(args.seeds, args.from_runs, strict=True)]
+        results = [collected_run(out) for out in args.from_runs]
+    else:
+        results = run_jobs([(argv, out) for _, argv, out in jobs], args.jobs)
     for (seed, _, out), res in zip(jobs, results, strict=True):
         runs.append(summarize_run(seed, res, out, args.steps))
     dev = device_name(args.device)
@@ -213,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
               "threads": args.threads,
               "jobs": args.jobs, **host_info(),
               "success_bar": SUCCESS_BAR, "runs": runs, "time": timestamp()}
+    if args.from_runs is not None:
+        result["from_runs"] = [str(p) for p in args.from_runs]
 
     print(f"\n{args.task} ({args.obs_mode}{f' {image_size}px' if image_size else ''}, {args.backend}), "
           f"{args.demos} demos, "

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .diagnosis import pixel_diagnosis
 from .fmt import Results
 from .learning import (
     gym_defaults,
@@ -81,6 +82,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,
     "insertion_diagnosis": insertion_diagnosis,
+    "pixel_diagnosis": pixel_diagnosis,
 }
 
 BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- END generated: (?P=name) -->)",

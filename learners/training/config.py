@@ -47,6 +47,9 @@ class TrainConfig(Config):
     """Twin presets: 'state' (privileged state, no rendering) or 'pixels' (cameras)."""
     image_size: int | None = None
     """Twin presets in pixels mode: camera image size."""
+    cameras: str | None = None
+    """Twin presets in pixels mode: comma-separated names of the cameras the observation holds, e.g. 'front' or
+    'wrist' (None: the preset's, front and wrist). Demo episodes recorded with more cameras lose the others."""
     demos: str | None = None
     """Directory of demo episodes (robot_rl.episodes format) for the demo buffer (RLPD); with --forward-backward
     the forward direction's."""
@@ -161,6 +164,10 @@ class TrainConfig(Config):
     obs_norm: bool = False
     """Normalise the state vector by per-element mean and std from the demos and the first online transitions
     (before learning starts; carried in the policy's weights to actors and checkpoints): AgentConfig.obs_norm."""
+    diagnostics: bool = False
+    """At each evaluation also log learning diagnostics to the metrics row (`diag_*` columns): Q against
+    Monte-Carlo returns on demo and recent policy rows, the encoder's feature rank and drift, the BC term's share
+    of the actor loss, the demo share, the policy's std (learners.training.diagnostics; torch backend)."""
     action_low: tuple[float, ...] = ()
     """The resolved action box's low corner (from action_scale; set by `robot-rl train`, not a flag)."""
     action_high: tuple[float, ...] = ()
@@ -189,6 +196,12 @@ class TrainConfig(Config):
                                          self.offline_updates, 0), ("--demos DIR DIR2", self.extra_demos, ())):
                 require(value == default, name.lstrip("-").replace("-", "_"), value,
                         f"is not supported with --forward-backward ({name})")
+        require(self.cameras is None or (self.task is not None and self.obs_mode == "pixels"), "cameras",
+                self.cameras, "needs a twin --task with --obs-mode pixels")
+        require(self.cameras is None or bool(self.camera_names()), "cameras", self.cameras,
+                "must name at least one camera, e.g. front or wrist")
+        require(not (self.diagnostics and self.forward_backward), "diagnostics", self.diagnostics,
+                "is not supported with --forward-backward (its two agents log their own rows)")
         require(self.eval_every >= 1, "eval_every", self.eval_every, "must be >= 1")
         require(self.eval_episodes >= 1, "eval_episodes", self.eval_episodes, "must be >= 1")
         require(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "must be >= 1")
@@ -225,6 +238,10 @@ class TrainConfig(Config):
         from envs.env_config import timing_overrides
 
         return timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms) if self.task else {}
+
+    def camera_names(self) -> tuple[str, ...]:
+        """The cameras --cameras names, in order (() when not given: the preset's)."""
+        return tuple(c.strip() for c in self.cameras.split(",") if c.strip()) if self.cameras else ()
 
     def agent_flags(self) -> AgentFlags:
         """This run's agent options for the one resolver (learners.agents.options)."""

@@ -45,6 +45,8 @@ def make_run_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | N
         module, env_id = preset.env_module, preset.env_id
         kwargs = preset.make_kwargs(obs_mode=cfg.obs_mode, image_size=cfg.image_size, **env_kwargs)
         kwargs.update(cfg.env_timing())  # the same simulated timing in training and evaluation envs
+        if cfg.camera_names():  # --cameras: the observation's cameras (demos' other cameras are dropped)
+            kwargs["camera_names"] = cfg.camera_names()
         if for_reward_model:
             kwargs.update(env_overrides(cfg.reward))
             if cfg.faithful:

@@ -29,6 +29,7 @@ from learners.agents.options import compile_what
 from learners.replay.buffer import ReplayBuffer, concat_batches
 from learners.rewards.reward_model import RewardModelWrapper
 from learners.training.config import TrainConfig
+from learners.training.diagnostics import RunDiagnostics
 from learners.training.online import (
     LoopConfig,
     LoopCounters,
@@ -90,6 +91,7 @@ class TrainSession:
         self.updates0 = run.counters.updates
         self.first_update_s: float | None = None  # the first update() traces and compiles (reported once)
         self.warned: set[str] = set()
+        self.diagnostics = RunDiagnostics(seed=self.cfg.seed) if self.cfg.diagnostics else None
 
     # ------------------------------------------------------------------ the run
     def run(self, evaluate_warm_start: bool = False) -> dict[str, Any]:
@@ -216,6 +218,8 @@ class TrainSession:
                 if vals:
                     r[k] = float(np.mean(vals))
         r.update(extra or {})
+        if self.diagnostics is not None:  # --diagnostics: the diag_* columns (learners.training.diagnostics)
+            r.update(self.diagnostics.measure(run.agent, run.online, run.demo, window, self.cfg.demo_ratio))
         if self.first_update_s is not None:
             r["first_update_s"] = self.first_update_s
         if isinstance(run.env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly

@@ -1,0 +1,69 @@
+"""The pixel diagnosis tables: the 5-step + Q-filter arm against the pixel recipe, and the learning diagnostics
+(`robot-rl train --diagnostics`) of each benchmarks/pixel_diagnosis.py arm that has a results file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .fmt import Results, ksteps, pct, rnd, signed, source, table
+from .learning import compare
+
+PIXEL_ARMS = [("base", "pixel recipe (front + wrist, 64x64)"), ("noaug", "no augmentation"),
+              ("front", "front camera alone"), ("wrist", "wrist camera alone"),
+              ("proprio", "proprio alone, no camera"), ("px96", "96x96 images"),
+              ("n5q", "5-step returns + Q-filtered BC")]
+"""benchmarks/pixel_diagnosis.py's arms (its ARMS), in order, with the label the table gives them."""
+TASK = "twin-pick-cube"
+N5Q_FILE = "sample_efficiency_twin-pick-cube_pixels64_n5q3k.json"
+MSE_FILE = "sample_efficiency_twin-pick-cube_pixels64_mse3k.json"
+
+
+def _exists(res: Results, name: str) -> bool:
+    return (res.directory / name).exists()
+
+
+def _q_cell(row: dict[str, Any], which: str) -> str:
+    bias, corr = row.get(f"diag_{which}_bias"), row.get(f"diag_{which}_corr")
+    if bias is None:
+        return "-"
+    return f"{signed(bias, 2)} (r {rnd(corr, 2) if corr is not None else '-'})"
+
+
+def _diag_row(label: str, row: dict[str, Any]) -> list[object]:
+    rank = row.get("diag_encoder_rank")
+    drift = row.get("diag_encoder_drift")
+    share, kept = row.get("diag_bc_share"), row.get("diag_bc_kept")
+    return [label, ksteps(row["env_step"]), pct(row["success_rate"]), pct(row.get("train_success_rate")),
+            _q_cell(row, "demo"), _q_cell(row, "policy"),
+            f"{rnd(rank, 1)} / {row['diag_encoder_dim']}" if rank is not None else "-",
+            rnd(drift, 2) if drift is not None else "-",
+            (pct(share) if share is not None else "-") + (f" (kept {pct(kept)})" if kept is not None else ""),
+            rnd(row["diag_policy_std"], 2) if row.get("diag_policy_std") is not None else "-"]
+
+
+def pixel_diagnosis(res: Results) -> str:
+    parts = []
+    if _exists(res, N5Q_FILE):
+        n5q = res(N5Q_FILE)
+        parts += [f"Pick-cube from two 64x64 cameras, {len(n5q['runs'])} seed(s), {n5q['eval_episodes']} evaluation "
+                  f"episodes every {n5q['eval_every']:,} env steps:",
+                  compare([("the pixel recipe (1-step returns, unfiltered BC)", list(res(MSE_FILE)["runs"])),
+                           ("5-step returns + Q-filtered BC", list(n5q["runs"]))], 1000, [1000, 2000, 3000]),
+                  source(MSE_FILE, N5Q_FILE)]
+    have = [(arm, label) for arm, label in PIXEL_ARMS if _exists(res, f"pixel_diagnosis_{TASK}_{arm}.json")]
+    rows, files = [], []
+    for arm, label in have:
+        name = f"pixel_diagnosis_{TASK}_{arm}.json"
+        files.append(name)
+        rows += [_diag_row(label, r) for r in res(name)["rows"]]
+    if rows:
+        parts += ["Learning diagnostics per arm (seed 0, one row per evaluation; Q - G: the critic's mean "
+                  "over-estimation of the Monte-Carlo return, r: their correlation over the rows):",
+                  table(["arm", "env step", "eval success", "train success", "demo rows: Q - G (r)",
+                         "recent policy rows: Q - G (r)", "feature rank / dim", "feature drift",
+                         "BC share of actor loss", "policy std"], rows),
+                  source(*files)]
+    missing = [label for arm, label in PIXEL_ARMS if (arm, label) not in have]
+    if missing:
+        parts.append("Not measured yet: " + "; ".join(missing) + ".")
+    return "\n\n".join(parts)
