@@ -1,0 +1,264 @@
+"""`--intervene DEVICE` on the commands that act (actor, sim, train): a person at a SpaceMouse, gamepad or keyboard
+(or the twin's scripted operator) takes over from the policy and presses the success key of `--reward human`.
+
+End to end: an actor env over a twin robot server (as on hardware), opened with the real device adapters behind
+virtual devices (tests/virtual_devices.py: hidapi and pynput stand-ins; the gamepad is an SDL virtual joystick),
+an Actor streaming to a Learner in process: the device's interventions land in the learner's online and demo
+buffers as intervention rows carrying the device's action, and its success key ends the episode with reward 1."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from actors.actor import Actor, ActorConfig
+from actors.actor_env import make_actor_env
+from actors.run import parse_actor_args
+from demos.devices.errors import DeviceNotFoundError
+from envs.robot_server import make_backend, serve_in_thread
+from learners.distributed.learner import Learner
+from robot_rl.cli import main
+from robot_rl.errors import ConfigError, MissingExtraError
+from robot_rl.gym_env import env_spec_of
+from robot_rl.operators import INTERVENE_CHOICES, check_intervene
+from robot_rl.transport import InMemoryHub
+from tests.test_learner_runtime import AGENT, FAST, drain, lcfg
+from tests.virtual_devices import VirtualKeyboard, VirtualSpaceMouse
+
+TASK = "twin-reach"
+SPACEMOUSE_SUCCESS = {"buttons": [[0, "gripper_toggle"], [1, "success"]]}
+
+
+# ------------------------------------------------------------------------------------------------ flags
+def test_every_acting_command_takes_every_device(tmp_path: Path) -> None:
+    from learners.training.flags import build_train_parser, train_config
+    from supervisor.sim_config import build_sim_parser, sim_config
+
+    assert INTERVENE_CHOICES == ("scripted", "spacemouse", "gamepad", "keyboard")
+    cfg_file = tmp_path / "pad.json"
+    cfg_file.write_text(json.dumps({"layout": "sdl", "deadzone": 0.2}))
+    for device in INTERVENE_CHOICES:
+        extra = ["--device-config", str(cfg_file)] if device == "gamepad" else []
+        actor = parse_actor_args(["--task", TASK, "--intervene", device, "--reward", "human", *extra])
+        assert actor.intervene == device and actor.device_config == (str(cfg_file) if extra else None)
+        train = train_config(build_train_parser().parse_args(["--task", TASK, "--out", "x", "--intervene", device,
+                                                              "--reward", "human", *extra]))
+        assert train.intervene == device
+        sim = sim_config(build_sim_parser().parse_args(["--task", TASK, "--actors", "1", "--intervene", device,
+                                                        "--reward", "human", *extra]))
+        assert sim.intervene == device
+    with pytest.raises(SystemExit):
+        parse_actor_args(["--task", TASK, "--intervene", "joystick9000"])
+
+
+def test_sim_hands_the_device_to_its_one_actor_and_refuses_more(tmp_path: Path) -> None:
+    from supervisor.sim import Sim
+    from supervisor.sim_config import build_sim_parser, sim_config
+
+    cfg_file = tmp_path / "mouse.json"
+    cfg_file.write_text(json.dumps(SPACEMOUSE_SUCCESS))
+    args = ["--task", TASK, "--intervene", "spacemouse", "--reward", "human", "--device-config", str(cfg_file)]
+    with pytest.raises(ConfigError, match=r"--intervene spacemouse with --actors 2: a hardware device is read by one "
+                                          r"actor process.*--actors 1"):
+        sim_config(build_sim_parser().parse_args(args))
+    sim = Sim(sim_config(build_sim_parser().parse_args([*args, "--actors", "1", "--out", str(tmp_path / "s")])))
+    argv = sim.actor_argv(0, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2")
+    actor = parse_actor_args(argv[argv.index("actor") + 1:])
+    assert actor.intervene == "spacemouse" and actor.reward == "human"
+    assert actor.device_config is not None and Path(actor.device_config) == cfg_file.resolve()
+    # the scripted operator goes to every actor
+    sim_config(build_sim_parser().parse_args(["--task", TASK, "--actors", "3", "--intervene", "scripted"]))
+
+
+def test_bad_intervene_flags_are_one_line_config_errors(tmp_path: Path) -> None:
+    from learners.training.config import TrainConfig
+
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "bad.json").write_text("{deadzone: 1")
+    for args, msg in (
+            (("joystick", None, "env"), "--intervene 'joystick': expected one of scripted, spacemouse"),
+            ((None, None, "human"), "--reward human: the success key comes from a teleop device; add --intervene"),
+            (("scripted", str(tmp_path / "list.json"), "env"), "only with a hardware device"),
+            (("keyboard", str(tmp_path / "nope.json"), "env"), "no such file"),
+            (("keyboard", str(tmp_path / "bad.json"), "env"), "not JSON"),
+            (("keyboard", str(tmp_path / "list.json"), "env"), "expected a JSON object"),
+    ):
+        with pytest.raises(ConfigError, match=msg):
+            check_intervene(*args)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="--device-config"):
+        parse_actor_args(["--task", TASK, "--intervene", "scripted", "--device-config", str(tmp_path / "list.json")])
+    with pytest.raises(ConfigError, match="not supported with --forward-backward"):
+        TrainConfig(task="twin-cube-relocate", forward_backward=True, intervene="keyboard")
+    with pytest.raises(ConfigError, match="needs a twin --task"):
+        TrainConfig(env_id="Pendulum-v1", intervene="keyboard")
+    with pytest.raises(ConfigError, match="--reward human: the success key"):
+        TrainConfig(task=TASK, reward="human")
+
+
+def test_a_device_config_field_the_device_does_not_have_is_named(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    VirtualSpaceMouse().install(monkeypatch)
+    (tmp_path / "m.json").write_text(json.dumps({"deadzonee": 0.1}))
+    with pytest.raises(ConfigError, match=r"--device-config for --intervene spacemouse: .*deadzonee"):
+        make_actor_env(TASK, "state", None, None, intervene="spacemouse", device_config=str(tmp_path / "m.json"))
+
+
+def test_human_reward_needs_a_success_button_on_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    mouse = VirtualSpaceMouse()
+    mouse.install(monkeypatch)
+    with pytest.raises(ConfigError, match=r"--reward human: the spacemouse's bindings have no success button.*"
+                                          r"\[1, \"success\"\]"):
+        make_actor_env(TASK, "state", None, None, intervene="spacemouse", reward="human")
+    assert mouse.opened is None  # refused before the device was opened
+
+
+def test_missing_library_and_missing_device_end_the_actor_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["actor", "--task", TASK, "--learner", "tcp://127.0.0.1:1", "--max-steps", "1"]
+    VirtualSpaceMouse(plugged=False).install(monkeypatch)
+    assert main([*argv, "--intervene", "spacemouse"]) == 1
+    err = capsys.readouterr().err
+    assert "no SpaceMouse found" in err and "USB Keyboard" in err and "Traceback" not in err, err
+    with pytest.raises(DeviceNotFoundError):
+        make_actor_env(TASK, "state", None, None, intervene="spacemouse")
+    for mod in ("hid", "hidraw"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    assert main([*argv, "--intervene", "spacemouse"]) == 1
+    err = capsys.readouterr().err
+    assert "robot-rl[teleop]" in err and len(err.strip().splitlines()) == 1, err
+    for mod in ("pynput", "pynput.keyboard"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    with pytest.raises(MissingExtraError, match=r"keyboard.*robot-rl\[teleop\]"):
+        make_actor_env(TASK, "state", None, None, intervene="keyboard")
+
+
+# ----------------------------------------------------------------------------------------- end to end
+class Driver:
+    """What a person does at one device: take over (and what action that commands), let go, press success."""
+
+    def __init__(self, take_over: Callable[[], None], let_go: Callable[[], None], success: Callable[[], None],
+                 success_up: Callable[[], None], action: list[float]) -> None:
+        self.take_over, self.let_go, self.success, self.success_up = take_over, let_go, success, success_up
+        self.action = np.asarray(action, np.float32)
+
+
+@pytest.fixture()
+def server() -> Iterator[Any]:
+    handle = serve_in_thread(lambda: make_backend("twin", TASK, cameras=False))
+    yield handle
+    handle.close()
+
+
+def _spacemouse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[str | None, Driver, Callable[[], None]]:
+    mouse = VirtualSpaceMouse()
+    mouse.install(monkeypatch)
+    path = tmp_path / "spacemouse.json"
+    path.write_text(json.dumps(SPACEMOUSE_SUCCESS))
+    return str(path), Driver(lambda: mouse.move(y=-350), lambda: mouse.move(), lambda: mouse.tap(1), lambda: None,
+                             [1, 0, 0, 0, 0, 0, 0]), lambda: None
+
+
+def _keyboard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[str | None, Driver, Callable[[], None]]:
+    keys = VirtualKeyboard()
+    keys.install(monkeypatch)
+    return None, Driver(lambda: keys.press("w"), lambda: keys.release("w"), lambda: keys.tap("enter"), lambda: None,
+                        [0.5, 0, 0, 0, 0, 0, 0]), lambda: None
+
+
+def _gamepad(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[str | None, Driver, Callable[[], None]]:
+    pygame = pytest.importorskip("pygame")
+    from tests.test_teleop_gamepad import VirtualPad, _loaded_sdl
+
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    monkeypatch.setenv("SDL_AUDIODRIVER", "dummy")
+    pygame.display.init()
+    pygame.joystick.init()
+    sdl = _loaded_sdl()
+    if sdl is None:
+        pygame.quit()
+        pytest.skip("could not reach the SDL library that pygame loaded (virtual joystick API)")
+    pad = VirtualPad(sdl)
+    pygame.event.pump()
+    path = tmp_path / "pad.json"
+    path.write_text(json.dumps({"layout": "sdl", "index": pad.index, "deadzone": 0.1}))
+
+    def bound(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            if pad.handle is None:  # the actor env opened the pad: SDL's handle of it now exists
+                pad.bind(pygame.joystick.Joystick(pad.index).get_instance_id())
+            fn()
+        return run
+
+    def cleanup() -> None:
+        pad.detach()
+        pygame.event.get()
+        pygame.quit()
+
+    return str(path), Driver(bound(lambda: pad.axis(1, -1.0)), bound(lambda: pad.axis(1, 0.0)),
+                             bound(lambda: pad.button(6, True)), bound(lambda: pad.button(6, False)),
+                             [1, 0, 0, 0, 0, 0, 0]), cleanup
+
+
+DEVICES: dict[str, Callable[[pytest.MonkeyPatch, Path], tuple[str | None, Driver, Callable[[], None]]]] = {
+    "spacemouse": _spacemouse, "keyboard": _keyboard, "gamepad": _gamepad}
+
+
+@pytest.mark.parametrize("device", list(DEVICES))
+def test_a_person_at_the_device_intervenes_and_ends_the_episode_over_a_robot_server(
+        device: str, server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    device_config, person, cleanup = DEVICES[device](monkeypatch, tmp_path)
+    hub = InMemoryHub(FAST)
+    closers: list[Callable[[], Any]] = [cleanup]
+    try:
+        env = make_actor_env(TASK, "state", None, server.address, intervene=device, reward="human",
+                             reward_audit=tmp_path / "audit", device_config=device_config)
+        closers.insert(0, env.close)
+        spec = env_spec_of(env, TASK)
+        learner_ep = hub.bind_learner(spec)
+        closers.insert(0, learner_ep.close)
+        learner = Learner(spec, AGENT, lcfg(learning_starts=10**6, capacity=200), learner_ep, tmp_path / "run")
+        actor_ep = hub.connect_actor(spec, "a0")
+        closers.insert(0, actor_ep.close)
+        actor = Actor(env, actor_ep, ActorConfig(chunk_steps=4, seed=0, pace=False, warmup="hold"))
+        closers.insert(0, lambda: actor.close(flush_s=0.5))
+        actor.start()
+        infos = []
+        script = {3: person.take_over, 7: person.let_go, 9: person.success, 10: person.success_up}
+        for t in range(11):
+            script.get(t, lambda: None)()
+            infos.append(actor.step())
+        actor.close(flush_s=1.0)  # acks come once the learner steps (drain)
+        drain(learner)
+    finally:
+        for close in closers:
+            close()
+    # the steps before the take-over are the policy's (the warm-up's hold), the take-over is the device's action
+    assert [bool(i.get("intervention")) for i in infos[:3]] == [False] * 3
+    assert all(i["intervention"] for i in infos[3:10]), [i.get("intervention") for i in infos]
+    for i in infos[3:7]:
+        np.testing.assert_allclose(i["intervene_action"], person.action, atol=1e-3)
+    # the success key (pressed before step 9) ended the episode on that step, rewarded 1
+    assert not any(i.get("reward_success") for i in infos[:9])
+    assert infos[9]["reward_success"] and "success" in infos[9]["events"]
+    st = actor.stats()
+    assert st["episodes"] == 1 and st["env_steps"] == 11
+    # the learner's buffers: intervention rows with the device's action, in the online and the demo buffer
+    online = learner.online
+    rows = np.flatnonzero(online.valid)
+    flags = online.fields["intervention"][rows]
+    assert flags.tolist()[:10] == [False] * 3 + [True] * 7
+    np.testing.assert_allclose(online.actions[rows[3:7]], np.tile(person.action, (4, 1)), atol=1e-3)
+    np.testing.assert_allclose(online.actions[rows[:3]], 0.0)
+    assert online.fields["rewards"][rows[9]] == 1.0 and online.fields["terminated"][rows[9]]
+    assert online.fields["rewards"][rows[:9]].sum() == 0.0
+    assert learner.interventions == 7 + int(bool(infos[10].get("intervention"))) == len(learner.demo)
+    demo_rows = np.flatnonzero(learner.demo.valid)
+    assert learner.demo.fields["intervention"][demo_rows].all()
+    np.testing.assert_allclose(learner.demo.actions[demo_rows[:4]], np.tile(person.action, (4, 1)), atol=1e-3)
+    assert server.stats().calls > 11  # every step went through the robot server
