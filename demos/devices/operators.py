@@ -53,7 +53,8 @@ def make_operator(intervene: str, task: str, seed: int = 0, press_success: bool 
     except ConfigError as err:
         raise ConfigError(f"--device-config for --intervene {intervene}: {err}") from None
     if press_success:
-        bindings = getattr(device.config, "buttons", None) or getattr(device.config, "keys", ())
+        bindings: tuple[tuple[Any, str], ...] = (getattr(device.config, "buttons", None)
+                                                 or getattr(device.config, "keys", None) or ())
         if not any(target == "success" for _, target in bindings):
             raise ConfigError(f"--reward human: the {intervene}'s bindings have no success button "
                               f"({SUCCESS_HINTS.get(intervene, 'bind one in --device-config')})")
