@@ -262,3 +262,61 @@ def test_a_person_at_the_device_intervenes_and_ends_the_episode_over_a_robot_ser
     assert learner.demo.fields["intervention"][demo_rows].all()
     np.testing.assert_allclose(learner.demo.actions[demo_rows[:4]], np.tile(person.action, (4, 1)), atol=1e-3)
     assert server.stats().calls > 11  # every step went through the robot server
+
+
+def test_train_with_a_person_at_the_keyboard_stores_the_interventions_in_both_buffers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`robot-rl train --intervene keyboard --reward human` (no --demos): the keyboard's rows reach the online
+    buffer and a demo buffer of their own, its success key ends the episodes with reward 1, the evaluation env has
+    no operator, and closing the run closes the device."""
+    from envs.wrappers import InterventionWrapper
+    from learners.training.flags import build_train_parser, train_config
+    from learners.training.session import TrainSession
+    from learners.training.train import build_run
+
+    keys = VirtualKeyboard()
+    keys.install(monkeypatch)
+    out = tmp_path / "run"
+    cfg = train_config(build_train_parser().parse_args([
+        "--task", TASK, "--obs-mode", "state", "--out", str(out), "--intervene", "keyboard", "--reward", "human",
+        "--max-env-steps", "20", "--learning-starts", "1000", "--eval-episodes", "1", "--hidden", "32"]))
+    run = build_run(cfg, reward_audit=out / "reward_audit")
+
+    def operator(env: Any) -> InterventionWrapper | None:
+        while env is not None and not isinstance(env, InterventionWrapper):
+            env = getattr(env, "env", None)
+        return env
+
+    wrapper = operator(run.env)
+    assert wrapper is not None and wrapper.device.name == "keyboard" and operator(run.eval_env) is None
+    real_poll, polls = wrapper.device.poll, [0]
+
+    def person(state: Any) -> Any:  # per 8 polls: hold "w" on polls 2-4, let go, press enter on poll 7
+        i = polls[0] % 8
+        polls[0] += 1
+        if i == 2:
+            keys.press("w")
+        elif i == 5:
+            keys.release("w")
+        elif i == 7:
+            keys.tap("enter")
+        return real_poll(state)
+
+    monkeypatch.setattr(wrapper.device, "poll", person)
+    TrainSession(run, out, log=lambda *a: None).run()
+    online, demo = run.online, run.demo
+    assert demo is not None
+    rows = np.flatnonzero(online.valid)
+    assert len(rows) == 20
+    flags = online.fields["intervention"][rows]
+    # the sticky window (0.5 s at the twin's control rate) keeps the keyboard in control until the success key
+    assert flags.tolist()[:16] == ([False] * 2 + [True] * 6) * 2
+    for first in (2, 10):
+        np.testing.assert_allclose(online.actions[rows[first:first + 3]], np.tile([0.5, 0, 0, 0, 0, 0, 0], (3, 1)),
+                                   atol=1e-6)
+    rewards, terminated = online.fields["rewards"][rows], online.fields["terminated"][rows]
+    assert rewards[[7, 15]].tolist() == [1.0, 1.0] and terminated[[7, 15]].all() and rewards.sum() == 2.0
+    demo_rows = np.flatnonzero(demo.valid)
+    assert len(demo_rows) == int(flags.sum()) == 12 + int(flags[16:].sum())
+    assert demo.fields["intervention"][demo_rows].all()
+    assert not any(lst.running for lst in keys.listeners)  # the run closed the device with its env
