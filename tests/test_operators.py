@@ -320,3 +320,35 @@ def test_train_with_a_person_at_the_keyboard_stores_the_interventions_in_both_bu
     assert len(demo_rows) == int(flags.sum()) == 12 + int(flags[16:].sum())
     assert demo.fields["intervention"][demo_rows].all()
     assert not any(lst.running for lst in keys.listeners)  # the run closed the device with its env
+
+
+def test_the_docs_intervene_command_lines_parse_and_open_their_device(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `robot-rl actor ... --intervene` line of the docs, as written: parsed by the actor's parser, and its
+    device (a virtual one) opened with the --device-config file the page quotes and the success check it needs."""
+    import re
+    import shlex
+
+    from demos.devices.operators import make_operator
+    from robot_rl.operators import load_device_config
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "hardware.md").read_text()
+    quoted = re.search(r"a\s+`spacemouse\.json` holding `(\{.*?\})`", page, re.S)
+    assert quoted is not None
+    (tmp_path / "spacemouse.json").write_text(quoted.group(1))
+    monkeypatch.chdir(tmp_path)
+    lines = [line.strip() for p in sorted((root / "docs").glob("*.md")) for line in p.read_text().splitlines()
+             if line.strip().startswith("robot-rl actor ") and "--intervene" in line]
+    assert len(lines) >= 2
+    for line in lines:
+        argv = shlex.split(line)
+        cfg = parse_actor_args(argv[2:])
+        assert cfg.intervene in INTERVENE_CHOICES
+        if cfg.intervene == "spacemouse":
+            mouse = VirtualSpaceMouse()
+            mouse.install(monkeypatch)
+            fields = load_device_config(cfg.device_config) if cfg.device_config else None
+            device = make_operator(cfg.intervene, cfg.task, press_success=cfg.reward == "human", device_config=fields)
+            assert mouse.opened is not None
+            device.close()
