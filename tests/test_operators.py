@@ -352,3 +352,65 @@ def test_the_docs_intervene_command_lines_parse_and_open_their_device(tmp_path: 
             device = make_operator(cfg.intervene, cfg.task, press_success=cfg.reward == "human", device_config=fields)
             assert mouse.opened is not None
             device.close()
+
+
+@pytest.mark.slow
+def test_the_actor_command_with_a_spacemouse_streams_its_interventions_to_a_learner(tmp_path: Path,
+                                                                                     server: Any) -> None:
+    """`robot-rl actor --intervene spacemouse --device-config F --reward human` as typed, a process beside a
+    `robot-rl learner` process, over a twin robot server; the SpaceMouse is the virtual hidraw module of
+    tests/virtual_hid (a scripted person: per 10-step episode, push the cap forward on step 3, let go on step 7, press
+    the success button on step 9)."""
+    import os
+    import signal
+    import struct
+    import subprocess
+    import time
+
+    from tests.test_runtime_faults import free_port, learner_argv, status
+
+    root = Path(__file__).resolve().parents[1]
+    script = tmp_path / "person.json"
+    script.write_text(json.dumps({"cycle": 10, "polls": {
+        "3": [struct.pack("<B3h", 1, 0, -350, 0).hex()], "7": [struct.pack("<B3h", 1, 0, 0, 0).hex()],
+        "9": ["0302", "0300"]}}))
+    (tmp_path / "spacemouse.json").write_text(json.dumps(SPACEMOUSE_SUCCESS))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MUJOCO_GL": "egl", "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.pathsep.join([str(root / "tests" / "virtual_hid"), str(root)]),
+           "VIRTUAL_SPACEMOUSE_SCRIPT": str(script)}
+    addr, out = f"tcp://127.0.0.1:{free_port()}", tmp_path / "run"
+
+    def start(name: str, *argv: str) -> subprocess.Popen[bytes]:
+        with open(tmp_path / f"{name}.log", "wb") as log:
+            return subprocess.Popen([sys.executable, "-m", "robot_rl.cli", *argv], stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=tmp_path)
+
+    learner = start("learner", *learner_argv(addr, out, "--learning-starts", "100000"))
+    actor = None
+    try:
+        actor = start("actor", "actor", "--task", TASK, "--robot", server.address, "--learner", addr, "--reward",
+                      "human", "--intervene", "spacemouse", "--device-config", "spacemouse.json", "--warmup", "hold",
+                      "--max-steps", "30", "--chunk-steps", "5", "--flush-timeout", "60", "--quiet",
+                      "--stats-out", "actor.json")
+        rc = actor.wait(timeout=240)
+        logs = (tmp_path / "actor.log").read_text() + (tmp_path / "learner.log").read_text()
+        assert rc == 0, logs
+        stats = json.loads((tmp_path / "actor.json").read_text())
+        assert stats["flushed"] and stats["env_steps"] == 30 and stats["episodes"] == 3, stats
+        assert stats["reward_model"]["ended_by_model"] == 3, stats  # the success button ended every episode
+        deadline = time.monotonic() + 60
+        ours: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and not ours:  # status.json is written every --log-every s
+            ours = [a for a in status(out).get("actors", {}).values() if a.get("transitions") == 30]
+            time.sleep(0.2)
+        assert len(ours) == 1, (status(out), logs)
+        assert ours[0]["interventions"] == 3 * 7 and ours[0]["episodes"] == 3, ours  # steps 3-9 of each episode
+    finally:
+        for proc in (actor, learner):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
