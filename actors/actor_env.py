@@ -1,5 +1,6 @@
 """The env an actor steps: the task's MuJoCo twin in process, or a `RobotEnv` over a robot server (RemoteRobot),
-with the scripted operator's interventions and a reward model (a classifier or a human's success key) on top.
+with an operator's interventions (the scripted one or a person at a teleop device) and a reward model (a classifier
+or a human's success key) on top.
 
 Base envs come from the one env builder (robot_rl.gym_env through envs.presets.make_env) or, over a robot server,
 from envs.remote.make_remote_env. `backend_of` says what drives the env (the actor's warm-up default: random
@@ -11,6 +12,8 @@ Usage::
     env = make_actor_env("twin-pick-cube", "pixels", 128, "tcp://127.0.0.1:5560")     # over a robot server
     env = make_actor_env("twin-pick-cube", "state", None, None, intervene="scripted", reward="human",
                          faithful=True)                   # HIL-SERL on the hardware-faithful twin
+    env = make_actor_env("twin-pick-cube", "state", None, "tcp://10.0.0.2:5560", intervene="spacemouse",
+                         reward="human", task_config="task.json")   # a person at a SpaceMouse, on hardware
     backend_of(env)                                       # "twin", "franky", "ros2", ...
 """
 
@@ -34,7 +37,8 @@ def backend_of(env: Any) -> str:
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
                    intervene: str | None = None, seed: int = 0, reward: str = "env",
                    reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
-                   evaluation: bool = False, timing: dict[str, float] | None = None) -> Any:
+                   evaluation: bool = False, timing: dict[str, float] | None = None,
+                   device_config: str | None = None) -> Any:
     """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
     classifier or human `reward`, wrapped in learners.rewards.reward_model.RewardModelWrapper (outermost);
     `task_config` (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server.
@@ -44,7 +48,10 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     observation (learners.rewards.reward_model.reward_camera_overrides). A faithful acting env needs a reward model
     (`reward` classifier:DIR or human): ConfigError for 'env', whose reward would be 0 on every step. `timing`: the
     twin's simulated camera latency / action delay (envs.env_config.timing_overrides; evaluation envs too, the
-    policy sees the same late frames there; a robot server serving hardware refuses it)."""
+    policy sees the same late frames there; a robot server serving hardware refuses it).
+    `intervene` (robot_rl.operators: scripted, spacemouse, gamepad, keyboard; `device_config` a hardware device's
+    JSON config file): the operator's interventions replace the policy's actions, and under `reward` human its
+    success key ends the episode (demos.devices.operators, through robot_rl.gym_env.with_operator)."""
     from envs.env_config import FAITHFUL
     from envs.presets import make_env, twin_task
     from learners.rewards.reward_model import (
@@ -55,10 +62,11 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         parse_reward_source,
         reward_camera_overrides,
     )
+    from robot_rl.gym_env import with_operator
+    from robot_rl.operators import check_intervene
 
     kind, _ = parse_reward_source(reward)
-    if kind == "human" and intervene is None:
-        raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene DEVICE")
+    check_intervene(intervene, device_config, reward)
     if faithful and not evaluation and kind == "env":
         raise ConfigError("--faithful: the hardware-faithful env gives no reward (no Task.success); pass --reward "
                           "classifier:DIR (robot-rl train-classifier) or --reward human (with --intervene)")
@@ -88,12 +96,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
             raise
         raise ConfigError(f"--reward {reward} with --obs-mode state (the env renders the card's cameras): {err}",
                           ) from None
-    if intervene == "scripted":
-        from envs.twin.scripted_human import ScriptedHuman, ScriptedHumanConfig
-        from envs.wrappers import InterventionWrapper
-
-        human = ScriptedHumanConfig(task=twin_task(task), seed=seed, press_success=kind == "human")
-        env = InterventionWrapper(env, ScriptedHuman(human))
+    env = with_operator(env, intervene, task, seed=seed, press_success=kind == "human", device_config=device_config)
     try:
         where = (f"the actor's {task} reward cameras (--obs-mode state renders the classifier's cameras; "
                  f"--image-size)" if cams else f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")

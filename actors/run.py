@@ -37,6 +37,7 @@ from envs.env_config import timing_overrides
 from envs.env_timing import add_timing_flags
 from robot_rl.config import Config, require
 from robot_rl.gym_env import env_spec_of
+from robot_rl.operators import INTERVENE_CHOICES, check_intervene
 from robot_rl.presets import PRESETS, get_preset
 
 WARMUP_CHOICES = ("auto", "hold", "random")
@@ -59,6 +60,7 @@ class ActorRunConfig(Config):
     chunk_steps: int = ActorConfig().chunk_steps
     no_pace: bool = False
     intervene: str | None = None
+    device_config: str | None = None
     faithful: bool = False
     camera_latency_ms: float | None = None
     action_delay_ms: float | None = None
@@ -81,7 +83,7 @@ class ActorRunConfig(Config):
     def validate(self) -> None:
         require(self.obs_mode in ("state", "pixels"), "obs_mode", self.obs_mode, "must be 'state' or 'pixels'")
         require(self.warmup in WARMUP_CHOICES, "warmup", self.warmup, f"must be one of {list(WARMUP_CHOICES)}")
-        require(self.intervene in (None, "scripted"), "intervene", self.intervene, "must be None or 'scripted'")
+        check_intervene(self.intervene, self.device_config, self.reward)
         timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
 
     def evaluation(self) -> CheckpointEvalConfig:
@@ -112,8 +114,12 @@ def actor_arg_parser() -> argparse.ArgumentParser:
                    help="send transitions at every episode end and at least every N steps")
     p.add_argument("--no-pace", action="store_true",
                    help="never wait for the learner's budget (hardware; the sim default paces to the learner)")
-    p.add_argument("--intervene", default=None, choices=("scripted",),
-                   help="human-in-the-loop interventions: 'scripted' = the twin's scripted operator (HIL-SERL)")
+    p.add_argument("--intervene", default=None, choices=INTERVENE_CHOICES,
+                   help="human-in-the-loop interventions (HIL-SERL): a person at a teleop device (spacemouse, "
+                        "gamepad, keyboard: the bindings of record-demos) or the twin's scripted operator")
+    p.add_argument("--device-config", default=None, metavar="FILE",
+                   help="with a hardware --intervene: a JSON object of the device's config fields (e.g. deadzone, "
+                        "scale, path, index, layout)")
     p.add_argument("--faithful", action="store_true",
                    help="hardware-faithful twin: proprio + cameras only, no task reward, no teleports after the first")
     add_timing_flags(p)
@@ -195,7 +201,8 @@ def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
     audit = cfg.reward_audit if cfg.reward_audit is not None else Path("reward_audit") / actor_id
     env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, cfg.intervene, cfg.seed,
                          reward=cfg.reward, reward_audit=audit, task_config=cfg.task_config, faithful=cfg.faithful,
-                         timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms))
+                         timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms),
+                         device_config=cfg.device_config)
     if cfg.faithful:
         print(f"actor {actor_id}: hardware-faithful env: rewards and successes sent to the learner come from "
               f"--reward {cfg.reward}, never from the task's true success", file=sys.stderr, flush=True)

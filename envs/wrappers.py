@@ -331,6 +331,16 @@ class InterventionWrapper(gymnasium.Wrapper[dict[str, Any], np.ndarray, dict[str
             info.update(self.episode_stats())
         return obs, float(reward), terminated, truncated, info
 
+    def close(self) -> None:
+        """Close the env, then the device (a hardware device holds a USB handle or a listener thread; devices'
+        close is idempotent)."""
+        try:
+            super().close()
+        finally:
+            close_device = getattr(self.device, "close", None)
+            if callable(close_device):
+                close_device()
+
     # ------------------------------------------------------------------------------------------------------
 
     def episode_stats(self) -> dict[str, Any]:

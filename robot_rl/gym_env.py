@@ -11,6 +11,7 @@ Usage::
     env = make_task_env("twin-pick-cube", obs_mode="state")           # preset defaults + overrides
     env = make_gym_env("Pendulum-v1")                                  # any registered gymnasium id
     env = make_gym_env("MyArm-v0", module="my_lab.envs", seed_objects=3)
+    env = with_operator(env, "spacemouse", task="twin-pick-cube")      # a person's interventions (HIL-SERL)
     spec = env_spec_of(env, "twin-pick-cube")                          # EnvSpec for handshakes and checks
 """
 
@@ -53,6 +54,32 @@ def make_task_env(task: str, **overrides: Any) -> Any:
     obs_mode='state'); UnknownTaskError lists the known presets."""
     preset = get_preset(task)
     return make_gym_env(preset.env_id, preset.env_module, **preset.make_kwargs(**overrides))
+
+
+OPERATOR_MODULE = "demos.devices.operators"
+"""The module that builds an operator's device and wraps an env in it (`wrap_with_operator`), imported by name at
+run time as an env module is: the one-process `train` loop (learners) and the actor both reach it here, without
+importing envs or demos themselves."""
+
+
+def with_operator(env: Any, intervene: str | None, task: str, seed: int = 0, press_success: bool = False,
+                  device_config: str | None = None) -> Any:
+    """`env` with the interventions (and success key) of the operator `--intervene` names (robot_rl.operators:
+    scripted, spacemouse, gamepad, keyboard; `device_config`: the JSON file of `--device-config`), or `env` itself
+    for None. The device is opened here (missing library: the `teleop` extra's message; no device: one line naming
+    what was found); on any failure `env` is closed."""
+    if intervene is None:
+        return env
+    from robot_rl.operators import check_intervene, load_device_config
+
+    try:
+        check_intervene(intervene, device_config)
+        fields = load_device_config(device_config) if device_config is not None else None
+        wrap = importlib.import_module(OPERATOR_MODULE).wrap_with_operator
+        return wrap(env, intervene, task, seed=seed, press_success=press_success, device_config=fields)
+    except BaseException:
+        env.close()
+        raise
 
 
 def env_spec_of(env: Any, name: str) -> EnvSpec:

@@ -161,8 +161,6 @@ class Sim:
                     raise ConfigError(f"--image-size {a.image_size}: the classifier of --reward {a.reward} reads "
                                       f"{self.reward_image_size}x{self.reward_image_size} frames; drop --image-size "
                                       f"or pass {self.reward_image_size}")
-        if kind == "human" and a.intervene is None:
-            raise ConfigError("--reward human: the success key comes from a teleop device; add --intervene scripted")
         if a.faithful and kind == "env":
             raise ConfigError("--faithful: the hardware-faithful env gives no reward (no Task.success); pass --reward "
                               "classifier:DIR (robot-rl train-classifier) or --reward human (with --intervene)")
@@ -224,6 +222,8 @@ class Sim:
             argv += ["--image-size", str(a.image_size)]
         if a.intervene:
             argv += ["--intervene", a.intervene]
+        if a.device_config:
+            argv += ["--device-config", str(Path(a.device_config).resolve())]
         if a.reward != "env":  # each actor computes its own reward; positives audited per actor in the run
             argv += ["--reward", a.reward, "--reward-audit", str(self.out / "reward_audit" / f"actor-{i}")]
         if a.faithful:

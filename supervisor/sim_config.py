@@ -10,6 +10,11 @@ Usage::
 
     cfg = sim_config(build_sim_parser().parse_args(["--task", "twin-reach", "--actors", "1"]))
     cfg.out_dir, cfg.steps                    # runs/sim-twin-reach, the task's default length
+
+`--intervene scripted` gives every actor the twin's scripted operator. A hardware device (`--intervene spacemouse`,
+`gamepad`, `keyboard`) is one person's and can be opened by one process only, so it needs `--actors 1` (refused
+otherwise, in one line): that actor opens the device and its interventions and success key go to the learner as
+`robot-rl actor --intervene DEVICE` would send them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from envs.env_config import timing_overrides
 from envs.env_timing import add_timing_flags
 from robot_rl.config import Config
 from robot_rl.errors import ConfigError
+from robot_rl.operators import INTERVENE_CHOICES, check_intervene, is_hardware_device
 from robot_rl.presets import PRESETS, get_preset
 from supervisor.display import DISPLAY_MODES
 
@@ -53,6 +59,7 @@ class SimConfig(Config):
     resume: bool = False
     in_process_twin: bool = False
     intervene: str | None = None
+    device_config: str | None = None
     reward: str = "env"
     faithful: bool = False
     camera_latency_ms: float | None = None
@@ -73,6 +80,11 @@ class SimConfig(Config):
         get_preset(self.task)  # UnknownTaskError first
         if self.actors < 1:
             raise ConfigError(f"--actors={self.actors} must be >= 1")
+        check_intervene(self.intervene, self.device_config, self.reward)
+        if is_hardware_device(self.intervene) and self.actors > 1:
+            raise ConfigError(f"--intervene {self.intervene} with --actors {self.actors}: a hardware device is read by "
+                              f"one actor process (one person, one device); pass --actors 1, or --intervene scripted "
+                              f"for every actor")
         for item in self.set:
             if "=" not in item or not item.partition("=")[0].strip():
                 raise ConfigError(f"--set {item!r}: expected FIELD=VALUE (an AgentConfig field)")
@@ -105,8 +117,12 @@ def build_sim_parser(description: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--in-process-twin", action="store_true",
                    help="actors run the twin themselves instead of talking to robot server processes")
-    p.add_argument("--intervene", default=None, choices=("scripted",),
-                   help="scripted human interventions in the actors (HIL-SERL)")
+    p.add_argument("--intervene", default=None, choices=INTERVENE_CHOICES,
+                   help="interventions in the actors (HIL-SERL): the twin's scripted operator in every actor, or a "
+                        "person at a teleop device (spacemouse, gamepad, keyboard; one actor only: --actors 1)")
+    p.add_argument("--device-config", default=None, metavar="FILE",
+                   help="with a hardware --intervene: the device's config fields as a JSON object (passed on to the "
+                        "actor)")
     p.add_argument("--reward", default="env",
                    help="the actors' reward: env (the twin's), classifier:DIR (a trained reward classifier, gated; "
                         "needs --obs-mode pixels) or human (the teleop success key; needs --intervene)")

@@ -210,7 +210,7 @@ SAME_OPTIONS: list[tuple[list[str], list[str], list[str]]] = [
     (["--backend", "jax"], ["--backend", "jax"], ["--backend", "jax"]),
     (["--seed", "7", "--device", "cpu"], ["--seed", "7", "--device", "cpu"],
      ["--seed", "7", "--learner-args=--device cpu"]),
-    (["--faithful", "--reward", "human"], ["--faithful"],
+    (["--faithful", "--reward", "human", "--intervene", "scripted"], ["--faithful"],
      ["--faithful", "--reward", "human", "--intervene", "scripted"]),
 ]
 

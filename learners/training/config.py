@@ -20,6 +20,7 @@ from learners.agents.options import ALGOS, AgentFlags, machine_layer, recipe_lay
 from learners.rewards.reward_model import parse_reward_source
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
+from robot_rl.operators import check_intervene
 
 DEFAULT_WARMUP_STEPS = 200
 """--warmup-steps default: WSRL's 5000 warm-up steps are ~0.5-1 % of its fine-tuning runs; 200 is 1 % of a
@@ -89,6 +90,13 @@ class TrainConfig(Config):
     action_delay_ms: float | None = None
     """Twin presets: the simulated action delay (ms; the arm's target changes that long after the action). None: 20
     with --faithful, else 0."""
+    intervene: str | None = None
+    """Interventions in the training env (HIL-SERL; robot_rl.operators): scripted (the twin's scripted operator),
+    spacemouse, gamepad or keyboard (a person at the teleop device, the `teleop` extra). The operator's action
+    replaces the policy's and is stored in the online and the demo buffers; under --reward human its success key
+    ends the episode. Not with --forward-backward."""
+    device_config: str | None = None
+    """With a hardware --intervene: a JSON file of the device's config fields (deadzone, scale, path, index, ...)."""
     forward_backward: bool = False
     """Reset-free forward/backward training (learners.training.forward_backward) for a task that has a backward
     direction
@@ -229,6 +237,11 @@ class TrainConfig(Config):
                     raise ConfigError(f"--faithful: the env gives no reward in the hardware-faithful mode (no "
                                       f"Task.success); pass {flag} classifier:DIR (robot-rl train-classifier) or "
                                       f"{flag} human")
+        require(not (self.forward_backward and self.intervene), "intervene", self.intervene,
+                "is not supported with --forward-backward")
+        check_intervene(self.intervene, self.device_config, "env" if self.forward_backward else self.reward)
+        require(self.intervene is None or self.task is not None, "intervene", self.intervene,
+                "needs a twin --task (the operator's device drives the project's robot env)")
         require(bool(self.success_key.strip()), "success_key", self.success_key, "must be a non-empty info key")
         require(len(self.action_low) == len(self.action_high), "action_low/action_high",
                 (self.action_low, self.action_high), "must have the same length")

@@ -24,6 +24,7 @@ from learners.agents.config import BACKENDS
 from learners.agents.options import add_set_option
 from learners.training.bc import BCConfig
 from learners.training.config import ALGOS, DEFAULT_WARMUP_STEPS, TrainConfig
+from robot_rl.operators import INTERVENE_CHOICES
 from robot_rl.presets import PRESETS
 
 FLAG_HELP = {
@@ -44,6 +45,11 @@ FLAG_HELP = {
                          "100 with --faithful, else 0; every env of the run, evaluation too)",
     "action_delay_ms": "twin presets: the arm's target changes this long after the action (ms; default: 20 with "
                        "--faithful, else 0)",
+    "intervene": "interventions in the training env (HIL-SERL): the twin's scripted operator, or a person at a "
+                 "teleop device (spacemouse, gamepad, keyboard; the bindings of record-demos); its action replaces "
+                 "the policy's and goes to both buffers; --reward human takes its success key",
+    "device_config": "with a hardware --intervene: a JSON object of the device's config fields (deadzone, scale, "
+                     "path, index, layout, ...)",
     "warmup_steps": f"with --init-from: env steps collected with the loaded policy before the first update (no "
                     f"random actions; replaces --learning-starts; default: {DEFAULT_WARMUP_STEPS})",
 }
@@ -86,11 +92,12 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
                 "camera_latency_ms": float, "action_delay_ms": float,
                 }.get(f.name, str)
         choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10", "resnet18"),
-                   "backend": BACKENDS}.get(f.name)
+                   "backend": BACKENDS, "intervene": INTERVENE_CHOICES}.get(f.name)
         if default is False:
             p.add_argument(flag, action="store_true", help="(flag)")
             continue
-        metavar = {"offline_updates": "N", "init_from": "RUN_DIR_OR_CHECKPOINT", "warmup_steps": "W"}.get(f.name)
+        metavar = {"offline_updates": "N", "init_from": "RUN_DIR_OR_CHECKPOINT", "warmup_steps": "W",
+                   "device_config": "FILE"}.get(f.name)
         p.add_argument(flag, type=kind, default=default, choices=choices, metavar=metavar,
                        help=FLAG_HELP.get(f.name, f"(default: {default})"))
     return p

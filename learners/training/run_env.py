@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from learners.rewards.reward_model import env_overrides, reward_camera_overrides
+from learners.rewards.reward_model import env_overrides, parse_reward_source, reward_camera_overrides
 from learners.training.config import TrainConfig
 from robot_rl.episodes import load_dir
 from robot_rl.errors import ConfigError
-from robot_rl.gym_env import env_spec_of, make_gym_env
+from robot_rl.gym_env import env_spec_of, make_gym_env, with_operator
 from robot_rl.presets import get_preset
 from robot_rl.specs import EnvSpec
 
@@ -35,7 +35,9 @@ def make_run_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | N
     object observation; only the training env (`for_reward_model`) is made fully hardware-faithful (evaluation envs
     still teleport and report the true success). A state-mode twin preset whose `reward_sources` include a
     classifier renders the cards' cameras at the card's size (unless --image-size says otherwise) into
-    info["reward_images"], never into the observation (learners.rewards.reward_model.reward_camera_overrides)."""
+    info["reward_images"], never into the observation (learners.rewards.reward_model.reward_camera_overrides).
+    The training env of a run with --intervene (`for_reward_model`, the run's own task) carries the operator's
+    device innermost (robot_rl.gym_env.with_operator): the human's action replaces the policy's."""
     module: str | None = cfg.env_module
     env_id, kwargs = str(cfg.env_id), {}
     if for_reward_model and not reward_sources:
@@ -64,6 +66,10 @@ def make_run_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | N
             raise
         raise ConfigError(f"{' and '.join(s for s in reward_sources if s.startswith('classifier:'))} with "
                           f"--obs-mode state (the env renders the card's cameras): {err}") from None
+    if for_reward_model and cfg.intervene is not None and task is None:  # the training env: the operator's
+        base = with_operator(base, cfg.intervene, str(cfg.task), seed=cfg.seed,  # device; closes base on failure
+                             press_success=parse_reward_source(cfg.reward)[0] == "human",
+                             device_config=cfg.device_config)
     from learners.training.gym_compat import ActionBoxWrapper, SuccessKeyWrapper
 
     env: Any = SuccessKeyWrapper(base, cfg.success_key)

@@ -33,7 +33,7 @@ import torch
 from learners.agents.agent import make_agent
 from learners.agents.device_defaults import gpu_notice, notice
 from learners.agents.options import announce_agent_config
-from learners.replay.buffer import ReplayBuffer
+from learners.replay.buffer import ReplayBuffer, ReplayConfig
 from learners.replay.feature_cache import attach_feature_caches, run_frames
 from learners.rewards.reward_model import RewardModelWrapper, camera_shapes_of_env, make_reward_model
 from learners.training.config import TrainConfig
@@ -57,7 +57,8 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     """Make the envs, agent and buffers (demo episodes loaded) for `cfg`. With a learned or human reward the
     training env is wrapped in `RewardModelWrapper` (positives logged in `reward_audit`); the evaluation env
     keeps the env's own reward and success. A faithful run's training env is hardware-faithful (TrainConfig.faithful;
-    the reward model is then its only reward)."""
+    the reward model is then its only reward). With --intervene the training env carries the operator's device and
+    the run has a demo buffer even without --demos: the operator's rows go to both buffers."""
     torch.set_num_threads(cfg.threads)
     env, eval_env = make_run_env(cfg, for_reward_model=True), make_run_env(cfg)
     model = make_reward_model(cfg.reward, camera_shapes_of_env(env), reward_audit,
@@ -71,6 +72,8 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
                              narrowed_actions=bool(cfg.action_low),
                              warn_action_space=env.action_space if not cfg.action_low and cfg.task is None else None)
             if cfg.demos else None)
+    if demo is None and cfg.intervene is not None:  # the operator's rows go to a demo buffer too (HIL-SERL)
+        demo = ReplayBuffer(spec, ReplayConfig().demo_capacity, seed=cfg.seed + 1)
     run = Run(cfg, env, eval_env, spec, agent, online, demo, LoopCounters(), np.random.default_rng(cfg.seed))
     try:  # learners.replay.feature_cache: frozen backbones' outputs once per stored frame (AgentConfig.feature_cache)
         run.notes.append(attach_feature_caches(agent, [online, demo], run_frames([online, demo], cfg.max_env_steps),
