@@ -152,6 +152,9 @@ def test_specs_and_configs_are_checked() -> None:
             parse_camera_spec(bad)
     with pytest.raises(ConfigError, match="crop_xywh"):
         CameraConfig(device="1", crop_xywh=(600, 0, 100, 100))
+    with pytest.raises(ConfigError, match=r"'SERIAL' is a placeholder; put the camera's serial there \(`robot-rl "
+                                          r"cameras list` prints them\), e.g. realsense:123456789012=front"):
+        parse_camera_spec("realsense:SERIAL=front")
 
 
 def test_missing_pyrealsense2_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -152,3 +152,101 @@ def test_the_docs_show_the_launch_commands() -> None:
     docs = "".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))
     for name in ("hardware.launch.xml", "twin.launch.xml", "record_demos.launch.xml", "robot_server_ros2.launch.xml"):
         assert f"ros2 launch launch/{name}" in docs, name
+
+
+def test_every_process_stops_the_whole_launch_when_it_dies() -> None:
+    """on_exit="shutdown" on every executable and node: one process dying (robot server, learner, actor, camera
+    node) ends the launch instead of leaving the rest running."""
+    for path in FILES:
+        for el in [*_parse(path).iter("executable"), *_parse(path).iter("node")]:
+            assert el.get("on_exit") == "shutdown", f"{path.name}: <{el.tag} {el.get('name')}> lacks on_exit=shutdown"
+
+
+def test_realsense_serials_reach_realsense2_camera_as_strings() -> None:
+    """realsense2_camera reads an all-digit serial_no as an integer unless it starts with '_' (its documented
+    workaround): the launch files prefix the serial a user gives."""
+    params = [p for path in FILES for node in _parse(path).iter("node") for p in node.iter("param")
+              if p.get("name") == "serial_no"]
+    assert params and all(p.get("value", "").startswith("_$(var ") for p in params)
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() in ("true", "1")
+
+
+def _expand(path: Path, given: dict[str, str]) -> tuple[list[list[str]], set[str]]:
+    """The robot-rl command lines `ros2 launch path k:=v ...` would run (includes followed, if / unless evaluated,
+    arguments given on the command line visible in included files as ROS 2 does) and every argument name the file
+    and its includes declare."""
+    root = _parse(path)
+    values = {k: v or "" for k, v in _declared(root).items()}
+    values.update(given)
+    declared = set(_declared(root))
+    cmds: list[list[str]] = []
+    for el in root:
+        if "if" in el.attrib and not _truthy(_substitute(el.get("if", ""), values)):
+            continue
+        if "unless" in el.attrib and _truthy(_substitute(el.get("unless", ""), values)):
+            continue
+        if el.tag == "executable":
+            cmds.append(shlex.split(_substitute(el.get("cmd", ""), values)))
+        elif el.tag == "include":
+            passed = {a.get("name", ""): _substitute(a.get("value", ""), values) for a in el.findall("arg")}
+            sub_cmds, sub_declared = _expand(Path(_substitute(el.get("file", ""), values)), {**given, **passed})
+            cmds += sub_cmds
+            declared |= sub_declared
+    return cmds, declared
+
+
+def _docs_launch_lines() -> list[tuple[str, str]]:
+    out = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        out += [(page.name, line.strip()) for line in page.read_text().splitlines()
+                if line.strip().startswith("ros2 launch launch/")]
+    return out
+
+
+def test_the_docs_launch_lines_dry_run_as_written() -> None:
+    """Every `ros2 launch` line of the docs, in order, as written: its arguments are declared, the robot-rl command
+    lines it starts parse, no camera spec is a placeholder, and a learner's demo directory is one an earlier line
+    records (record_demos out:=)."""
+    from envs.hardware.cameras import parse_camera_spec
+
+    lines = _docs_launch_lines()
+    assert len(lines) >= 8
+    recorded: set[str] = set()
+    for page, line in lines:
+        words = shlex.split(line)
+        path = ROOT / words[2]
+        assert path.is_file(), f"{page}: {line}: no such launch file"
+        given = dict(w.split(":=", 1) for w in words[3:])
+        cmds, declared = _expand(path, given)
+        assert not set(given) - declared, f"{page}: {line}: undeclared arguments {sorted(set(given) - declared)}"
+        for argv in cmds:
+            try:
+                args = vars(_parser(argv[1]).parse_args(argv[2:]))
+            except SystemExit as err:
+                pytest.fail(f"{page}: {line}: `{shlex.join(argv)}` does not parse (exit {err.code})")
+            for spec in args.get("camera") or []:
+                parse_camera_spec(spec)  # ConfigError for a placeholder serial
+            if argv[1] == "record-demos":
+                recorded.add(args["out"])
+            if argv[1] == "learner" and args.get("demos"):
+                assert args["demos"] in recorded, \
+                    f"{page}: {line}: the learner loads {args['demos']}, which no earlier line records"
+
+
+def test_the_docs_dry_run_catches_what_it_claims(tmp_path: Path) -> None:
+    """The checks above can fail: a placeholder serial, an undeclared argument, a demo directory never recorded."""
+    from envs.hardware.cameras import parse_camera_spec
+    from robot_rl.errors import ConfigError
+
+    cmds, declared = _expand(LAUNCH / "hardware.launch.xml", {"backend": "franky"})
+    server = next(c for c in cmds if c[1] == "robot-server")
+    with pytest.raises(ConfigError, match="placeholder"):
+        parse_camera_spec(server[server.index("--camera") + 1])
+    assert "no_such_arg" not in declared and "front_camera" in declared and "start_realsense" not in declared
+    learner = next(c for c in cmds if c[1] == "learner")
+    assert learner[learner.index("--demos") + 1] == "demos/task"  # the default: recorded by no docs line
+    cmds, _ = _expand(LAUNCH / "hardware.launch.xml", {"start_learner": "false"})
+    assert "learner" not in {c[1] for c in cmds} and {"robot-server", "actor"} <= {c[1] for c in cmds}

@@ -241,6 +241,9 @@ def parse_camera_spec(spec: str, image_size: int = 128, **options: Any) -> Camer
     if not sep or not sep2 or not device or not name:
         raise ConfigError(f"camera spec {spec!r} must look like KIND:ID=NAME (e.g. realsense:123456789012=front, "
                           "opencv:/dev/video0=wrist)")
+    if device.upper() in ("SERIAL", "...", "ID"):  # the docs' and launch files' placeholder, left as it was
+        raise ConfigError(f"camera spec {spec!r}: {device!r} is a placeholder; put the camera's serial there "
+                          f"(`robot-rl cameras list` prints them), e.g. {kind}:123456789012={name}")
     return CameraConfig(kind=kind, device=device, name=name, image_size=int(image_size), **options)
 
 
