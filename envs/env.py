@@ -103,6 +103,7 @@ from robot_rl.errors import (
     SafetyError,
     ShapeError,
 )
+from robot_rl.extras import install_hint
 from robot_rl.reward_source import REWARD_IMAGES_INFO_KEY, SUCCESS_UNKNOWN_INFO_KEY
 
 __all__ = ["FAITHFUL", "OBS_MODES", "PANDA_HOME_Q_RAD", "SCENE_RESETS", "STATE_DIM", "RobotEnv", "RobotEnvConfig",
@@ -114,7 +115,7 @@ try:
 except ImportError as _err:  # pragma: no cover - exercised only without the sim extra
     raise MissingExtraError(
         f"the optional package 'gymnasium' (needed for the robot envs) is not installed ({_err}); "
-        "install it with: pip install 'robot-rl[sim]'"
+        f"install it with: {install_hint('sim')}"
     ) from _err
 
 

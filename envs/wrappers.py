@@ -40,13 +40,14 @@ from envs.devices import HumanDevice
 from envs.robot import RobotState
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError, MissingExtraError, RobotRLError, SafetyError, ShapeError
+from robot_rl.extras import install_hint
 
 try:
     import gymnasium
 except ImportError as _err:  # pragma: no cover - exercised only without the sim extra
     raise MissingExtraError(
         f"the optional package 'gymnasium' (needed for the env wrappers) is not installed ({_err}); "
-        "install it with: pip install 'robot-rl[sim]'"
+        f"install it with: {install_hint('sim')}"
     ) from _err
 
 ACTION_DIM = 7

@@ -1,8 +1,10 @@
 """Optional dependencies (pyproject's extras) and errors that name the extra to install.
 
 Every package an extra provides is listed in `EXTRA_MODULES`, so a missing one, wherever it is imported, turns
-into a `MissingExtraError` saying ``pip install 'robot-rl[EXTRA]'`` (the `robot-rl` command prints that as one
-line instead of a traceback).
+into a `MissingExtraError` saying what to run (`install_hint`: robot-rl is not on a package index, so the command
+names this checkout, ``pip install -e 'CHECKOUT[EXTRA]'``, or for an installed wheel the wheel file,
+``pip install 'robot_rl-VERSION-py3-none-any.whl[EXTRA]'``); the `robot-rl` command prints that as one line instead
+of a traceback.
 
 Usage::
 
@@ -17,8 +19,10 @@ Usage::
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 from collections.abc import Iterable
+from pathlib import Path
 from types import ModuleType
 
 from robot_rl.errors import MissingExtraError
@@ -45,10 +49,33 @@ def extra_of(module: str) -> str | None:
     return next((extra for extra, mods in EXTRA_MODULES.items() if root in mods), None)
 
 
+def checkout_root() -> Path | None:
+    """The source checkout robot_rl runs from (the directory with pyproject.toml above the package), or None when
+    it runs from an installed wheel."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "pyproject.toml").is_file() and (root / "robot_rl").is_dir() else None
+
+
+def install_hint(extra: str) -> str:
+    """The command that adds `extra` (comma-separated extras too) to this robot-rl: `pip install -e
+    'CHECKOUT[extra]'` in a source checkout (`bash scripts/dev.sh setup` installs the development set), the wheel
+    file with the extra for an installed wheel (robot-rl is on no package index: `pip install 'robot-rl[extra]'`
+    would not find it)."""
+    root = checkout_root()
+    if root is not None:
+        return f"pip install -e '{root}[{extra}]'"
+    try:
+        version = importlib.metadata.version("robot-rl")
+    except importlib.metadata.PackageNotFoundError:
+        version = "VERSION"
+    return (f"pip install 'robot_rl-{version}-py3-none-any.whl[{extra}]' (the wheel this robot-rl came from; build "
+            f"one in a checkout with: python -m build --wheel)")
+
+
 def _message(module: str, extra: str, purpose: str, detail: str) -> str:
     what = f" (needed for {purpose})" if purpose else ""
     return (f"the optional package '{module}'{what} is not installed or failed to import ({detail}); "
-            f"install it with: pip install 'robot-rl[{extra}]'")
+            f"install it with: {install_hint(extra)}")
 
 
 def missing_extra(err: ImportError) -> MissingExtraError | None:
@@ -65,7 +92,7 @@ def missing_extra(err: ImportError) -> MissingExtraError | None:
 
 
 def optional_import(module: str, extra: str, purpose: str = "") -> ModuleType:
-    """Import `module`, or raise `MissingExtraError` telling the user `pip install 'robot-rl[extra]'`."""
+    """Import `module`, or raise `MissingExtraError` telling the user what to install (`install_hint`)."""
     try:
         return importlib.import_module(module)
     except ImportError as err:  # ModuleNotFoundError or a broken shared library
@@ -88,5 +115,5 @@ def require_extras(extras: Iterable[str], purpose: str) -> None:
     missing = {e: mods for e, mods in missing.items() if mods}
     if missing:
         mods = ", ".join(m for ms in missing.values() for m in ms)
-        raise MissingExtraError(f"{purpose} needs {mods} (not installed); install with: pip install "
-                                f"'robot-rl[{','.join(missing)}]'")
+        raise MissingExtraError(f"{purpose} needs {mods} (not installed); install with: "
+                                f"{install_hint(','.join(missing))}")

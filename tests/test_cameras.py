@@ -159,7 +159,7 @@ def test_specs_and_configs_are_checked() -> None:
 
 def test_missing_pyrealsense2_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyrealsense2", None)
-    with pytest.raises(MissingExtraError, match=r"robot-rl\[real\]"):
+    with pytest.raises(MissingExtraError, match=r"\[real\]'"):
         make_cameras(["realsense:123456789012=front"])
 
 

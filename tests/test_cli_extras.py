@@ -1,5 +1,6 @@
 """Every `robot-rl` subcommand without the optional packages it needs: one line on stderr naming the extra to
-install (``pip install 'robot-rl[learn]'`` ...), exit code 1, no traceback; and the commands that need no extra
+install (``pip install -e 'CHECKOUT[learn]'`` in a checkout: robot_rl.extras.install_hint), exit code 1, no
+traceback; and the commands that need no extra
 still run with every extra missing. Each case runs `robot_rl.cli.main` in a fresh interpreter whose
 ``sys.modules`` maps the extra's packages to None, which makes importing them fail as if not installed."""
 
@@ -16,7 +17,7 @@ import pytest
 from robot_rl.cli import SUBCOMMANDS
 from robot_rl.episodes import Episode, save_episode
 from robot_rl.errors import MissingExtraError
-from robot_rl.extras import EXTRA_MODULES, extra_of, missing_extra, require_extras
+from robot_rl.extras import EXTRA_MODULES, extra_of, install_hint, missing_extra, require_extras
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = """
@@ -87,7 +88,7 @@ NO_EXTRA: list[tuple[str, tuple[str, ...], str]] = [
     ("tasks", (), "twin-reach"),
     ("keys", ("generate", "{tmp}/keys"), ""),
     ("episodes", ("inspect", "{episodes}"), "episode_000000"),
-    ("cameras", ("list",), "pip install 'robot-rl[real]'"),  # lists each camera library's state, names the extra
+    ("cameras", ("list",), install_hint("real")),  # lists each camera library's state, names the extra
 ]
 
 
@@ -105,7 +106,7 @@ def test_a_missing_extra_is_named_in_one_line(command: str, extra: str, argv: tu
     err = res.stderr.strip()
     assert res.returncode == 1, (res.returncode, res.stdout[-2000:], res.stderr[-3000:])
     assert "Traceback" not in res.stderr and len(err.splitlines()) == 1, res.stderr[-3000:]
-    assert err.startswith(f"robot-rl {command}: error: ") and f"pip install 'robot-rl[{extra}]'" in err, err
+    assert err.startswith(f"robot-rl {command}: error: ") and install_hint(extra) in err, err
 
 
 @pytest.mark.slow
@@ -123,20 +124,21 @@ def test_video_export_without_the_video_extra_falls_back_to_png_and_names_it(tmp
     res = run_without("video", "episodes", "export", str(episodes_dir), "--video", "--out", str(tmp_path / "x"),
                       tmp=tmp_path, path_env="/nonexistent")  # no ffmpeg on PATH either
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
-    assert "pip install robot-rl[video]" in res.stderr and (tmp_path / "x" / "episode_000000.png").is_file()
+    assert install_hint("video") in res.stderr and (tmp_path / "x" / "episode_000000.png").is_file()
 
 
 def test_missing_extra_maps_import_errors_to_extras(monkeypatch: pytest.MonkeyPatch) -> None:
     err = ModuleNotFoundError("No module named 'torch'", name="torch")
     mapped = missing_extra(err)
-    assert isinstance(mapped, MissingExtraError) and "pip install 'robot-rl[learn]'" in str(mapped)
+    assert isinstance(mapped, MissingExtraError) and install_hint("learn") in str(mapped)
     assert missing_extra(ModuleNotFoundError("x", name="no_such_pkg")) is None  # a bug, not a missing extra
     assert extra_of("pynput.keyboard") == "teleop" and extra_of("imageio_ffmpeg") == "video"
     assert extra_of("numpy") is None
     require_extras(("sim", "learn"), "the tests")  # installed here: no error
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "mujoco", None)
-    with pytest.raises(MissingExtraError, match=r"robot-rl sim needs mujoco, torch .*'robot-rl\[sim,learn\]'"):
+    with pytest.raises(MissingExtraError,
+                       match=r"robot-rl sim needs mujoco, torch .*install with: pip install -e '.*\[sim,learn\]'"):
         require_extras(("sim", "learn"), "robot-rl sim")
 
 

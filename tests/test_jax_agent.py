@@ -307,4 +307,4 @@ def test_missing_jax_is_one_line_naming_the_extra() -> None:
             "except Exception as err:\n    print(type(err).__name__, err)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
-    assert out.startswith("MissingExtraError") and "robot-rl[jax]" in out and out.count("\n") == 1, out
+    assert out.startswith("MissingExtraError") and "[jax]'" in out and out.count("\n") == 1, out

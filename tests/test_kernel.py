@@ -135,6 +135,6 @@ def test_cli_help_and_unknown_command(capsys) -> None:
 
 
 def test_optional_import_names_the_extra() -> None:
-    with pytest.raises(MissingExtraError, match=r"robot-rl\[real\]"):
+    with pytest.raises(MissingExtraError, match=r"\[real\]'"):
         optional_import("definitely_not_installed_pkg_xyz", extra="real", purpose="the franky backend")
     assert optional_import("json", extra="none").dumps([1]) == "[1]"

@@ -131,10 +131,10 @@ def test_missing_library_and_missing_device_end_the_actor_in_one_line(
         monkeypatch.setitem(sys.modules, mod, None)
     assert main([*argv, "--intervene", "spacemouse"]) == 1
     err = capsys.readouterr().err
-    assert "robot-rl[teleop]" in err and len(err.strip().splitlines()) == 1, err
+    assert "[teleop]'" in err and len(err.strip().splitlines()) == 1, err
     for mod in ("pynput", "pynput.keyboard"):
         monkeypatch.setitem(sys.modules, mod, None)
-    with pytest.raises(MissingExtraError, match=r"keyboard.*robot-rl\[teleop\]"):
+    with pytest.raises(MissingExtraError, match=r"keyboard.*\[teleop\]'"):
         make_actor_env(TASK, "state", None, None, intervene="keyboard")
 
 

@@ -48,7 +48,7 @@ from demos.devices.errors import DeviceDisconnectedError, DeviceNotFoundError
 from envs.devices import HumanCommand
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
-from robot_rl.extras import optional_import
+from robot_rl.extras import install_hint, optional_import
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,8 +176,7 @@ class GamepadTeleop:
         if self.config.index >= count:
             raise DeviceNotFoundError(
                 f"no gamepad at joystick index {self.config.index}: pygame (SDL) sees {count} joystick(s). Plug it "
-                "in (and check it shows up in the OS); pygame comes with the 'teleop' extra: "
-                "pip install 'robot-rl[teleop]'"
+                f"in (and check it shows up in the OS); pygame comes with the 'teleop' extra: {install_hint('teleop')}"
             )
         js = pg.joystick.Joystick(self.config.index)
         js.init()

@@ -45,7 +45,7 @@ from demos.devices.errors import DeviceDisconnectedError, DeviceNotFoundError, D
 from envs.devices import HumanCommand
 from robot_rl.config import Config, require
 from robot_rl.errors import MissingExtraError
-from robot_rl.extras import optional_import
+from robot_rl.extras import install_hint, optional_import
 
 VENDOR_3DCONNEXION = 0x256F
 """3Dconnexion's own USB vendor id: every product id is a SpaceMouse (or its wireless receiver)."""
@@ -237,8 +237,7 @@ def find_spacemouse(infos: Sequence[dict[str, Any]], cfg: SpaceMouseConfig) -> d
         seen = ", ".join(sorted({_describe(i) for i in infos})) or "no HID devices at all"
         raise DeviceNotFoundError(
             f"no SpaceMouse found ({wanted}); HID devices seen: {seen}. Plug it in; on Linux give your user "
-            "access to /dev/hidraw* (a udev rule); hidapi comes with the 'teleop' extra: "
-            "pip install 'robot-rl[teleop]'"
+            f"access to /dev/hidraw* (a udev rule); hidapi comes with the 'teleop' extra: {install_hint('teleop')}"
         )
     preferred = [i for i in found if (i.get("usage_page"), i.get("usage")) == _MULTI_AXIS_USAGE]
     return (preferred or found)[0]
@@ -276,7 +275,7 @@ class SpaceMouseTeleop:
         if not (hasattr(lib, "device") and hasattr(lib, "enumerate")):
             raise MissingExtraError(
                 f"the module 'hid' at {getattr(lib, '__file__', '?')} is not the hidapi package's (another package "
-                "named 'hid'?); install hidapi with: pip install 'robot-rl[teleop]'"
+                f"named 'hid'?); install hidapi with: {install_hint('teleop')}"
             )
         return lib
 

@@ -133,7 +133,9 @@ def export_episodes(path: Path_, out_dir: Path_ | None = None, video: bool = Fal
     target = Path(out_dir) if out_dir is not None else (source if source.is_dir() else source.parent) / "export"
     ffmpeg = find_ffmpeg() if video else None
     if video and ffmpeg is None:
-        print("warning: no ffmpeg binary on PATH (or `pip install robot-rl[video]`); writing PNG strips instead of "
+        from robot_rl.extras import install_hint
+
+        print(f"warning: no ffmpeg binary on PATH (or {install_hint('video')}); writing PNG strips instead of "
               "mp4", file=err)
     problems: list[RobotRLError] = list(errors)
     written = 0

@@ -69,7 +69,9 @@ def _pq() -> Any:
 def _ffmpeg() -> str:
     exe = find_ffmpeg()
     if exe is None:
-        raise ExportError("LeRobot videos need an ffmpeg binary: put one on PATH or pip install 'robot-rl[export]'")
+        from robot_rl.extras import install_hint
+
+        raise ExportError(f"LeRobot videos need an ffmpeg binary: put one on PATH or {install_hint('export')}")
     return exe
 
 

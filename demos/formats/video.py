@@ -66,7 +66,7 @@ def video_frames(ep: Episode, file: str = "episode", pad: int = 2) -> list[np.nd
 
 
 def bundled_ffmpeg() -> str | None:
-    """The ffmpeg binary shipped in the imageio-ffmpeg wheel (`pip install robot-rl[video]`), or None."""
+    """The ffmpeg binary shipped in the imageio-ffmpeg wheel (the `video` extra), or None."""
     try:
         import imageio_ffmpeg
 

@@ -2,7 +2,7 @@
 >= 2.0) and real cameras (RealSense through pyrealsense2, plain USB / V4L2 cameras through OpenCV: `make_cameras`).
 
 Every hardware library is imported lazily, inside the class that needs it: without the `real` extra the error
-names it (`pip install 'robot-rl[real]'`), and importing this package needs nothing beyond numpy.
+names it (the `real` extra), and importing this package needs nothing beyond numpy.
 
 Layout::
 

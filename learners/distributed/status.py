@@ -147,8 +147,9 @@ class LearnerOutputs:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as err:
-                log.warning("learner: TensorBoard logging off (%s); install it with pip install 'robot-rl[learn]'",
-                            err)
+                from robot_rl.extras import install_hint
+
+                log.warning("learner: TensorBoard logging off (%s); install it with %s", err, install_hint("learn"))
                 self._tb_failed = True
                 return
             self._tb = SummaryWriter(str(tensorboard_dir(self.out)))
