@@ -215,7 +215,8 @@ def test_the_flags_reach_every_env_of_train_actor_and_sim(tmp_path: Any) -> None
         assert (env.unwrapped.config.camera_latency_ms, env.unwrapped.config.action_delay_ms) == (50.0, 120.0)
         env.close()
     assert train_config(build_train_parser().parse_args(base)).env_timing() == {}  # default: today's env
-    faithful = train_config(build_train_parser().parse_args([*base, "--faithful", "--reward", "human"]))
+    faithful = train_config(build_train_parser().parse_args([*base, "--faithful", "--reward", "human",
+                                                                "--intervene", "scripted"]))
     assert faithful.env_timing() == FAITHFUL_TIMING
     with pytest.raises(ConfigError, match=r"--camera-latency-ms=-1\.0 must be finite"):
         train_config(build_train_parser().parse_args([*base, "--camera-latency-ms", "-1"]))
