@@ -101,6 +101,17 @@ def test_bad_intervene_flags_are_one_line_config_errors(tmp_path: Path) -> None:
         TrainConfig(task=TASK, reward="human")
 
 
+def test_the_scripted_operator_is_refused_on_hardware() -> None:
+    from actors.actor_env import check_operator_backend
+
+    for backend in ("franky", "ros2", ""):
+        with pytest.raises(ConfigError, match=r"--intervene scripted: the scripted operator steers by the object poses "
+                                              r"only the twin reports.*spacemouse, gamepad or keyboard"):
+            check_operator_backend("scripted", backend)
+        check_operator_backend("spacemouse", backend)
+    check_operator_backend("scripted", "twin")
+
+
 def test_a_device_config_field_the_device_does_not_have_is_named(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     VirtualSpaceMouse().install(monkeypatch)
