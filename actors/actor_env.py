@@ -34,6 +34,15 @@ def backend_of(env: Any) -> str:
     return "twin" if type(robot).__name__ == "TwinRobot" else type(robot).__name__
 
 
+def check_operator_backend(intervene: str | None, backend: str) -> None:
+    """ConfigError for `--intervene scripted` on a backend other than the twin: the scripted operator steers by the
+    object poses only the twin reports (envs.twin.experts); on a real robot a person intervenes at a device."""
+    if intervene == "scripted" and backend != "twin":
+        raise ConfigError(f"--intervene scripted: the scripted operator steers by the object poses only the twin "
+                          f"reports, and this robot server serves the {backend or 'unknown'} backend; a person "
+                          f"intervenes with --intervene spacemouse, gamepad or keyboard")
+
+
 def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str | None,
                    intervene: str | None = None, seed: int = 0, reward: str = "env",
                    reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
@@ -96,6 +105,11 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
             raise
         raise ConfigError(f"--reward {reward} with --obs-mode state (the env renders the card's cameras): {err}",
                           ) from None
+    try:
+        check_operator_backend(intervene, backend_of(env))
+    except ConfigError:
+        env.close()
+        raise
     env = with_operator(env, intervene, task, seed=seed, press_success=kind == "human", device_config=device_config)
     try:
         where = (f"the actor's {task} reward cameras (--obs-mode state renders the classifier's cameras; "

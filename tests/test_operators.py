@@ -101,6 +101,17 @@ def test_bad_intervene_flags_are_one_line_config_errors(tmp_path: Path) -> None:
         TrainConfig(task=TASK, reward="human")
 
 
+def test_the_scripted_operator_is_refused_on_hardware() -> None:
+    from actors.actor_env import check_operator_backend
+
+    for backend in ("franky", "ros2", ""):
+        with pytest.raises(ConfigError, match=r"--intervene scripted: the scripted operator steers by the object poses "
+                                              r"only the twin reports.*spacemouse, gamepad or keyboard"):
+            check_operator_backend("scripted", backend)
+        check_operator_backend("spacemouse", backend)
+    check_operator_backend("scripted", "twin")
+
+
 def test_a_device_config_field_the_device_does_not_have_is_named(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     VirtualSpaceMouse().install(monkeypatch)
@@ -325,7 +336,8 @@ def test_train_with_a_person_at_the_keyboard_stores_the_interventions_in_both_bu
 def test_the_docs_intervene_command_lines_parse_and_open_their_device(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Every `robot-rl actor ... --intervene` line of the docs, as written: parsed by the actor's parser, and its
-    device (a virtual one) opened with the --device-config file the page quotes and the success check it needs."""
+    device (a virtual one) opened with the --device-config file the page quotes and the success check it needs; the
+    hardware page's record-labels SpaceMouse line binds a success button."""
     import re
     import shlex
 
@@ -352,6 +364,17 @@ def test_the_docs_intervene_command_lines_parse_and_open_their_device(tmp_path: 
             device = make_operator(cfg.intervene, cfg.task, press_success=cfg.reward == "human", device_config=fields)
             assert mouse.opened is not None
             device.close()
+    from demos.devices.operators import require_success_binding, teleop_device_options
+    from demos.devices.teleop import build_hardware_device
+    from demos.recording.labels import parse_record_labels_args
+
+    labels = [shlex.split(line.strip()) for line in page.splitlines()
+              if line.strip().startswith("robot-rl record-labels ") and "--teleop spacemouse" in line]
+    assert labels
+    for argv in labels:
+        lcfg_ = parse_record_labels_args(argv[2:])
+        options = teleop_device_options(lcfg_.teleop, lcfg_.device_config)
+        require_success_binding("spacemouse", build_hardware_device("spacemouse", **options).config, "labels")
 
 
 @pytest.mark.slow
@@ -414,3 +437,35 @@ def test_the_actor_command_with_a_spacemouse_streams_its_interventions_to_a_lear
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=10)
+
+
+def test_the_recorders_take_a_device_config_and_label_with_its_success_button(
+        tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """record-labels --teleop spacemouse labels from the success key: refused when the SpaceMouse binds none, and
+    with --device-config binding the right button, the button's press turns success labelling on."""
+    from demos.recording.demos import parse_record_demos_args, record_demos
+    from demos.recording.labels import parse_record_labels_args, record_labels
+    from robot_rl.episodes import load_dir
+
+    mouse = VirtualSpaceMouse()
+    mouse.install(monkeypatch)
+    cfg_file = tmp_path / "spacemouse.json"
+    cfg_file.write_text(json.dumps(SPACEMOUSE_SUCCESS))
+    base = ["--task", TASK, "--teleop", "spacemouse", "--obs-mode", "state", "--robot", server.address]
+    with pytest.raises(ConfigError, match="--labels events: the spacemouse's bindings have no success button"):
+        record_labels(parse_record_labels_args([*base, "--frames", "4", "--out", str(tmp_path / "no")]))
+    assert mouse.opened is None
+    with pytest.raises(ConfigError, match=r"--device-config .*only with a hardware device"):
+        record_demos(parse_record_demos_args(["--task", TASK, "--teleop", "scripted", "--obs-mode", "state",
+                                              "--device-config", str(cfg_file), "--out", str(tmp_path / "d")]))
+    mouse.move(y=-350)
+    mouse.tap(1)  # success labelling on from the first frame
+    rc = record_labels(parse_record_labels_args([*base, "--device-config", str(cfg_file), "--frames", "4",
+                                                 "--after-success", "0", "--out", str(tmp_path / "labels")]))
+    assert rc == 0 and mouse.opened is not None
+    episodes, errors = load_dir(tmp_path / "labels")
+    assert not errors and sum(e.length for e in episodes) >= 4
+    # the press labelled the first segment's frame success (it ends there: --after-success 0); the next segment
+    # starts with labelling off, so its frames are failures; the pushed cap makes every frame the person's
+    assert [e.success.tolist() for e in episodes] == [[True], [False, False, False]]
+    assert all(e.intervention.all() for e in episodes)

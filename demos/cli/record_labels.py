@@ -10,7 +10,10 @@ Usage::
 
     robot-rl record-labels --task twin-pick-cube --teleop scripted --out labels/pick --frames 600
     robot-rl record-labels --task twin-cube-relocate --teleop scripted --out labels/fwd --near-misses 2
-    robot-rl record-labels --task twin-pick-cube --teleop spacemouse --out labels/pick --positives 200
+    robot-rl record-labels --task twin-pick-cube --teleop spacemouse --device-config spacemouse.json --out labels/pick
+    robot-rl record-labels --task twin-pick-cube --teleop keyboard --out labels/pick --positives 200
+
+A two-button SpaceMouse binds no success button; `--device-config` binds one (docs/hardware.md).
 """
 
 from __future__ import annotations

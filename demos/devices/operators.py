@@ -18,6 +18,7 @@ Usage::
     device = make_operator("spacemouse", task="twin-pick-cube", device_config={"deadzone": 0.15})
     env = wrap_with_operator(env, "keyboard", task="twin-pick-cube")            # opens the keyboard listener
     env = wrap_with_operator(env, "scripted", task="twin-pick-cube", press_success=True)
+    options = teleop_device_options("spacemouse", "spacemouse.json")   # record-demos / record-labels --device-config
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 from envs.devices import HumanDevice
 from robot_rl.errors import ConfigError
-from robot_rl.operators import INTERVENE_CHOICES, is_hardware_device
+from robot_rl.operators import INTERVENE_CHOICES, is_hardware_device, load_device_config
 
 
 def make_operator(intervene: str, task: str, seed: int = 0, press_success: bool = False,
@@ -53,13 +54,28 @@ def make_operator(intervene: str, task: str, seed: int = 0, press_success: bool 
     except ConfigError as err:
         raise ConfigError(f"--device-config for --intervene {intervene}: {err}") from None
     if press_success:
-        bindings: tuple[tuple[Any, str], ...] = (getattr(device.config, "buttons", None)
-                                                 or getattr(device.config, "keys", None) or ())
-        if not any(target == "success" for _, target in bindings):
-            raise ConfigError(f"--reward human: the {intervene}'s bindings have no success button "
-                              f"({SUCCESS_HINTS.get(intervene, 'bind one in --device-config')})")
+        require_success_binding(intervene, device.config, "--reward human")
     device.open()
     return device
+
+
+def require_success_binding(name: str, config: Any, why: str) -> None:
+    """ConfigError (`why` first) when the hardware device `name`'s config binds no button or key to "success"."""
+    bindings: tuple[tuple[Any, str], ...] = (getattr(config, "buttons", None) or getattr(config, "keys", None) or ())
+    if not any(target == "success" for _, target in bindings):
+        raise ConfigError(f"{why}: the {name}'s bindings have no success button "
+                          f"({SUCCESS_HINTS.get(name, 'bind one in --device-config')})")
+
+
+def teleop_device_options(teleop: str, device_config: str | None) -> dict[str, Any]:
+    """The config fields of `--device-config` for the recorders' `--teleop` device ({} without a file);
+    ConfigError for a file with the scripted device, or one that is not a JSON object."""
+    if device_config is None:
+        return {}
+    if not is_hardware_device(teleop):
+        raise ConfigError(f"--device-config {device_config}: only with a hardware device (--teleop spacemouse, "
+                          f"gamepad or keyboard), not --teleop {teleop}")
+    return load_device_config(device_config)
 
 
 SUCCESS_HINTS = {

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from demos.devices.operators import teleop_device_options
 from demos.devices.teleop import DEVICES, make_device
 from envs.devices import HumanDevice
 from robot_rl.config import Config, require
@@ -53,6 +54,7 @@ class RecordDemosConfig(Config):
     max_attempts: int | None = None
     robot: str | None = None
     keys: str | None = None
+    device_config: str | None = None
 
     def validate(self) -> None:
         if self.episodes < 1:
@@ -82,6 +84,8 @@ def record_demos_arg_parser() -> argparse.ArgumentParser:
                    help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
                         "in-process twin")
     p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
+    p.add_argument("--device-config", default=None, metavar="FILE",
+                   help="a hardware --teleop device's config fields as a JSON object (deadzone, scale, buttons, ...)")
     return p
 
 
@@ -149,8 +153,13 @@ def record_demos(cfg: RecordDemosConfig) -> int:
                               f"(twin-cube-relocate, twin-cube-relocate-back), not --task {cfg.task}"
                               + (" with --robot" if cfg.robot is not None else ""))
         env_kwargs["cube_start"] = cfg.cube_start
+    options = teleop_device_options(cfg.teleop, cfg.device_config)
     env = make_recording_env(cfg.task, cfg.robot, cfg.keys, **env_kwargs)
-    device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise)
+    try:
+        device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise, **options)
+    except BaseException:
+        env.close()
+        raise
     existing = len(episode_paths(cfg.out)) if cfg.out.is_dir() else 0
     max_attempts = cfg.max_attempts or 3 * cfg.episodes
     kept = attempts = successes = 0

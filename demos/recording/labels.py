@@ -57,7 +57,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from demos.devices.teleop import DEVICES, make_device
+from demos.devices.operators import require_success_binding, teleop_device_options
+from demos.devices.teleop import DEVICES, build_hardware_device, make_device
 from demos.recording.demos import env_spec_dict, make_recording_env
 from envs.devices import HumanCommand, HumanDevice
 from robot_rl.config import Config, require
@@ -306,6 +307,7 @@ class RecordLabelsConfig(Config):
     near_misses: int | None = None
     robot: str | None = None
     keys: str | None = None
+    device_config: str | None = None
 
     def validate(self) -> None:
         if self.frames < 1:
@@ -350,6 +352,9 @@ def record_labels_arg_parser() -> argparse.ArgumentParser:
                    help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
                         "in-process twin")
     p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
+    p.add_argument("--device-config", default=None, metavar="FILE",
+                   help="a hardware --teleop device's config fields as a JSON object (deadzone, scale, buttons, ...); "
+                        "--labels events needs a button bound to success (a two-button SpaceMouse binds none)")
     return p
 
 
@@ -421,8 +426,16 @@ def record_labels(cfg: RecordLabelsConfig) -> int:
     near_misses = near_miss_count(cfg.near_misses, cfg.teleop, cfg.task)
     kinds = near_miss_task_kinds(cfg.teleop, cfg.task) if near_misses else ()
     env_kwargs = {k: v for k, v in (("obs_mode", cfg.obs_mode), ("image_size", cfg.image_size)) if v is not None}
+    options = teleop_device_options(cfg.teleop, cfg.device_config)
     env, task_success = _labelling_env(cfg, env_kwargs)
-    device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise)
+    try:
+        if cfg.label_source == "events" and cfg.teleop != "scripted":  # labels from the success key: it must exist
+            require_success_binding(cfg.teleop, build_hardware_device(cfg.teleop, **options).config,
+                                    "--labels events")
+        device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise, **options)
+    except BaseException:
+        env.close()
+        raise
     live = LiveCounts(sys.stdout)
     info = {"teleop": getattr(device, "name", cfg.teleop), "labels": cfg.label_source, "env_kwargs": env_kwargs}
     spec = env_spec_dict(env, cfg.task)
