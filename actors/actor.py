@@ -19,7 +19,13 @@ Pacing (`pace=True`, for simulation): the learner reports how many transitions i
 update-to-data ratio (`env_step_budget`); the actor pauses between steps when it (its share, with several
 actors) has used that up, sending its partial chunk first so the learner always gets what it waits for. It also
 waits for the learner's first report before its first step. Once the learner has gone away it does not wait
-(it keeps going with the last weights); with `pace=False` (hardware: the robot sets the pace) it never waits.
+(it keeps going with the last weights); with `pace=False` it never waits. `pace_mid_episode=False` (hardware: a
+robot does not wait in the middle of a motion) pauses only before an episode's first step, after the reset.
+
+Learner loss (`on_learner_loss`): 'continue' keeps acting with the last weights (the simulation default);
+'hold' (hardware) stops stepping once the learner has been silent for `learner_loss_hold_s`: the partial chunk is
+queued, the env is not stepped (over a robot server, its watchdog holds the last target after its hold timeout;
+nothing random or stale moves the arm), and the loop resumes where it stopped when the learner is back.
 
 Hardware-faithful envs (`env.unwrapped.faithful`, envs.env.FAITHFUL): the twin's true success (`info["success"]`)
 never leaves the actor. The per-step success flag of a transition and the episode stats sent to the learner carry
@@ -61,6 +67,8 @@ log = logging.getLogger("robot_rl.actor")
 
 WARMUPS = ("hold", "random")
 """ActorConfig.warmup choices."""
+LEARNER_LOSS = ("continue", "hold")
+"""ActorConfig.on_learner_loss choices."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +87,14 @@ class ActorConfig(Config):
     """Wait for the learner's env-step budget (simulation); False: never wait (hardware)."""
     pace_poll_s: float = 0.005
     """Sleep between budget checks while paused."""
+    pace_mid_episode: bool = True
+    """With `pace`: True waits between any two steps (simulation); False only before an episode's first step
+    (hardware: the arm is never left waiting mid-motion for the learner)."""
+    on_learner_loss: str = "continue"
+    """What the actor does when the learner it heard from goes silent: 'continue' (keep acting with the last
+    weights) or 'hold' (stop stepping after `learner_loss_hold_s`, resume when it is back)."""
+    learner_loss_hold_s: float = 10.0
+    """With on_learner_loss='hold': seconds without the learner before the actor holds."""
     max_pending_chunks: int = 256
     """Chunks kept locally while the endpoint's resend buffer is full (beyond: oldest dropped, counted)."""
     weights_poll_s: float = 0.005
@@ -99,6 +115,9 @@ class ActorConfig(Config):
 
     def validate(self) -> None:
         require(self.warmup in WARMUPS, "warmup", self.warmup, f"must be one of {list(WARMUPS)}")
+        require(self.on_learner_loss in LEARNER_LOSS, "on_learner_loss", self.on_learner_loss,
+                f"must be one of {list(LEARNER_LOSS)}")
+        require(self.learner_loss_hold_s >= 0, "learner_loss_hold_s", self.learner_loss_hold_s, "must be >= 0")
         for name in ("chunk_steps", "max_pending_chunks", "success_window", "timing_window"):
             require(getattr(self, name) >= 1, name, getattr(self, name), "must be >= 1")
         for name in ("pace_poll_s", "weights_poll_s", "report_every_s", "timing_report_every_s"):
@@ -169,6 +188,9 @@ class Actor:
         self.intervention_steps = 0
         self.paused_s = 0.0
         self.paused = False
+        self.held_for_learner_s = 0.0
+        """Seconds the actor held (did not step) because the learner was lost (on_learner_loss='hold')."""
+        self._lost_since: float | None = None
         self.successes: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
         self.faithful = bool(getattr(getattr(env, "unwrapped", env), "faithful", False))
         self.true_successes: collections.deque[float] = collections.deque(maxlen=cfg.success_window)
@@ -219,13 +241,46 @@ class Actor:
                 break
             if max_episodes and self.episodes - eps0 >= max_episodes:
                 break
-            if not self.wait_for_budget(should_stop):
+            if not self.wait_for_budget(should_stop) or not self.hold_while_learner_lost(should_stop):
                 break
             self.step()
 
+    def hold_while_learner_lost(self, should_stop: Callable[[], bool] = lambda: False) -> bool:
+        """With on_learner_loss='hold': once the learner this actor heard from has been silent for
+        `learner_loss_hold_s`, wait (no env step) until it is back; False if `should_stop()` during the wait."""
+        if self.cfg.on_learner_loss != "hold":
+            return True
+        if self.endpoint.stats().state == "connected":
+            self._heard_learner, self._lost_since = True, None
+            return True
+        if not self._heard_learner:  # never connected yet: nothing was lost (pacing waits for a first learner)
+            return True
+        now = self.clock()
+        if self._lost_since is None:
+            self._lost_since = now
+        if now - self._lost_since < self.cfg.learner_loss_hold_s:
+            return True
+        log.warning("actor: no learner for %.1f s: holding (no steps) until it is back", now - self._lost_since)
+        if self.builder.length:
+            self._queue(self.builder.take(stats=None))
+            self.builder.start(self.obs, self.episode, self.ep_step)
+        t0 = now
+        try:
+            while self.endpoint.stats().state != "connected":
+                if should_stop():
+                    return False
+                self.sleep(self.cfg.pace_poll_s)
+                self._drain()
+            log.warning("actor: the learner is back after %.1f s; resuming", self.clock() - self._lost_since)
+            self._lost_since = None
+            return True
+        finally:
+            self.held_for_learner_s += self.clock() - t0
+
     def wait_for_budget(self, should_stop: Callable[[], bool] = lambda: False) -> bool:
-        """Pause while the learner's budget is used up (pacing); False if `should_stop()` during the wait."""
-        if not self.cfg.pace:
+        """Pause while the learner's budget is used up (pacing); False if `should_stop()` during the wait. With
+        `pace_mid_episode=False` only before an episode's first step."""
+        if not self.cfg.pace or (not self.cfg.pace_mid_episode and self.ep_step > 0):
             return True
         t0 = None
         try:
@@ -367,6 +422,7 @@ class Actor:
             "weights_version": self.weights_version, "weights_swaps": sw.swaps, "weights_errors": sw.errors,
             "chunks_sent": self.chunks_sent, "pending_chunks": len(self.pending),
             "dropped_chunks": self.dropped_chunks, "paused": self.paused, "paused_s": round(self.paused_s, 3),
+            "held_for_learner_s": round(self.held_for_learner_s, 3),
             "env_steps_per_s": round(self._rate, 2),
         }
         if self.faithful:  # this process's own record; _report leaves it out

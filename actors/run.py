@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from actors.actor import Actor, ActorConfig
+from actors.actor import LEARNER_LOSS, Actor, ActorConfig
 from actors.actor_env import backend_of, make_actor_env
 from actors.evaluation import CheckpointEvalConfig, evaluate_checkpoint, write_json
 from envs.env_config import timing_overrides
@@ -41,6 +41,7 @@ from robot_rl.operators import INTERVENE_CHOICES, check_intervene
 from robot_rl.presets import PRESETS, get_preset
 
 WARMUP_CHOICES = ("auto", "hold", "random")
+PACE_CHOICES = ("auto", "step", "episode", "off")
 """--warmup: auto = random on the twin (in process or served), hold on any other backend (hardware)."""
 
 
@@ -59,6 +60,9 @@ class ActorRunConfig(Config):
     warmup: str = "auto"
     chunk_steps: int = ActorConfig().chunk_steps
     no_pace: bool = False
+    pace: str = "auto"
+    on_learner_loss: str = "auto"
+    learner_loss_hold_s: float = 10.0
     intervene: str | None = None
     device_config: str | None = None
     faithful: bool = False
@@ -83,6 +87,10 @@ class ActorRunConfig(Config):
     def validate(self) -> None:
         require(self.obs_mode in ("state", "pixels"), "obs_mode", self.obs_mode, "must be 'state' or 'pixels'")
         require(self.warmup in WARMUP_CHOICES, "warmup", self.warmup, f"must be one of {list(WARMUP_CHOICES)}")
+        require(self.pace in PACE_CHOICES, "pace", self.pace, f"must be one of {list(PACE_CHOICES)}")
+        require(self.on_learner_loss in ("auto", *LEARNER_LOSS), "on_learner_loss", self.on_learner_loss,
+                f"must be one of {['auto', *LEARNER_LOSS]}")
+        require(self.learner_loss_hold_s >= 0, "learner_loss_hold_s", self.learner_loss_hold_s, "must be >= 0")
         check_intervene(self.intervene, self.device_config, self.reward)
         timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
 
@@ -93,6 +101,19 @@ class ActorRunConfig(Config):
                                     image_size=self.image_size, robot=self.robot, faithful=self.faithful,
                                     camera_latency_ms=self.camera_latency_ms, action_delay_ms=self.action_delay_ms,
                                     episodes=self.episodes, seed=self.eval_seed, summary=self.summary)
+
+
+def actor_config(cfg: ActorRunConfig, backend: str) -> ActorConfig:
+    """The actor loop's options for `cfg` on `backend` (actors.actor_env.backend_of): the 'auto' choices resolved,
+    the twin's (random warm-up, pacing between steps, continue without the learner) or hardware's (hold before the
+    first weights, pacing only between episodes, hold after `learner_loss_hold_s` without the learner)."""
+    twin = backend == "twin"
+    warmup = cfg.warmup if cfg.warmup != "auto" else ("random" if twin else "hold")
+    pace = "off" if cfg.no_pace else cfg.pace if cfg.pace != "auto" else ("step" if twin else "episode")
+    loss = cfg.on_learner_loss if cfg.on_learner_loss != "auto" else ("continue" if twin else "hold")
+    return ActorConfig(chunk_steps=cfg.chunk_steps, seed=cfg.seed, warmup=warmup, pace=pace != "off",
+                       pace_mid_episode=pace == "step", on_learner_loss=loss,
+                       learner_loss_hold_s=cfg.learner_loss_hold_s)
 
 
 def actor_arg_parser() -> argparse.ArgumentParser:
@@ -112,8 +133,17 @@ def actor_arg_parser() -> argparse.ArgumentParser:
                    help="before the first weights: hold the pose or act randomly (auto: random on the twin only)")
     p.add_argument("--chunk-steps", type=int, default=ActorConfig().chunk_steps,
                    help="send transitions at every episode end and at least every N steps")
-    p.add_argument("--no-pace", action="store_true",
-                   help="never wait for the learner's budget (hardware; the sim default paces to the learner)")
+    p.add_argument("--no-pace", action="store_true", help="never wait for the learner's budget (= --pace off)")
+    p.add_argument("--pace", default="auto", choices=PACE_CHOICES,
+                   help="wait for the learner's env-step budget: step (between any two steps), episode (only before "
+                        "an episode's first step: a robot is never left waiting mid-motion), off; auto: step on the "
+                        "twin, episode on hardware")
+    p.add_argument("--on-learner-loss", default="auto", choices=("auto", *LEARNER_LOSS),
+                   help="the learner goes silent: continue (act on with the last weights) or hold (stop stepping "
+                        "after --learner-loss-hold-s, resume when it is back); auto: continue on the twin, hold on "
+                        "hardware")
+    p.add_argument("--learner-loss-hold-s", type=float, default=10.0,
+                   help="seconds without the learner before an actor with --on-learner-loss hold holds")
     p.add_argument("--intervene", default=None, choices=INTERVENE_CHOICES,
                    help="human-in-the-loop interventions (HIL-SERL): a person at a teleop device (spacemouse, "
                         "gamepad, keyboard: the bindings of record-demos) or the twin's scripted operator")
@@ -163,9 +193,7 @@ def run_actor(cfg: ActorRunConfig) -> int:
         return 0
     actor_id = cfg.actor_id or f"{socket.gethostname()}-{os.getpid()}"
     env, endpoint = _connect(cfg, actor_id)
-    warmup = cfg.warmup if cfg.warmup != "auto" else ("random" if backend_of(env) == "twin" else "hold")
-    actor = Actor(env, endpoint, ActorConfig(chunk_steps=cfg.chunk_steps, seed=cfg.seed, pace=not cfg.no_pace,
-                                             warmup=warmup))
+    actor = Actor(env, endpoint, actor_config(cfg, backend_of(env)))
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:

@@ -628,3 +628,80 @@ def test_status_says_the_first_update_is_compiling_while_it_blocks(tmp_path: Pat
     drain(learner)
     assert learner.updates == 2 and seen[0] is True  # written before the first update
     assert learner.status()["compiling"] is False  # and no longer said once it is done
+
+
+def test_pacing_between_episodes_never_pauses_mid_episode() -> None:
+    """Hardware pacing (pace_mid_episode=False): with 2 transitions of headroom the actor still finishes its
+    6-step episode (a robot is never left waiting mid-motion), then waits before the next episode's first step;
+    pacing between steps stops after 2."""
+    def run(mid_episode: bool) -> Actor:
+        ep = BudgetEndpoint(budget=102, received=100)
+        actor = Actor(ToyEnv(), ep, ActorConfig(chunk_steps=50, seed=0, pace_mid_episode=mid_episode), spec=SPEC,
+                      sleep=lambda s: None)
+        waits = {"n": 0}
+
+        def stop_after_waits() -> bool:
+            waits["n"] += int(actor.paused)
+            return waits["n"] > 3
+
+        actor.run(stop_after_waits, max_steps=100)
+        return actor
+
+    per_step, per_episode = run(True), run(False)
+    assert per_step.steps == 2 and per_step.ep_step == 2
+    assert per_episode.steps == 6 and per_episode.episodes == 1 and per_episode.ep_step == 0
+
+
+@pytest.mark.parametrize("mode", ["hold", "continue"])
+def test_learner_loss_hold_or_continue(mode: str) -> None:
+    """The learner goes silent after 3 steps of a 1 Hz loop: 'hold' steps on for learner_loss_hold_s (5 s), then
+    takes no step until it is back, and resumes; 'continue' steps on with the last weights throughout."""
+    now = [0.0]
+
+    class ClockedEnv(ToyEnv):
+        def step(self, action: np.ndarray) -> Any:
+            now[0] += 1.0  # one control step: 1 s
+            return super().step(action)
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    ep = BudgetEndpoint(budget=10**6, received=0)
+    actor = Actor(ClockedEnv(), ep, ActorConfig(chunk_steps=50, seed=0, pace=False, on_learner_loss=mode,
+                                                learner_loss_hold_s=5.0), spec=SPEC, clock=lambda: now[0],
+                  sleep=sleep)
+    actor.run(max_steps=3)
+    ep.state = "connecting"  # the learner is gone
+    t_lost = now[0]
+    waited = {"n": 0}
+
+    def back_after_a_while() -> bool:
+        waited["n"] += 1
+        if now[0] - t_lost > 30.0:
+            ep.state = "connected"  # it is back
+        return now[0] - t_lost > 60.0
+
+    actor.run(back_after_a_while, max_steps=20)
+    if mode == "hold":
+        assert actor.steps == 3 + 20 and actor.held_for_learner_s > 20.0
+        assert actor.stats()["held_for_learner_s"] == pytest.approx(actor.held_for_learner_s, abs=1e-3)
+    else:
+        assert actor.steps == 3 + 20 and actor.held_for_learner_s == 0.0 and now[0] - t_lost == pytest.approx(20.0)
+
+
+def test_actor_defaults_per_backend() -> None:
+    """`robot-rl actor`'s auto choices: the twin paces between steps, warms up at random and acts on without the
+    learner; hardware holds before the first weights, paces only between episodes and holds without the learner;
+    flags win."""
+    from actors.run import actor_config, parse_actor_args
+
+    base = ["--task", "twin-reach"]
+    twin = actor_config(parse_actor_args(base), "twin")
+    assert (twin.warmup, twin.pace, twin.pace_mid_episode, twin.on_learner_loss) == ("random", True, True, "continue")
+    hw = actor_config(parse_actor_args(base), "franky")
+    assert (hw.warmup, hw.pace, hw.pace_mid_episode, hw.on_learner_loss) == ("hold", True, False, "hold")
+    assert hw.learner_loss_hold_s == 10.0
+    off = actor_config(parse_actor_args([*base, "--no-pace", "--on-learner-loss", "continue"]), "franky")
+    assert off.pace is False and off.on_learner_loss == "continue"
+    step = actor_config(parse_actor_args([*base, "--pace", "step", "--learner-loss-hold-s", "3"]), "ros2")
+    assert step.pace_mid_episode is True and step.learner_loss_hold_s == 3.0
