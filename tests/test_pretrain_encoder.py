@@ -38,6 +38,8 @@ def test_event_targets_point_at_the_next_gripper_command_change() -> None:
     np.testing.assert_array_equal(y[:, 0], np.arange(8))
     np.testing.assert_array_equal(y[:, 3], [3, 3, 3, 3, 5, 5, 7, 7])
     np.testing.assert_array_equal(event_targets(_episode([1, 1, 1]))[:, 3], [3, 3, 3, 3])  # no event: the last frame
+    # 0 = "no gripper change" (label recordings): -1, 0, -1 is no event; -1, 0, 1 is one, where the 1 is commanded
+    np.testing.assert_array_equal(event_targets(_episode([-1, 0, -1, 0, 1, 0]))[:, 3], [4, 4, 4, 4, 4, 6, 6])
     ep = _episode([1, 1])
     del ep.observations["state"]
     with pytest.raises(ShapeError, match="proprio 'state'"):

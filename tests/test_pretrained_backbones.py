@@ -151,3 +151,27 @@ def test_agent_with_frozen_resnet18_from_a_pth(tmp_path: Path) -> None:
     assert "cameras.images__front.backbone.layer4.1.bn2.running_var" in frozen
     with pytest.raises(ConfigError, match="encoder='resnet18' with freeze_encoder=True needs encoder_weights"):
         SACAgent(spec, AgentConfig(encoder="resnet18", device="cpu"))
+
+
+def test_the_weights_file_picks_the_encoder_on_the_command_line_and_elsewhere(tmp_path: Path) -> None:
+    """`--encoder-weights FILE` alone builds the file's architecture (train's flags, the reward classifier's
+    command); the JAX backend refuses resnet18 in one line."""
+    from learners.agents.jax.agent import check_supported
+    from learners.cli.train_classifier import build_parser
+    from learners.rewards.classifier import ClassifierModelConfig, RewardClassifier
+    from learners.training.flags import build_train_parser, train_config
+
+    st = tmp_path / "r18.safetensors"
+    torch.save(_torchvision_like_state_dict(), tmp_path / "r18.pth")
+    convert_encoder(tmp_path / "r18.pth", st)
+    args = ["--task", "twin-pick-cube", "--obs-mode", "pixels", "--encoder-weights", str(st), "--out", "x"]
+    cfg = train_config(build_train_parser().parse_args(args)).agent_config(has_cameras=True)
+    assert (cfg.encoder, cfg.encoder_weights) == ("resnet18", str(st))
+    with pytest.raises(ConfigError, match="encoder='resnet18' is not supported by backend=jax"):
+        check_supported(cfg.replace(backend="jax"))
+    parsed = build_parser().parse_args(["--labels", "l", "--out", "o", "--encoder-weights", str(st)])
+    assert parsed.encoder is None  # resolved from the file by the command
+    model = RewardClassifier({"images/front": (32, 32, 3)},
+                             ClassifierModelConfig(encoder="resnet18", encoder_weights=str(st), image_latent_dim=8))
+    backbone = model.encoders["images__front"].backbone
+    assert isinstance(backbone, ResNet18) and not any(p.requires_grad for p in backbone.parameters())

@@ -47,6 +47,7 @@ from .speed import (
     learner_speed_cpu,
     learner_speed_cpu_compile,
     learner_speed_gpu,
+    pretrained_encoders,
     transport,
     twin_speed,
 )
@@ -68,6 +69,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "transport": transport,
     "actor_latency": actor_latency,
     "faithful_timing": faithful_timing,
+    "pretrained_encoders": pretrained_encoders,
     "main_command": main_command,
     "sample_efficiency_pick_cube_state": se_pick_cube_state,
     "sample_efficiency_peg_insert_state": se_peg_insert_state,

@@ -197,3 +197,22 @@ def faithful_timing(res: Results) -> str:
         f"{rnd(d['load_average'][0], 1)}), {d['expert'][0]['episodes']} seeded expert "
         f"episodes per row (state mode: the expert acts on the measured state, so only the action delay reaches "
         f"it). " + source("faithful_timing.json")])
+
+
+def pretrained_encoders(res: Results) -> str:
+    d = res("pretrained_encoders.json")
+    rows = [[r["option"], rnd(r["ms_per_frame_64px"], 1), rnd(r["ms_per_frame_128px"], 1), rnd(r["probe_r2_tcp"], 2),
+             rnd(r["probe_r2_cube"], 2)] for r in d["rows"]]
+    pre = d["pretrain"]
+    note = (f"Backbone forward pass only, batch {d['batch']}, {d['threads']} CPU thread (median of {d['reps']}; the "
+            f"cost depends on the architecture only: two rows of one architecture differ by the shared machine's "
+            f"load). "
+            f"Probe: ridge regression from the frozen features of both {d['image_px']}x{d['image_px']} cameras, "
+            f"fitted on {d['train_frames']} frames of {d['train_episodes']} scripted pick-cube episodes, R^2 on "
+            f"{d['probe_frames']} frames of {d['probe_episodes']} held-out episodes (1 = exact, 0 = the mean). The "
+            f"cube position is the twin's privileged state, a probe target only: a robot does not have it. "
+            f"pretrain-encoder: {pre['steps']} steps of batch 32 on {pre['train_episodes']} of those episodes in "
+            f"{rnd(pre['seconds'] / 60, 1)} minutes on one thread; its loss on the other {pre['val_episodes']} went "
+            f"from {rnd(pre['val_loss_first'], 2)} to {rnd(pre['val_loss_last'], 2)} (standardised targets).")
+    return "\n\n".join([table(["backbone (frozen)", "ms/frame 64x64", "ms/frame 128x128", "probe R^2 TCP",
+                               "probe R^2 cube"], rows), note, source("pretrained_encoders.json")])

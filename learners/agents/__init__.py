@@ -7,5 +7,7 @@ the update as named critic / actor / temperature phases), `sac_batch` (UpdateBat
 checked batch and minibatches), `jax` (JaxSACAgent, update_core), `policy` (what actors import: Policy,
 build_policy, load_base_policy, load_run_policy), `residual` (FrozenBase, the policy file format, py: / lerobot:
 bases), `lerobot_base`, `config` (AgentConfig + presets), `options` (--set parsing, resolution order), `recipes`,
-`device_defaults`, `encoders`, `nets`, `obs`. This package imports nothing at import time.
+`device_defaults`, `encoders`, `backbones` (ResNet10 / ResNet18 and their weights files), `weights_convert`
+(SERL's pickle and torchvision's .pth -> safetensors: `robot-rl convert-encoder`), `nets`, `obs`. This package
+imports nothing at import time.
 """

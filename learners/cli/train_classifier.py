@@ -21,6 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
+from learners.agents.options import weights_file_encoder
 from learners.rewards.classifier import CLASSIFIER_ENCODERS, ClassifierModelConfig
 from learners.rewards.training import TrainClassifierConfig, train_classifier
 from robot_rl.errors import ConfigError
@@ -34,9 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "(default: every camera in the labels)")
     d = TrainClassifierConfig()
     m = ClassifierModelConfig()
-    p.add_argument("--encoder", default=m.encoder, choices=CLASSIFIER_ENCODERS, help="per-camera backbone")
+    p.add_argument("--encoder", default=None, choices=CLASSIFIER_ENCODERS,
+                   help=f"per-camera backbone (default: {m.encoder}, or the architecture --encoder-weights names)")
     p.add_argument("--encoder-weights", default=None,
-                   help="local safetensors file of ResNet weights (resnet10, resnet18)")
+                   help="local weights file of a ResNet (resnet10, resnet18; robot-rl convert-encoder writes one)")
     p.add_argument("--conv-channels", default=",".join(map(str, m.conv_channels)),
                    help="conv backbone channels per layer")
     p.add_argument("--latent", type=int, default=m.image_latent_dim, help="per-camera feature size")
@@ -75,7 +77,8 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
 def main(argv: list[str]) -> int:
     """`robot-rl train-classifier`."""
     args = build_parser().parse_args(argv)
-    model = ClassifierModelConfig(encoder=args.encoder, encoder_weights=args.encoder_weights,
+    encoder = args.encoder or (weights_file_encoder(args.encoder_weights) if args.encoder_weights else "conv")
+    model = ClassifierModelConfig(encoder=encoder, encoder_weights=args.encoder_weights,
                                   conv_channels=_ints(args.conv_channels, "--conv-channels"),
                                   image_latent_dim=args.latent)
     cfg = TrainClassifierConfig(

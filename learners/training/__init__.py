@@ -16,4 +16,6 @@ Modules and their public names:
 - `forward_backward` and `forward_backward_run`: reset-free training with two agents (`--forward-backward`)
 - `gym_compat`   any gymnasium env's traits (success key, action box, demo action range)
 - `run_state`    TrainingRun: save / restore a whole run (agent, buffers, counters, RNG states)
+- `pretrain_encoder` pretrain_encoder, PretrainConfig: a camera backbone from recorded episodes
+  (`robot-rl pretrain-encoder`)
 """

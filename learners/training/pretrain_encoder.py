@@ -95,14 +95,20 @@ class PretrainConfig(Config):
 
 def event_targets(ep: Episode, gripper_index: int = -1) -> np.ndarray:
     """(T+1, 6) targets of every frame: TCP position now, TCP position at the next gripper event (the frame at
-    which the recorded gripper command changes sign; the last frame when none follows). Needs `state` (proprio)."""
+    which the recorded gripper command changes sign, zeros skipped; the last frame when none follows). Needs the
+    proprio `state` observation."""
     if "state" not in ep.observations or ep.observations["state"].shape[-1] < 3:
         raise ShapeError("pretraining targets need the proprio 'state' observation (TCP position in state[0:3])")
     tcp = ep.observations["state"][:, :3].astype(np.float32)
     if ep.actions.shape[1] == 0:
         raise ShapeError("pretraining targets need the recorded actions (the gripper command)")
     grip = np.sign(ep.actions[:, gripper_index])
-    events = [t for t in range(1, ep.length) if grip[t] != 0 and grip[t] != grip[t - 1]]
+    events, last = [], 0.0  # a change of the last non-zero command (0 = "no change" on some devices)
+    for t in range(ep.length):
+        if grip[t] != 0:
+            if last != 0 and grip[t] != last:
+                events.append(t)
+            last = grip[t]
     n = tcp.shape[0]
     nxt = np.full(n, n - 1)
     for e in reversed(events):
