@@ -179,9 +179,9 @@ class AgentConfig(Config):
     augment_pad: int = 4
     """Random-shift augmentation: edge-pad by this many pixels and crop back (0 = off)."""
     feature_cache: str = "auto"
-    """Frozen backbones only (learners.replay.feature_cache): compute each stored frame's backbone output once, when
-    the learner first samples it, for `feature_cache_crops` random-shift crops, and train the heads on those; a
-    learner-side thing (actors run the backbone on live frames; checkpoints unchanged). 'auto' = on when every camera
+    """Frozen backbones only (learners.replay.feature_cache): compute each stored frame's backbone output once (new
+    frames in batches of 16 at sampling time), for `feature_cache_crops` random-shift crops, and train the heads on
+    those; a learner-side thing (actors run the backbone on live frames; checkpoints unchanged). 'auto' = on when every camera
     backbone is frozen, the backend is torch and the estimate fits `feature_cache_budget_gb` (else off, with a note);
     'on' = the same but refuses (ConfigError) instead of falling back; 'off' = the backbone runs on every batch."""
     feature_cache_crops: int = 4
