@@ -4,6 +4,7 @@ choices, staleness, gain parameters, image / object encodings, the profiles and 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -321,3 +322,40 @@ def test_gripper_and_recovery_paths() -> None:
     assert choose_recovery("auto", False, "") == "none"
     with pytest.raises(ConfigError, match="recovery_service"):
         choose_recovery("trigger", False, "")
+
+
+def test_a_sourced_distro_beside_the_venv_is_explained() -> None:
+    """Which rclpy is loaded, and what to do: the venv's own wheels alone say nothing; a sourced Humble whose rclpy
+    shadows the venv's names the distro, its Python and both ways out; a sourced Jazzy beside the venv's wheels is a
+    note about DDS interop."""
+    from envs.ros2.runtime import ros_setup_notes
+
+    venv = "/home/lab/robot-rl/.venv"
+    own = f"{venv}/lib/python3.11/site-packages/rclpy/__init__.py"
+    assert ros_setup_notes(own, None, venv, "3.11") == []
+    (shadow,) = ros_setup_notes("/opt/ros/humble/lib/python3.10/site-packages/rclpy/__init__.py", "humble", venv,
+                                "3.11")
+    assert "the sourced ROS 2 humble (/opt/ros/humble/" in shadow and "built for its own Python (3.10; this is 3.11)" \
+        in shadow and "not sourced" in shadow and "--system-site-packages" in shadow
+    (beside,) = ros_setup_notes(own, "jazzy", venv, "3.11")
+    assert "ROS 2 jazzy is sourced" in beside and "DDS" in beside and "ROS_DOMAIN_ID" in beside
+
+
+def test_a_shadowing_distro_rclpy_that_fails_to_import_says_what_to_do(tmp_path: Any,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sourced distro's rclpy built for another Python fails to import: the error names the extra AND the way
+    out, in one message."""
+    import sys
+
+    from envs.ros2.runtime import rclpy_module
+    from robot_rl.errors import MissingExtraError
+
+    site = tmp_path / "opt" / "ros" / "humble" / "lib" / "python3.10" / "site-packages"
+    (site / "rclpy").mkdir(parents=True)
+    (site / "rclpy" / "__init__.py").write_text("from rclpy._rclpy_pybind11 import *  # built for python3.10\n")
+    monkeypatch.setenv("ROS_DISTRO", "humble")
+    monkeypatch.syspath_prepend(str(site))
+    for name in [m for m in sys.modules if m == "rclpy" or m.startswith("rclpy.")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(MissingExtraError, match=r"\[ros\]'.*the sourced ROS 2 humble .*3\.10.*not sourced"):
+        rclpy_module()

@@ -26,13 +26,67 @@ from types import ModuleType
 from typing import Any
 
 from envs.ros2.logic import QosSpec
-from robot_rl.errors import RobotTimeoutError
+from robot_rl.errors import MissingExtraError, RobotTimeoutError
 from robot_rl.extras import optional_import
+
+DISTRO_PYTHON = {"humble": "3.10", "iron": "3.10", "jazzy": "3.12", "kilted": "3.12", "rolling": "3.12"}
+"""The Python each ROS 2 distro's Debian / Ubuntu packages are built for (Humble: Ubuntu 22.04, Jazzy / Kilted:
+24.04)."""
+
+
+def ros_setup_notes(rclpy_file: str | None, ros_distro: str | None, venv_prefix: str, python: str) -> list[str]:
+    """What a lab should know about the rclpy in use (pure: tests pass the facts in). `rclpy_file`: where rclpy was
+    (or would be) imported from, None if not found; `ros_distro`: $ROS_DISTRO (set by sourcing a distro's
+    setup.bash); `venv_prefix`: sys.prefix; `python`: 'MAJOR.MINOR'. Empty when the venv's own wheels are used
+    and no distro is sourced."""
+    notes: list[str] = []
+    distro = (ros_distro or "").strip().lower()
+    from_venv = rclpy_file is not None and rclpy_file.startswith(venv_prefix.rstrip("/") + "/")
+    if rclpy_file is not None and not from_venv:
+        where = f"the sourced ROS 2 {distro or 'installation'}" if "/opt/ros/" in rclpy_file or distro else "outside"
+        want = DISTRO_PYTHON.get(distro)
+        notes.append(
+            f"rclpy comes from {where} ({rclpy_file}), ahead of this venv's own wheels (the `ros` extra: ROS 2 Kilted "
+            f"pip wheels); a distro's rclpy is built for its own Python ({want or 'see the distro'}; this is "
+            f"{python}) and must not be mixed with the venv's. Either run robot-rl from a shell where ROS is not "
+            f"sourced (the venv's wheels talk DDS to the lab's {distro or 'ROS'} nodes), or make the venv with that "
+            f"distro's Python and --system-site-packages and install robot-rl there without the `ros` extra")
+    elif distro and from_venv:
+        notes.append(
+            f"ROS 2 {distro} is sourced (ROS_DISTRO) but rclpy is this venv's Kilted wheel: robot-rl's nodes talk "
+            f"to the lab's {distro} nodes over DDS (the standard message types it uses match); keep "
+            f"both on the same RMW (Fast DDS) and ROS_DOMAIN_ID")
+    return notes
 
 
 def rclpy_module() -> Any:
-    """rclpy, or MissingExtraError naming the `ros` extra."""
-    return optional_import("rclpy", extra="ros", purpose="the ROS 2 bridge")
+    """rclpy, or MissingExtraError naming the `ros` extra (and, when a sourced distro's rclpy is in the way, what
+    to do); a sourced distro beside the venv's rclpy is reported on stderr once."""
+    import importlib.util
+    import os
+    import sys
+
+    try:
+        spec = importlib.util.find_spec("rclpy")
+    except (ImportError, ValueError):
+        spec = None
+    origin = spec.origin if spec is not None else None
+    notes = ros_setup_notes(origin, os.environ.get("ROS_DISTRO"), sys.prefix, f"{sys.version_info[0]}."
+                            f"{sys.version_info[1]}")
+    try:
+        rclpy = optional_import("rclpy", extra="ros", purpose="the ROS 2 bridge")
+    except MissingExtraError as err:
+        if notes:
+            raise MissingExtraError(f"{err}; {notes[0]}") from err
+        raise
+    global _NOTED
+    if notes and not _NOTED:
+        _NOTED = True
+        print(f"robot-rl: {notes[0]}", file=sys.stderr, flush=True)
+    return rclpy
+
+
+_NOTED = False
 
 
 def ros_messages(module: str) -> ModuleType:
