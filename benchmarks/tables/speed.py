@@ -183,6 +183,22 @@ def actor_latency(res: Results) -> str:
                                "weights in use p50 / p99"], rows), note])
 
 
+def guard_latency(res: Results) -> str:
+    d = res("guard_latency.json")
+    by_period: dict[float, list[float]] = {}
+    for r in d["rows"]:
+        by_period.setdefault(r["check_period_s"], []).append(r["latency_ms"])
+    cost = {c["check_period_s"]: c for c in d["cost"]}
+    rows = [[f"{rnd(1e3 * p)} ms", " / ".join(rnd(v, 1) for v in lat) + " ms", f"{rnd(cost[p]['ratio'], 2)}x"]
+            for p, lat in by_period.items()]
+    return "\n\n".join([
+        table(["guard check period", "force above the limit -> hold (3 contact points)", "100 ms wait, wall time"],
+              rows),
+        f"Twin pick-cube, the arm pushing 1 cm into the table, limit {rnd(d['limit_n'])} N; sim time (deterministic), "
+        f"latency from the first physics step above the limit; wall time of a 100 ms wait relative to a 100 ms "
+        f"period, {d['waits']} interleaved waits each. " + source("guard_latency.json")])
+
+
 def faithful_timing(res: Results) -> str:
     d = res("faithful_timing.json")
     cost = [[f"{r['obs_mode']}" + (f" {r['image_size']}x{r['image_size']}, 2 cameras" if r["image_size"] else ""),

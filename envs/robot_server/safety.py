@@ -19,8 +19,10 @@ ends the episode) and refuses commands with RobotError (except a recovery `reset
 the joint margins: the way out of a joint-limit trip) until `clear_errors()`, which clears only when the
 condition is gone (it waits up to `clear_settle_s` holding the measured pose; a wrench still above the limit, a
 joint still in its margin: it raises). The e-stop latches
-until the server restarts. Checks run on every state() and after every wait(), and on `tick()` (the server's idle
-loop, at most every `check_period_s`).
+until the server restarts. Checks run on every state(), every `check_period_s` during a wait() (the wait is served
+in slices of that length, a check after each: on the twin sim time, on hardware real time), and on `tick()` (the
+server's idle loop, every `check_period_s`). The robot's own reflexes (libfranka's collision thresholds, checked at
+1 kHz in the controller) stay the fastest layer.
 
 Usage::
 
@@ -71,8 +73,9 @@ class ServerSafetyConfig(Config):
     """The server's box is the task's box grown by this much (m) ..."""
     box_margin_rad: float = 0.1
     """... and this much in each euler angle (rad)."""
-    check_period_s: float = 0.05
-    """tick() reads the state and checks at most this often while no call comes in."""
+    check_period_s: float = 0.01
+    """The guard reads the state and checks it at least this often: wait() runs in slices of this length with a
+    check after each, and tick() (the server's idle loop) checks this often while no call comes in."""
     clear_settle_s: float = 1.0
     """clear_errors() after a trip waits up to this long (s), holding the measured pose, for the condition to go
     before it refuses (a peg pressed into its fixture relaxes within ~0.1-0.3 s once the target is the measured
@@ -121,6 +124,8 @@ class SafetyGuard:
         self._clips = 0
         self._last_gripper = 0.0
         self._last_check = -math.inf
+        self.trip_time_s: float | None = None
+        """The robot clock (RobotState.time_s) of the state that tripped the guard last: the hold's time."""
         arm = self.config.arm if self.config.arm != "auto" else str(getattr(robot, "arm", "any"))
         self.limits = arm_limits(arm)
         """The joint limits the guard enforces (controllers.arms.ArmLimits)."""
@@ -157,9 +162,17 @@ class SafetyGuard:
         """Time passes under the held target after a trip too (the push relaxes); refused after an e-stop."""
         if self._estop.is_set():
             self._refuse()
-        self.robot.wait(duration_s)
-        self._hold_if_estopped()
-        self._check(self.robot.state())
+        period = self.config.check_period_s
+        n = int(duration_s / period + 1e-9) if isinstance(duration_s, int | float) and duration_s > 0 else 0
+        rest = float(duration_s) - n * period if n else duration_s
+        for _ in range(n):  # a slice, then a check: a trip holds within one period, not at the end of the wait
+            self.robot.wait(period)
+            self._hold_if_estopped()
+            self._check(self.robot.state())
+        if not n or rest > 1e-9:
+            self.robot.wait(rest)
+            self._hold_if_estopped()
+            self._check(self.robot.state())
 
     def set_gains(self, profile: str) -> None:
         self._refuse()
@@ -292,6 +305,7 @@ class SafetyGuard:
             return
         self._trip = why
         self._trips += 1
+        self.trip_time_s = float(s.time_s)
         log.warning("safety: STOP: %s; holding the pose", why)
         try:
             self.robot.command(s.pos_base_ee, s.quat_base_ee, self._last_gripper)

@@ -450,7 +450,9 @@ class TwinRobot:
         weight = m.body_subtreemass[self._hand_id] * m.opt.gravity  # world frame
         lever = d.subtree_com[self._hand_id] - p
         force = -f_sensor - R.T @ weight
-        torque = -t_sensor - R.T @ np.cross(lever, weight)
+        lx, ly, lz = float(lever[0]), float(lever[1]), float(lever[2])
+        wx, wy, wz = float(weight[0]), float(weight[1]), float(weight[2])  # np.cross's products, without its cost
+        torque = -t_sensor - R.T @ np.array([ly * wz - lz * wy, lz * wx - lx * wz, lx * wy - ly * wx])
         return force, torque
 
     def _lookup_task_ids(self) -> dict[str, int]:
