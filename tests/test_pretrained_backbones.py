@@ -157,8 +157,7 @@ def test_the_weights_file_picks_the_encoder_on_the_command_line_and_elsewhere(tm
     """`--encoder-weights FILE` alone builds the file's architecture (train's flags, the reward classifier's
     command); the JAX backend refuses resnet18 in one line."""
     from learners.agents.jax.agent import check_supported
-    from learners.cli.train_classifier import build_parser
-    from learners.rewards.classifier import ClassifierModelConfig, RewardClassifier
+    from learners.rewards.classifier import ClassifierModelConfig, RewardClassifier, classifier_encoder
     from learners.training.flags import build_train_parser, train_config
 
     st = tmp_path / "r18.safetensors"
@@ -169,8 +168,8 @@ def test_the_weights_file_picks_the_encoder_on_the_command_line_and_elsewhere(tm
     assert (cfg.encoder, cfg.encoder_weights) == ("resnet18", str(st))
     with pytest.raises(ConfigError, match="encoder='resnet18' is not supported by backend=jax"):
         check_supported(cfg.replace(backend="jax"))
-    parsed = build_parser().parse_args(["--labels", "l", "--out", "o", "--encoder-weights", str(st)])
-    assert parsed.encoder is None  # resolved from the file by the command
+    assert classifier_encoder(None, str(st)) == "resnet18" and classifier_encoder(None, None) == "conv"
+    assert classifier_encoder("resnet10", str(st)) == "resnet10"  # named: then loading the file says it does not fit
     model = RewardClassifier({"images/front": (32, 32, 3)},
                              ClassifierModelConfig(encoder="resnet18", encoder_weights=str(st), image_latent_dim=8))
     backbone = model.encoders["images__front"].backbone

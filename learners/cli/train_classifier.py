@@ -21,8 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
-from learners.agents.options import weights_file_encoder
-from learners.rewards.classifier import CLASSIFIER_ENCODERS, ClassifierModelConfig
+from learners.rewards.classifier import CLASSIFIER_ENCODERS, ClassifierModelConfig, classifier_encoder
 from learners.rewards.training import TrainClassifierConfig, train_classifier
 from robot_rl.errors import ConfigError
 
@@ -77,8 +76,8 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
 def main(argv: list[str]) -> int:
     """`robot-rl train-classifier`."""
     args = build_parser().parse_args(argv)
-    encoder = args.encoder or (weights_file_encoder(args.encoder_weights) if args.encoder_weights else "conv")
-    model = ClassifierModelConfig(encoder=encoder, encoder_weights=args.encoder_weights,
+    model = ClassifierModelConfig(encoder=classifier_encoder(args.encoder, args.encoder_weights),
+                                  encoder_weights=args.encoder_weights,
                                   conv_channels=_ints(args.conv_channels, "--conv-channels"),
                                   image_latent_dim=args.latent)
     cfg = TrainClassifierConfig(

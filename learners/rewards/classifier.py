@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from learners.agents.backbones import build_backbone
+from learners.agents.backbones import build_backbone, weights_architecture
 from learners.agents.config import AgentConfig
 from learners.agents.encoders import CameraEncoder, ConvBackbone, load_backbone_weights
 from robot_rl.config import Config, require
@@ -87,6 +87,16 @@ class ClassifierModelConfig(Config):
         return AgentConfig(encoder=self.encoder, encoder_weights=self.encoder_weights,
                            conv_channels=self.conv_channels, num_spatial_features=self.num_spatial_features,
                            encoder_dropout=self.encoder_dropout, image_latent_dim=self.image_latent_dim)
+
+
+def classifier_encoder(encoder: str | None, encoder_weights: str | None) -> str:
+    """The backbone a classifier command builds: `encoder` when given, else the architecture the weights file
+    names (a metadata-less file is a ResNet-10), else 'conv'."""
+    if encoder is not None:
+        return encoder
+    if encoder_weights is None:
+        return "conv"
+    return weights_architecture(encoder_weights) or "resnet10"
 
 
 def _module_key(name: str) -> str:
