@@ -65,5 +65,5 @@ def pixel_diagnosis(res: Results) -> str:
                   source(*files)]
     missing = [label for arm, label in PIXEL_ARMS if (arm, label) not in have]
     if missing:
-        parts.append("Not measured yet: " + "; ".join(missing) + ".")
+        parts.append("No diagnostics run yet for these arms: " + "; ".join(missing) + ".")
     return "\n\n".join(parts)
