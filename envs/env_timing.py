@@ -192,10 +192,11 @@ class SimulatedTiming:
         return None
 
     def frames(self) -> Frames:
-        """The frames rendered `camera_latency_ms` before the end of the latest period (or the reset's)."""
+        """The frames rendered `camera_latency_ms` before the end of the latest period (or the reset's): copies, so
+        no two observations share an array (the history may hand out one frame several times)."""
         if not self._frames:
             raise RobotError("SimulatedTiming.frames(): no frame yet (reset with cameras first)")
-        return self._frames[0]
+        return {name: img.copy() for name, img in self._frames[0].items()}
 
     @property
     def pending_commands(self) -> int:

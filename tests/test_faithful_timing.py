@@ -59,6 +59,8 @@ def test_latency_of_k_periods_returns_the_frame_from_k_steps_earlier(k: int) -> 
             src = plain[max(t - k, 0)]["images"]  # before k steps: the reset frame (the arm had settled)
             for cam in ("front", "wrist"):
                 np.testing.assert_array_equal(late[t]["images"][cam], src[cam], err_msg=f"step {t} camera {cam}")
+        # no two observations share an array (the reset frame is handed out k + 1 times)
+        assert not any(np.shares_memory(late[0]["images"]["front"], late[t]["images"]["front"]) for t in range(1, n))
         # the arm moved, so the check could fail: consecutive wrist frames differ
         assert not np.array_equal(plain[n]["images"]["wrist"], plain[n - 1]["images"]["wrist"])
         assert not np.array_equal(late[n]["images"]["wrist"], plain[n]["images"]["wrist"])

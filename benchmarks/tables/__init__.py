@@ -39,7 +39,7 @@ from .learning import (
     warm_start,
 )
 from .readme import README_BLOCKS
-from .rewards import classifier, forward_backward, learned_reward
+from .rewards import classifier, classifier_rollouts, forward_backward, learned_reward
 from .speed import (
     actor_latency,
     controller_speed,
@@ -82,6 +82,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "warm_start": warm_start,
     "interventions": interventions,
     "classifier": classifier,
+    "classifier_rollouts": classifier_rollouts,
     "learned_reward": learned_reward,
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,

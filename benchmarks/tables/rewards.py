@@ -118,3 +118,30 @@ def fb_goal(res: Results, name: str = "forward_backward_classifier_qfilter.json"
             f"backward policy first reaches {pct(bar)} at "
             f"{' / '.join(ksteps(first_at(r['curve'], bar, 'backward_success_rate')) for r in runs)}; "
             f"{' / '.join(str(r['teleports_after_first_reset']) for r in runs)} teleports after the first reset.")
+
+
+def classifier_rollouts(res: Results) -> str:
+    d = res("classifier_rollouts.json")
+
+    def p3(v: float | None) -> str:
+        return "-" if v is None else rnd(v, 3)
+
+    rows = []
+    for a in d["arms"]:
+        t = a["total"]
+        wins = "; ".join(f"{ksteps(w['env_step'])}: {p3(w.get('frame_precision'))} / {p3(w.get('frame_recall'))}"
+                         for w in a["windows"])
+        rows.append([a["arm"], f"{a['label_frames']:,}", f"{p3(a['validation_precision'])} / "
+                     f"{p3(a['validation_recall'])}", f"**{p3(t.get('frame_precision'))} / "
+                     f"{p3(t.get('frame_recall'))}**",
+                     f"{t.get('frame_tp')} / {t.get('frame_fp')} / {t.get('frame_fn')}",
+                     wins, f"{a['ended_without_true_success']} of {a['ended_by_model']}",
+                     f"{pct(a['final_success_rate'])} (best {pct(a['best_success_rate'])})"])
+    args = d["args"]
+    note = (f"One seed ({args['seed']}), {args['steps']:,} env steps per run, state recipe, 20 scripted demos, "
+            f"evaluation {args['eval_episodes']} episodes every {args['eval_every']} steps (true success). Precision / "
+            f"recall per evaluation window: of the training frames since the previous evaluation ('-': no positive "
+            f"decision, or no truly successful frame). " + source("classifier_rollouts.json"))
+    return "\n\n".join([table(["classifier", "label frames", "validation P / R", "rollouts P / R",
+                               "tp / fp / fn frames", "per window P / R", "episodes ended wrongly",
+                               "final eval"], rows), note])
