@@ -705,3 +705,33 @@ def test_actor_defaults_per_backend() -> None:
     assert off.pace is False and off.on_learner_loss == "continue"
     step = actor_config(parse_actor_args([*base, "--pace", "step", "--learner-loss-hold-s", "3"]), "ros2")
     assert step.pace_mid_episode is True and step.learner_loss_hold_s == 3.0
+
+
+def test_the_offline_phase_trains_on_the_demos_and_publishes_the_first_weights(tmp_path: Path) -> None:
+    """LearnerConfig.offline_updates: before any transition arrives, the learner trains on the demos alone and
+    publishes those weights (version 1); the online schedule starts from zero updates; a resumed run skips it;
+    `robot-rl learner --offline-updates` without demos is refused."""
+    from learners.distributed.flags import build_learner_parser, learner_process_config
+    from robot_rl.errors import ConfigError
+
+    demos = [make_chunk(12, start=0.1 * k, end="terminated", success=True, intervention=True) for k in range(3)]
+    ep = FakeEndpoint()
+    fresh = Learner(SPEC, AGENT, lcfg(), FakeEndpoint(), tmp_path / "fresh", demos=demos, clock=Clock())
+    learner = Learner(SPEC, AGENT, lcfg(offline_updates=30), ep, tmp_path / "off", demos=demos, clock=Clock())
+    assert learner.offline_updates == 30 and learner.updates == 0 and learner.target_updates == 0
+    assert [v for v, _ in ep.published] == [1]  # published at start, before any online data
+    first = ep.published[0][1]
+    before = fresh.weights_arrays()
+    changed = [k for k in first if k in before and first[k].dtype.kind == "f" and not np.allclose(first[k], before[k])]
+    assert changed, "the offline phase changed no policy weight"
+    fresh.close()
+    learner.checkpoint()
+    learner.close()
+    again = Learner(SPEC, AGENT, lcfg(offline_updates=30), FakeEndpoint(), tmp_path / "off", clock=Clock(),
+                    resume=True)
+    assert again.offline_updates == 0  # resumed: the checkpoint already holds the offline-trained agent
+    again.close()
+    args = build_learner_parser().parse_args(["--task", "twin-reach", "--out", str(tmp_path / "x"),
+                                              "--offline-updates", "100"])
+    with pytest.raises(ConfigError, match="--offline-updates needs --demos"):
+        learner_process_config(args)

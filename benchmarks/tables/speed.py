@@ -183,6 +183,19 @@ def actor_latency(res: Results) -> str:
                                "weights in use p50 / p99"], rows), note])
 
 
+def first_weights(res: Results) -> str:
+    d = res("first_weights.json")
+    rows = [[str(r["offline_updates"]), f"{rnd(100 * r['success_stochastic'])} %",
+             f"{rnd(100 * r['success_deterministic'])} %", rnd(r["abs_error_to_demo"], 3),
+             f"{rnd(r['policy_sample_std'], 3)} / {rnd(r['demo_action_std'], 3)}"] for r in d["rows"]]
+    return "\n\n".join([
+        table(["offline updates before the first weights", "success (stochastic, as actors act)",
+               "success (deterministic)", "mean abs(a - a_demo) on demo states", "action std: policy / demos"],
+              rows),
+        f"Twin {d['task'].removeprefix('twin-')}, state recipe, {d['demos']} scripted demos, {d['episodes']} seeded "
+        f"episodes per row, 8 sampled actions per demo state (256 states). " + source("first_weights.json")])
+
+
 def guard_latency(res: Results) -> str:
     d = res("guard_latency.json")
     by_period: dict[float, list[float]] = {}

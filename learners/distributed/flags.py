@@ -18,10 +18,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from learners.agents.config import BACKENDS, AgentConfig
+from learners.agents.config import BACKENDS, ENCODERS, AgentConfig
 from learners.agents.options import ALGOS, AgentFlags, add_set_option, resolve_agent, updates_per_step
 from learners.distributed.learner import LearnerConfig
 from learners.distributed.process import LearnerProcessConfig
+from robot_rl.errors import ConfigError
 from robot_rl.presets import PRESETS, get_preset
 
 
@@ -51,7 +52,7 @@ def build_learner_parser(description: str | None = None) -> argparse.ArgumentPar
     g.add_argument("--ensemble", type=int, default=None, help="critic ensemble size")
     g.add_argument("--batch", type=int, default=None, help="minibatch size")
     g.add_argument("--critic-updates", type=int, default=None, help="critic updates per actor update")
-    g.add_argument("--encoder", default=None, choices=("resnet10", "conv"),
+    g.add_argument("--encoder", default=None, choices=ENCODERS,
                    help="camera encoder (pixels; default conv, resnet10 with --encoder-weights)")
     g.add_argument("--encoder-weights", default=None, help="local ResNet-10 safetensors file (pixels)")
     add_set_option(g)
@@ -67,6 +68,9 @@ def build_learner_parser(description: str | None = None) -> argparse.ArgumentPar
                    help="agent updates per received transition (each: --critic-updates critic updates); default: "
                         f"the task's recipe, else {d.updates_per_transition}")
     s.add_argument("--learning-starts", type=int, default=d.learning_starts, help="transitions before learning")
+    s.add_argument("--offline-updates", type=int, default=d.offline_updates,
+                   help="before serving: this many updates on the demos alone, published as the first weights (a "
+                        "fresh run with --demos; e.g. 1000 on hardware, so the arm's first policy is trained)")
     s.add_argument("--max-ahead", type=int, default=d.max_ahead, help="transitions actors may run ahead")
     s.add_argument("--publish-every", type=int, default=d.publish_every, help="publish weights every N updates")
     s.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every, help="checkpoint every N transitions")
@@ -109,11 +113,14 @@ def learner_process_config(args: argparse.Namespace) -> LearnerProcessConfig:
     """The LearnerProcessConfig of parsed `robot-rl learner` arguments (an unknown task or a bad --set fails
     here, before anything is built)."""
     get_preset(args.task)  # UnknownTaskError first
+    if args.offline_updates and args.demos is None:
+        raise ConfigError("--offline-updates needs --demos DIR: the offline phase trains on the demos alone")
     schedule = LearnerConfig(updates_per_transition=updates_per_transition(args), learning_starts=args.learning_starts,
                              max_ahead=args.max_ahead, publish_every=args.publish_every,
                              checkpoint_every=args.checkpoint_every, max_env_steps=args.max_env_steps,
                              capacity=args.capacity, log_every_s=args.log_every, tensorboard=not args.no_tensorboard,
-                             seed=args.seed, takeover_terminal=args.takeover_terminal)
+                             seed=args.seed, takeover_terminal=args.takeover_terminal,
+                             offline_updates=args.offline_updates)
     return LearnerProcessConfig(task=args.task, out=args.out, agent=learner_agent_flags(args), schedule=schedule,
                                 bind=args.bind, demos=args.demos, resume=args.resume, obs_mode=args.obs_mode,
                                 image_size=args.image_size, faithful=args.faithful, keys=args.keys,

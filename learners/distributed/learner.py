@@ -121,12 +121,17 @@ class LearnerConfig(Config):
     """Most messages taken from the endpoint per step."""
     seed: int = 0
     """Seed of the replay samplers."""
+    offline_updates: int = 0
+    """Before serving (a fresh run with demos; a resumed run skips it): this many updates on the demo buffer alone
+    (learners.training.online.train_offline), published as the first weights, so the first policy an arm runs is
+    trained on the demos rather than a few updates old. The online schedule (`updates`, the ratio) starts after it."""
     takeover_terminal: bool = True
     """Store the policy step right before each human takeover as terminal (learners.replay.buffer.takeover_terminated):
     to the critic, drifting until someone steps in ends the episode with nothing rather than earning the value
     of the rescue. Within a chunk; a takeover on a chunk's first step leaves the previous chunk as it was."""
 
     def validate(self) -> None:
+        require(self.offline_updates >= 0, "offline_updates", self.offline_updates, "must be >= 0")
         require(math.isfinite(self.updates_per_transition) and self.updates_per_transition >= 0,
                 "updates_per_transition", self.updates_per_transition, "must be a finite number >= 0")
         for name in ("learning_starts", "max_ahead", "publish_every", "checkpoint_every", "keep_checkpoints",
@@ -266,8 +271,22 @@ class Learner:
         steps = cfg.max_env_steps - self.received if cfg.max_env_steps else cfg.capacity + cfg.demo_capacity
         log.info("learner: %s", attach_feature_caches(self.agent, [self.online, self.demo],
                                                       run_frames([self.online, self.demo], steps), seed=cfg.seed))
-        if self.updates > 0:
+        self.offline_updates = 0
+        """Updates of the offline phase (LearnerConfig.offline_updates) this run did before serving."""
+        if not (resume and existing is not None) and cfg.offline_updates > 0:
+            self._offline_phase()
+        if self.updates > 0 or self.offline_updates > 0:
             self._publish()
+
+    def _offline_phase(self) -> None:
+        """LearnerConfig.offline_updates updates on the demo buffer alone (ReplayEmptyError without demos)."""
+        from learners.training.online import LoopCounters, train_offline
+
+        counters, n = LoopCounters(), self.cfg.offline_updates
+        for row in train_offline(self.agent, self.demo, n, counters, report_every=max(1, n // 5)):
+            log.info("learner: offline phase: %d / %d updates on %d demo transitions (critic loss %s)",
+                     counters.offline_updates, n, len(self.demo), row.get("critic_loss"))
+        self.offline_updates = counters.offline_updates
 
     # ------------------------------------------------------------------ schedule
     @property
