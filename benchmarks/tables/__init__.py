@@ -42,6 +42,7 @@ from .rewards import classifier, forward_backward, learned_reward
 from .speed import (
     actor_latency,
     controller_speed,
+    feature_cache,
     learner_speed_cpu,
     learner_speed_cpu_compile,
     learner_speed_gpu,
@@ -63,6 +64,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "learner_speed_cpu": learner_speed_cpu,
     "learner_speed_cpu_compile": learner_speed_cpu_compile,
     "learner_speed_gpu": learner_speed_gpu,
+    "feature_cache": feature_cache,
     "transport": transport,
     "actor_latency": actor_latency,
     "main_command": main_command,
