@@ -245,3 +245,36 @@ def pretrained_encoders(res: Results) -> str:
             f"from {rnd(pre['val_loss_first'], 2)} to {rnd(pre['val_loss_last'], 2)} (standardised targets).")
     return "\n\n".join([table(["backbone (frozen)", "ms/frame 64x64", "ms/frame 128x128", "probe R^2 TCP",
                                "probe R^2 cube"], rows), note, source("pretrained_encoders.json")])
+
+
+def feature_cache(res: Results) -> str:
+    d = res("feature_cache.json")
+    rows: list[Row] = []
+    for r in d["rows"]:
+        size = f"2 x {r['size']}x{r['size']}" if r["size"] else "-"
+        enc = rnd(1e3 * r["encode_s_per_step"], 1) if r["encode_s_per_step"] else "-"
+        ratio = rnd(r["ratio_to_state"], 2)
+        rows.append([r["case"], size, rnd(1e3 * r["cpu_s_per_step"], 1), enc, rnd(1e3 * r["update_s_per_step"], 1),
+                     f"**{ratio}x**" if r["case"] != "state" and r["ratio_to_state"] <= 2 else f"{ratio}x"])
+    by = {(r["case"], r["size"]): r for r in d["rows"]}
+    sizes = sorted({r["size"] for r in d["rows"] if r["size"]})
+    k = min(r["agent"]["feature_cache_crops"] for r in d["rows"] if r["case"].startswith("resnet10 cached"))
+    cost = {key: r["cpu_s_per_step"] for key, r in by.items()}
+    gains = ", ".join(f"{rnd(cost['resnet10 uncached', s] / cost[f'resnet10 cached K={k}', s], 1)}x at {s}x{s}"
+                      for s in sizes)
+    within = [f"{r['case'].removeprefix('resnet10 ')} at {r['size']}x{r['size']}" for r in d["rows"]
+              if r["size"] and r["ratio_to_state"] <= 2]
+    summary = (f"The cache (K={k}) divides the frozen ResNet-10 learner's CPU time per env step by {gains}; within "
+               f"2x of the state learner: {'; '.join(within) if within else 'none'}.")
+    px = d["recipe_pixels"]["agent"]
+    note = (f"twin-pick-cube, each agent as `robot-rl train` builds it (the recipe: state batch "
+            f"{d['recipe_state']['agent'].get('batch_size')}, pixels batch {px.get('batch_size')} / ensemble "
+            f"{px.get('ensemble_size')}; {d['recipe_state']['updates_per_step']} updates per env step), the ResNet-10 "
+            f"rows with a frozen backbone (random weights: the cost does not depend on them); CPU seconds of the "
+            f"learner per env step (store the transition, encode new frames, sample, update; not the env step nor "
+            f"the actor's forward), {d['threads']} thread, about {d['seconds_per_case']:g} CPU-s per case, "
+            f"{d['time'][:10]}, load average {rnd(d['load_average'][0], 1)} on {d['cpu_count']} cores: the ratios "
+            f"are from one run, the absolute times move with the load.")
+    return "\n\n".join([table(["learner", "cameras", "CPU ms per env step", "of which encoding new frames",
+                               "of which updates", "x the state learner"], rows), summary, note,
+                        source("feature_cache.json")])

@@ -182,9 +182,9 @@ class AgentConfig(Config):
     """Frozen backbones only (learners.replay.feature_cache): compute each stored frame's backbone output once (new
     frames in batches of 16 at sampling time), for `feature_cache_crops` random-shift crops, and train the heads on
     those; a learner-side thing (actors run the backbone on live frames; checkpoints unchanged). 'auto' = on when
-    every camera backbone is frozen, the backend is torch and the estimate fits `feature_cache_budget_gb` (else
-    off, with a note); 'on' = the same but refuses (ConfigError) instead of falling back; 'off' = the backbone runs
-    on every batch."""
+    every camera backbone is frozen, the backend is torch and the estimate fits `feature_cache_budget_gb` (else off,
+    with a note); 'on' = the same but refuses (ConfigError) instead of falling back; 'off' = the backbone runs on
+    every batch."""
     feature_cache_crops: int = 4
     """Random-shift crops cached per frame (K; one of the K drawn per row at sample time). With augment_pad = 0 the
     cache holds the one unshifted frame whatever this says."""
