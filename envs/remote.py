@@ -381,6 +381,11 @@ def make_remote_env(
                                         f"{image_size})", ["image_size"])
             if obs_mode == "pixels":
                 camera_names = tuple(camera_names) if camera_names is not None else cameras.names
+        backend = str(robot.info.get("backend", ""))
+        if backend in HARDWARE_BACKENDS and (config.get("camera_latency_ms") or config.get("action_delay_ms")):
+            raise ConfigError(f"the robot server serves {backend} hardware, which has its own camera latency and "
+                              f"action delay: the twin's simulated timing (--camera-latency-ms / --action-delay-ms, on "
+                              f"by default with --faithful, a twin mode) does not apply; pass 0 or drop --faithful")
         if "realtime" not in config:  # hardware: the env keeps the 10 Hz deadlines (the twin simulates its wait)
             config["realtime"] = str(robot.info.get("backend", "")) in HARDWARE_BACKENDS
         cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size or 128),

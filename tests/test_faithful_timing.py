@@ -238,3 +238,18 @@ def test_the_flags_reach_every_env_of_train_actor_and_sim(tmp_path: Any) -> None
     env.close()
     with pytest.raises(ConfigError, match="--action-delay-ms=nan"):
         parse_actor_args(["--task", "twin-reach", "--action-delay-ms", "nan"])
+
+
+def test_a_robot_server_serving_hardware_refuses_simulated_timing() -> None:
+    from envs.remote import make_remote_env
+    from envs.robot_server import RobotServerConfig, serve_in_thread
+    from envs.twin import TwinRobot, TwinRobotConfig
+
+    def factory() -> Any:  # a backend that says it is hardware
+        return TwinRobot(TwinRobotConfig(task="reach", render=False)), None, {"backend": "franky", "task": "reach"}
+
+    with serve_in_thread(factory, RobotServerConfig(bind="tcp://127.0.0.1:0")) as handle:
+        with pytest.raises(ConfigError, match=r"serves franky hardware.*drop --faithful"):
+            make_remote_env(handle.address, obs_mode="state", **FAITHFUL_TIMING)
+        env = make_remote_env(handle.address, obs_mode="state", camera_latency_ms=0.0)  # zero is fine
+        env.close()

@@ -88,7 +88,9 @@ def se_pick_cube_jax(res: Results) -> str:
 PIXEL_RUNS = [("sample_efficiency_twin-pick-cube_pixels64.json", "pick-cube, true reward, teleported resets"),
               ("sample_efficiency_twin-peg-insert_pixels64.json", "peg-insert, true reward, teleported resets"),
               ("sample_efficiency_twin-pick-cube_pixels64_faithful.json",
-               "pick-cube, faithful: classifier reward, robot resets, no object state")]
+               "pick-cube, faithful: classifier reward, robot resets, no object state"),
+              ("sample_efficiency_twin-pick-cube_pixels64_timing.json",
+               "pick-cube, true reward, teleported resets, simulated timing (frames 100 ms, targets 20 ms late)")]
 
 
 def se_pixels(res: Results) -> str:
