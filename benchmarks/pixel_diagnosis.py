@@ -22,6 +22,8 @@ wall and CPU time) and prints one table per arm. Usage::
     python benchmarks/pixel_diagnosis.py --arms proprio --steps 3000          # the cheap arm (no rendering)
     python benchmarks/pixel_diagnosis.py --arms base noaug --steps 3000 --eval-episodes 10
     python benchmarks/pixel_diagnosis.py --arms base -- --set bc_weight=10    # anything after -- goes to train
+    python benchmarks/pixel_diagnosis.py --arms base --from-runs /tmp/pd/run_base_seed0_...   # a run made before
+                                                  # (e.g. stopped early): its rows so far, no training
 """
 
 from __future__ import annotations
@@ -101,12 +103,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--from-runs", type=Path, nargs="+", default=None, metavar="RUN_DIR",
+                   help="no training: the result of these `robot-rl train --diagnostics` run directories (one per "
+                        "--arms entry, in order)")
     add_work_dir(p, "demos + run directories")
     add_out_dir(p)
     args = p.parse_args(argv)
 
-    from sample_efficiency import record_demos, run_seed  # benchmarks/ is on sys.path (this script's directory)
+    from sample_efficiency import collected_run, record_demos, run_seed  # benchmarks/ is on sys.path
 
+    if args.from_runs is not None:
+        if len(args.from_runs) != len(args.arms):
+            raise SystemExit(f"--from-runs: {len(args.from_runs)} run directories for {len(args.arms)} arms")
+        for arm, out in zip(args.arms, args.from_runs, strict=True):
+            res = collected_run(out)
+            config = json.loads((out / "config.json").read_text())
+            result = arm_result(arm, args.task, res["rows"], [], out, res["wall_s"], 0.0)
+            result.update(from_run=str(out), cpu_s=None, run_config=config)
+            print_arm(result)
+            print(f"wrote {write_json(args.out / f'pixel_diagnosis_{args.task}_{arm}.json', result)}")
+        return 0
     work = work_dir(args.work, "pixel_diagnosis_")
     for arm in args.arms:
         obs_mode, size, flags = ARMS[arm]
