@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 
 from actors.actor_env import make_actor_env
-from envs.env_config import timing_overrides
 from learners.agents.policy import AgentConfig, Policy
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 from robot_rl.evaluation import run_episodes, summarize
 from robot_rl.gym_env import env_spec_of
 from robot_rl.specs import EnvSpec
+from robot_rl.timing import timing_overrides
 
 
 def evaluate(env: Any, policy: Policy | None, episodes: int, seed: int = 10_000, deterministic: bool = True,

@@ -33,12 +33,11 @@ from typing import Any
 from actors.actor import LEARNER_LOSS, Actor, ActorConfig
 from actors.actor_env import backend_of, make_actor_env
 from actors.evaluation import CheckpointEvalConfig, evaluate_checkpoint, write_json
-from envs.env_config import timing_overrides
-from envs.env_timing import add_timing_flags
 from robot_rl.config import Config, require
 from robot_rl.gym_env import env_spec_of
 from robot_rl.operators import INTERVENE_CHOICES, check_intervene
 from robot_rl.presets import PRESETS, get_preset
+from robot_rl.timing import add_timing_flags, timing_overrides
 
 WARMUP_CHOICES = ("auto", "hold", "random")
 PACE_CHOICES = ("auto", "step", "episode", "off")

@@ -17,6 +17,10 @@ import math
 from typing import Any
 
 from robot_rl.config import Config, require
+from robot_rl.timing import FAITHFUL_TIMING, MAX_SIMULATED_DELAY_MS, timing_overrides
+
+__all__ = ["FAITHFUL", "FAITHFUL_TIMING", "MAX_SIMULATED_DELAY_MS", "OBS_MODES", "PANDA_HOME_Q_RAD", "SCENE_RESETS",
+           "STATE_DIM", "RobotEnvConfig", "timing_overrides"]
 
 PANDA_HOME_Q_RAD: tuple[float, ...] = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4)
 """A common Franka Panda home configuration (gripper down, in front of the base)."""
@@ -24,44 +28,11 @@ PANDA_HOME_Q_RAD: tuple[float, ...] = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4,
 STATE_DIM = 19
 """Length of the proprio vector (see the module docstring)."""
 
-MAX_SIMULATED_DELAY_MS = 2000.0
-"""Upper bound of camera_latency_ms and action_delay_ms (the frame history grows with the latency)."""
-
 OBS_MODES = ("pixels", "state")
 SCENE_RESETS = ("every", "first")
 
 FAITHFUL: dict[str, Any] = {"object_obs": False, "task_reward": False, "scene_resets": "first"}
 """The RobotEnvConfig fields of the hardware-faithful mode (see the module docstring)."""
-
-FAITHFUL_TIMING: dict[str, float] = {"camera_latency_ms": 100.0, "action_delay_ms": 20.0}
-"""The simulated hardware timing the hardware-faithful twin adds by default (any explicit value wins; 0 turns it
-off). Camera 100 ms: a RealSense colour frame is reported 60-140 ms old when the policy gets it (Intel's own
-figure, 100-140 ms on Windows and less on Linux: github.com/IntelRealSense/librealsense/issues/1242; 85-133 ms for a
-D415 at 30 fps: .../librealsense/issues/4955; about 66 ms for D435/D455 colour through the ROS 2 wrapper:
-github.com/IntelRealSense/realsense-ros/issues/2686); 100 ms is the middle of that range, one control period at
-10 Hz. Action 20 ms: an estimate, not a measurement: policy inference on a CPU, the actor -> robot server hop and the
-backend's own motion-generator hand-over before the impedance target moves. Not part of `faithful` (which is about
-privileged information): timing is a separate knob (docs/twin.md, "Simulated timing")."""
-
-
-def timing_overrides(faithful: bool, camera_latency_ms: float | None = None,
-                     action_delay_ms: float | None = None) -> dict[str, float]:
-    """The RobotEnvConfig timing fields of a command's `--camera-latency-ms` / `--action-delay-ms` (None: the
-    faithful default, FAITHFUL_TIMING, with `--faithful`, else 0); {} when both end up 0 (today's env, untouched).
-    ConfigError for a negative or non-finite value.
-
-        timing_overrides(True)                    # {"camera_latency_ms": 100.0, "action_delay_ms": 20.0}
-        timing_overrides(False, 50.0)             # {"camera_latency_ms": 50.0, "action_delay_ms": 0.0}
-    """
-    out = {}
-    for name, value in (("camera_latency_ms", camera_latency_ms), ("action_delay_ms", action_delay_ms)):
-        v = float(FAITHFUL_TIMING[name] if faithful else 0.0) if value is None else float(value)
-        flag = "--" + name.replace("_", "-")
-        require(math.isfinite(v) and 0 <= v <= MAX_SIMULATED_DELAY_MS, flag, v,
-                f"must be finite and in [0, {MAX_SIMULATED_DELAY_MS:g}] ms")
-        out[name] = v
-    return out if any(out.values()) else {}
-
 
 @dataclasses.dataclass(frozen=True)
 class RobotEnvConfig(Config):

@@ -24,7 +24,6 @@ from n periods ago. Each period still renders once and simulates exactly one per
 
 from __future__ import annotations
 
-import argparse
 import collections
 import time
 from collections.abc import Callable
@@ -120,17 +119,6 @@ def sleep_until(deadline: float) -> None:
             time.sleep(remaining - 0.001)
         else:
             time.sleep(0)
-
-
-def add_timing_flags(p: argparse.ArgumentParser) -> None:
-    """`--camera-latency-ms` and `--action-delay-ms` (the twin's simulated hardware timing; None: the faithful
-    default with --faithful, else 0; envs.env_config.timing_overrides resolves them)."""
-    p.add_argument("--camera-latency-ms", type=float, default=None, metavar="MS",
-                   help="twin only: the camera frames the policy sees were rendered this long ago (default: 100 with "
-                        "--faithful, else 0; hardware refuses it: real cameras have their own latency)")
-    p.add_argument("--action-delay-ms", type=float, default=None, metavar="MS",
-                   help="twin only: the arm's target changes this long after the action (default: 20 with "
-                        "--faithful, else 0)")
 
 
 def split_delay(delay_ms: float, period_s: float) -> tuple[int, float]:

@@ -44,12 +44,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envs.env_config import timing_overrides
 from robot_rl.errors import ConfigError
 from robot_rl.extras import require_extras
 from robot_rl.metrics import plot_learning_curve, read_metrics
 from robot_rl.reward_source import parse_reward_source
 from robot_rl.run_dir import CHECKPOINTS_DIR, METRICS_FILE, check_run_dir, latest_run_checkpoint
+from robot_rl.timing import timing_overrides
 from supervisor.display import Display, fmt_count, fmt_duration, fmt_rate, read_json
 from supervisor.process import Child, ChildError, ChildSpec, tail
 from supervisor.sim_config import SimConfig

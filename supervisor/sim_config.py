@@ -23,12 +23,11 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from envs.env_config import timing_overrides
-from envs.env_timing import add_timing_flags
 from robot_rl.config import Config
 from robot_rl.errors import ConfigError
 from robot_rl.operators import INTERVENE_CHOICES, check_intervene, is_hardware_device
 from robot_rl.presets import PRESETS, get_preset
+from robot_rl.timing import add_timing_flags, timing_overrides
 from supervisor.display import DISPLAY_MODES
 
 # Run lengths per task (the task recipes update twice per transition, and the learner, the run's bottleneck on a

@@ -57,10 +57,12 @@ def test_the_wheel_installs_with_an_extra_into_a_clean_venv_and_runs(wheel: Path
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py, exe = venv / "bin" / "python", venv / "bin" / "robot-rl"
-    res = subprocess.run([str(py), "-m", "pip", "install", "-q", f"{wheel}[video]"], capture_output=True, text=True,
-                         timeout=900)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    # nothing of the checkout on the path, for pip too: with it, pip takes the checkout's robot_rl.egg-info for an
+    # installed robot-rl and installs nothing
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    res = subprocess.run([str(py), "-m", "pip", "install", "-q", f"{wheel}[video]"], capture_output=True, text=True,
+                         timeout=900, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     run_dir = tmp_path / "elsewhere"  # not the checkout: nothing of it may be importable
     run_dir.mkdir()
 

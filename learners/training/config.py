@@ -247,8 +247,8 @@ class TrainConfig(Config):
                 (self.action_low, self.action_high), "must have the same length")
 
     def env_timing(self) -> dict[str, float]:
-        """The twin's simulated timing for every env of this run (envs.env_config.timing_overrides; {}: none)."""
-        from envs.env_config import timing_overrides
+        """The twin's simulated timing for every env of this run (robot_rl.timing.timing_overrides; {}: none)."""
+        from robot_rl.timing import timing_overrides
 
         return timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms) if self.task else {}
 
