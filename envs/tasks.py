@@ -88,6 +88,12 @@ class Task:
     """Default episode length in env steps (at 10 Hz: 10 s)."""
     object_keys: tuple[str, ...] = ()
     """The `RobotState.objects` keys the task reads (all must be present on the twin)."""
+    collision_torque_nm: tuple[float, ...] | None = None
+    """Hardware (franky): libfranka's joint collision thresholds for this cell, 7 values in Nm, set when the robot
+    server connects (a task config's `overrides`; robot-server --collision-torque wins); None: the robot's own."""
+    collision_force_n: tuple[float, ...] | None = None
+    """Hardware (franky): libfranka's Cartesian collision thresholds (fx fy fz N, tx ty tz Nm), 6 values; given
+    together with collision_torque_nm."""
 
     @property
     def object_dim(self) -> int:

@@ -118,3 +118,39 @@ def test_franky_config_checks_the_collision_thresholds() -> None:
         FrankyRobotConfig(robot_ip="x", collision_torque_nm=(20.0,) * 7)
     with pytest.raises(ConfigError, match="arm"):
         FrankyRobotConfig(robot_ip="x", arm="ur5")
+
+
+def test_collision_thresholds_come_from_the_task_config_and_the_flags_win(tmp_path: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lab's task config (`overrides`) carries libfranka's collision thresholds; the robot server hands them to
+    the franky backend, `--collision-torque/--collision-force` win; bad ones are refused naming the file."""
+    import json
+
+    import envs.robot_server.run as server_run
+    from envs.hardware.safety_box import load_task_config
+
+    def config(overrides: dict[str, Any]) -> Any:
+        path = tmp_path / f"task_{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps({"format": "robot-rl-task-config", "version": 1, "task": "pick_cube",
+                                    "overrides": overrides}))
+        return path
+
+    good = config({"collision_torque_nm": [30] * 7, "collision_force_n": [40] * 6})
+    assert load_task_config(good).collision_torque_nm == (30.0,) * 7
+    seen: dict[str, Any] = {}
+
+    def fake_backend(name: str, task: Any, **kw: Any) -> Any:
+        seen.update(kw, task=task)
+        return None, None, {}
+
+    monkeypatch.setattr(server_run, "make_backend", fake_backend)
+    base = ["--backend", "franky", "--robot-ip", "172.16.0.2", "--task", "pick_cube", "--task-config", str(good)]
+    server_run._backend(server_run.parse_robot_server_args(base))
+    assert seen["franky_options"] == {"collision_torque_nm": (30.0,) * 7, "collision_force_n": (40.0,) * 6}
+    server_run._backend(server_run.parse_robot_server_args([*base, "--collision-torque", *["25"] * 7,
+                                                             "--collision-force", *["35"] * 6]))
+    assert seen["franky_options"] == {"collision_torque_nm": (25.0,) * 7, "collision_force_n": (35.0,) * 6}
+    for bad, message in (({"collision_torque_nm": [30] * 6, "collision_force_n": [40] * 6}, "7 finite numbers"),
+                         ({"collision_torque_nm": [30] * 7}, "go together")):
+        with pytest.raises(ConfigError, match=message):
+            load_task_config(config(bad))

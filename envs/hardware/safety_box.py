@@ -93,6 +93,13 @@ def load_task_config(path: str | os.PathLike[str]) -> Task:
     for k in BOX_FIELDS:
         if k in fixed and len(fixed[k]) != 3:
             raise ConfigError(f"task config {path}: {k} must have 3 numbers, got {overrides[k]}")
+    for k, n in (("collision_torque_nm", 7), ("collision_force_n", 6)):
+        v = fixed.get(k)
+        if v is not None and (not isinstance(v, tuple) or len(v) != n or not all(0 < x < float("inf") for x in v)):
+            raise ConfigError(f"task config {path}: {k} must be {n} finite numbers > 0, got {overrides[k]}")
+    if ("collision_torque_nm" in fixed) != ("collision_force_n" in fixed):
+        raise ConfigError(f"task config {path}: collision_torque_nm and collision_force_n go together (libfranka "
+                          "sets both at once)")
     lo, hi = fixed.get("pos_min_m", task.pos_min_m), fixed.get("pos_max_m", task.pos_max_m)
     if any(a > b for a, b in zip(lo, hi, strict=True)):
         raise ConfigError(f"task config {path}: pos_min_m {lo} exceeds pos_max_m {hi}")

@@ -187,13 +187,15 @@ def _backend(cfg: RobotServerRunConfig) -> tuple[Any, Any, dict[str, Any]]:
                               if v is not None}
     limits["arm"] = cfg.arm
     franky: dict[str, Any] = {"realtime": True} if cfg.realtime else {}
-    if cfg.collision_torque is not None:
-        franky.update(collision_torque_nm=cfg.collision_torque, collision_force_n=cfg.collision_force)
     task: Any = cfg.task
     if cfg.task_config is not None:
         from envs.hardware.safety_box import load_task_config
 
         task = load_task_config(cfg.task_config)
+        if task.collision_torque_nm is not None or task.collision_force_n is not None:  # the cell's thresholds
+            franky.update(collision_torque_nm=task.collision_torque_nm, collision_force_n=task.collision_force_n)
+    if cfg.collision_torque is not None:  # the flags win
+        franky.update(collision_torque_nm=cfg.collision_torque, collision_force_n=cfg.collision_force)
     return make_backend(cfg.backend, task, image_size=cfg.image_size, camera_names=cfg.camera_names,
                         cameras=not cfg.no_cameras, physics_hz=cfg.physics_hz, ros2=ros2, robot_ip=cfg.robot_ip,
                         camera_specs=cfg.camera, franky_options=franky or None,
