@@ -154,6 +154,12 @@ def test_demo_action_range_is_compared_with_the_bounds(tmp_path: Path) -> None:
     assert msg is not None and "40x" in msg and "--action-scale auto" in msg
     assert demo_action_warning(acts, np.array([-0.03, -0.03]), np.array([0.03, 0.03])) is None
     assert "leave the env's bounds" in str(demo_action_warning(acts, np.array([-0.02] * 2), np.array([0.02] * 2)))
+    # a dim no demo moves gets its own words, not a 1e12x ratio; the ratio covers the dims that move
+    still = demo_action_warning(np.array([[0.1, 0.0], [-0.2, 0.0]]), np.array([-1.0, -1.0]), np.array([1.0, 1.0]))
+    assert still is not None and "never move action dim(s) [1]" in still and "5x larger" in still, still
+    assert "e+" not in still and "1000000" not in still
+    only_still = demo_action_warning(np.zeros((3, 2)), np.array([-1.0, -1.0]), np.array([1.0, 1.0]))
+    assert only_still is not None and "x larger" not in only_still and "never move action dim(s) [0, 1]" in only_still
     low, high = auto_action_box(acts, np.array([-1.0, -1.0]), np.array([1.0, 1.0]))
     np.testing.assert_allclose(low, [-0.025, -0.025])
     np.testing.assert_allclose(high, [0.025, 0.025])

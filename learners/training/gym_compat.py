@@ -173,12 +173,17 @@ def demo_action_warning(demo_actions: np.ndarray, low: np.ndarray, high: np.ndar
     outside = [i for i in range(low.shape[0]) if np.any(acts[:, i] < low[i] - 1e-6) or np.any(acts[:, i] > high[i]
                                                                                             + 1e-6)]
     parts = []
-    if narrow:
-        dims = ", ".join(f"{i}: +-{used[i]:.3g} of +-{half[i]:.3g}" for i in narrow[:6])
+    still = [i for i in narrow if used[i] <= 1e-9 * max(half[i], 1e-12)]  # a dim no demo ever moves
+    moved = [i for i in narrow if i not in still]
+    if moved:
+        dims = ", ".join(f"{i}: +-{used[i]:.3g} of +-{half[i]:.3g}" for i in moved[:6])
+        ratio = float(np.max(half[moved] / used[moved]))
         parts.append(f"the demos' actions use a small part of the env's action bounds (dim {dims}"
-                     f"{', ...' if len(narrow) > 6 else ''}): the policy acts over the whole bounds, so its first "
-                     f"actions can be {float(np.max(half[narrow] / np.maximum(used[narrow], 1e-12))):.0f}x larger "
-                     "than any demo action")
+                     f"{', ...' if len(moved) > 6 else ''}): the policy acts over the whole bounds, so its first "
+                     f"actions can be {ratio:.3g}x larger than any demo action")
+    if still:
+        parts.append(f"the demos never move action dim(s) {still[:6]}{' ...' if len(still) > 6 else ''} (the policy "
+                     "explores them over the whole bounds)")
     if outside:
         parts.append(f"demo actions leave the env's bounds in dims {outside[:6]} (they are clipped)")
     if not parts:
