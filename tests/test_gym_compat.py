@@ -122,6 +122,8 @@ def test_success_key_is_read_and_its_absence_is_reported(tmp_path: Path) -> None
     warnings = [line for line in lines if "never reported info['success']" in line]
     assert len(warnings) == 1, lines  # once, not at every evaluation
     assert "--success-key succeed" in warnings[0]
+    first_eval = next(i for i, line in enumerate(lines) if "eval success" in line)
+    assert lines.index(warnings[0]) < first_eval, lines  # at the first episode end, before any evaluation
     assert "train_success_rate" not in read_metrics(tmp_path / "without" / "metrics.jsonl")[-1]
 
 

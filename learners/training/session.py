@@ -163,6 +163,7 @@ class TrainSession:
         for m in train_online(run.env, run.agent, run.online, loop_cfg, demo=run.demo,
                               counters=run.counters, rng=run.rng, on_learning_start=self.fit_obs_norm):
             self.window.append(m)
+            self.warn_success()  # at the first episode end that shows it, not at the first evaluation
             step = run.counters.env_step
             self.note_first_update()
             done = step >= cfg.max_env_steps
