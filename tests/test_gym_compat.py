@@ -248,3 +248,27 @@ def test_obs_norm_uses_data_statistics_and_travels_with_the_policy(tmp_path: Pat
     np.testing.assert_allclose(feats.detach().numpy(), [[0.0, 1.0]], atol=1e-5)
     with pytest.raises(ConfigError, match="obs_norm"):
         SACAgent(spec, AgentConfig(hidden_dims=(8,), device="cpu")).set_state_normalization({"obs": np.ones((4, 2))})
+
+
+def test_train_shows_progress_between_evaluations_and_uses_the_cores(tmp_path: Path) -> None:
+    """A progress line (env steps/s, updates/s, training success, ETA) comes between evaluations; --threads
+    defaults to one per core (0), and an explicit count is kept."""
+    import os
+
+    import torch
+
+    lines = _train(["--env-id", "RobotRLTest-Succeed-v0", *TINY, "--max-env-steps", "300", "--eval-every", "300",
+                    "--success-key", "succeed", "--progress-every-s", "0.001", "--threads", "1"], tmp_path / "p")
+    progress = [line for line in lines if "env steps/s" in line]
+    first_eval = next(i for i, line in enumerate(lines) if "eval success" in line)
+    assert progress and lines.index(progress[0]) < first_eval, lines
+    assert "updates/s" in progress[-1] and "ETA" in progress[-1] and "training success" in progress[-1]
+    assert torch.get_num_threads() == 1
+    cfg = train_config(build_train_parser().parse_args(["--env-id", "RobotRLTest-Succeed-v0", "--out", "x"]))
+    assert cfg.threads == 0 and cfg.progress_every_s == 30.0
+    try:
+        _train(["--env-id", "RobotRLTest-Succeed-v0", *TINY, "--max-env-steps", "20", "--eval-every", "20"],
+               tmp_path / "q")
+        assert torch.get_num_threads() == (os.cpu_count() or 1)
+    finally:
+        torch.set_num_threads(1)

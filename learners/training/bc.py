@@ -243,7 +243,7 @@ def train_bc(tcfg: TrainConfig, bcfg: BCConfig, out: Path, log: Callable[[str], 
     if not tcfg.demos:
         raise ConfigError("robot-rl train-bc needs --demos DIR")
     check_run_dir(out, resume=False, resumable=False, what="a train-bc run")
-    torch.set_num_threads(tcfg.threads)
+    torch.set_num_threads(tcfg.torch_threads)
     torch.manual_seed(bcfg.seed)
     tcfg = resolve_action_box(tcfg, log=log)
     env = make_run_env(tcfg)

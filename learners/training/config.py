@@ -154,8 +154,12 @@ class TrainConfig(Config):
     """Online buffer slots."""
     device: str = "auto"
     """auto (cuda when available), cpu, cuda[:N]."""
-    threads: int = 1
-    """torch CPU threads (1 is best on a shared 2-core machine)."""
+    threads: int = 0
+    """torch CPU threads; 0 (default): one per core of this machine (os.cpu_count()). 1 when several runs share
+    the machine (the benchmarks' seeds do)."""
+    progress_every_s: float = 30.0
+    """Seconds between progress lines during the online phase (env steps/s, updates/s, training success, ETA),
+    between evaluations; 0: none."""
     seed: int = 0
     """Seed of the agent, the env resets and the warm-up actions."""
     max_minutes: float = 0.0
@@ -213,7 +217,8 @@ class TrainConfig(Config):
         require(self.eval_every >= 1, "eval_every", self.eval_every, "must be >= 1")
         require(self.eval_episodes >= 1, "eval_episodes", self.eval_episodes, "must be >= 1")
         require(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "must be >= 1")
-        require(self.threads >= 1, "threads", self.threads, "must be >= 1")
+        require(self.threads >= 0, "threads", self.threads, "must be >= 0 (0: one per core)")
+        require(self.progress_every_s >= 0, "progress_every_s", self.progress_every_s, "must be >= 0 (0: none)")
         require(self.updates_per_step is None or self.updates_per_step >= 1, "updates_per_step",
                 self.updates_per_step, "must be >= 1")
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
@@ -255,6 +260,13 @@ class TrainConfig(Config):
     def camera_names(self) -> tuple[str, ...]:
         """The cameras --cameras names, in order (() when not given: the preset's)."""
         return tuple(c.strip() for c in self.cameras.split(",") if c.strip()) if self.cameras else ()
+
+    @property
+    def torch_threads(self) -> int:
+        """The torch CPU threads of this run: `threads`, or one per core of this machine for 0."""
+        import os
+
+        return self.threads or os.cpu_count() or 1
 
     def agent_flags(self) -> AgentFlags:
         """This run's agent options for the one resolver (learners.agents.options)."""

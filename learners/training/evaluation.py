@@ -73,7 +73,7 @@ def evaluate_checkpoint(path: Path, episodes: int, seed: int = 2_000_000) -> dic
     if "agent" not in groups and "policy" not in groups:
         raise CheckpointError(f"{ckpt}: the checkpoint has neither an 'agent' nor a 'policy' (train-bc) group")
     cfg, agent_cfg, saved_spec = run_config(ckpt, meta)
-    torch.set_num_threads(cfg.threads)
+    torch.set_num_threads(cfg.torch_threads)
     # a hardware-faithful learner run (robot-rl learner / sim --faithful) observed no object state: evaluate the
     # same observation (the episodes still start from seeded scenes and report the true success)
     faithful_obs = saved_spec is not None and not saved_spec.cameras and "object" not in {

@@ -50,6 +50,9 @@ FLAG_HELP = {
                  "the policy's and goes to both buffers; --reward human takes its success key",
     "device_config": "with a hardware --intervene: a JSON object of the device's config fields (deadzone, scale, "
                      "path, index, layout, ...)",
+    "threads": "torch CPU threads (default 0: one per core of this machine; 1 when several runs share it)",
+    "progress_every_s": "seconds between progress lines (env steps/s, updates/s, training success, ETA) between "
+                        "evaluations (default: 30; 0: none)",
     "warmup_steps": f"with --init-from: env steps collected with the loaded policy before the first update (no "
                     f"random actions; replaces --learning-starts; default: {DEFAULT_WARMUP_STEPS})",
 }
@@ -86,7 +89,8 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
         default = f.default
         kind = {"max_env_steps": int, "start_steps": int, "learning_starts": int, "utd": int, "batch_size": int,
                 "hidden": int, "eval_every": int, "eval_episodes": int, "checkpoint_every": int,
-                "replay_capacity": int, "threads": int, "seed": int, "image_size": int, "ensemble": int,
+                "replay_capacity": int, "threads": int, "progress_every_s": float, "seed": int, "image_size": int,
+                "ensemble": int,
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
                 "max_minutes": float, "demo_ratio": float, "offline_updates": int, "warmup_steps": int,
                 "camera_latency_ms": float, "action_delay_ms": float,

@@ -139,7 +139,7 @@ def build_direction(name: str, dcfg: TrainConfig, spec: EnvSpec, goal: str, sour
 def build_fb_run(cfg: TrainConfig, fb: ForwardBackward, out: Path) -> FBRun:
     """The reset-free training env (the twin teleports on its first reset only; `--faithful` also drops the object
     observation), one evaluation env per direction (seeded, teleported starts) and the two directions."""
-    torch.set_num_threads(cfg.threads)
+    torch.set_num_threads(cfg.torch_threads)
     train_kw: dict[str, Any] = {"faithful": True} if cfg.faithful else {"scene_resets": "first", "task_reward": False}
     # a classifier with --obs-mode state: the training env renders the cards' cameras into info, not the observation
     env = make_run_env(cfg, reward_sources=(cfg.reward, cfg.backward_reward), **train_kw)

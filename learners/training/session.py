@@ -92,6 +92,7 @@ class TrainSession:
         self.first_update_s: float | None = None  # the first update() traces and compiles (reported once)
         self.warned: set[str] = set()
         self.diagnostics = RunDiagnostics(seed=self.cfg.seed) if self.cfg.diagnostics else None
+        self.progress_at = (self.started, run.counters.env_step, run.counters.updates)  # (time, env step, updates)
 
     # ------------------------------------------------------------------ the run
     def run(self, evaluate_warm_start: bool = False) -> dict[str, Any]:
@@ -164,6 +165,7 @@ class TrainSession:
                               counters=run.counters, rng=run.rng, on_learning_start=self.fit_obs_norm):
             self.window.append(m)
             self.warn_success()  # at the first episode end that shows it, not at the first evaluation
+            self.progress()
             step = run.counters.env_step
             self.note_first_update()
             done = step >= cfg.max_env_steps
@@ -179,6 +181,21 @@ class TrainSession:
             if done:
                 break
         return row
+
+    def progress(self) -> None:
+        """Every `progress_every_s` (at an episode end): one line with env steps/s and updates/s since the last
+        line, the training episodes' success (last 20 that report it), and the time left at that rate."""
+        c, cfg, now = self.run_.counters, self.cfg, time.perf_counter()
+        t0, steps0, updates0 = self.progress_at
+        if cfg.progress_every_s <= 0 or now - t0 < cfg.progress_every_s:
+            return
+        self.progress_at = (now, c.env_step, c.updates)
+        sps, ups = (c.env_step - steps0) / (now - t0), (c.updates - updates0) / (now - t0)
+        recent = [bool(m["success"]) for m in self.window[-20:] if "success" in m]
+        success = f"  training success {np.mean(recent):.0%} (last {len(recent)})" if recent else ""
+        eta = (cfg.max_env_steps - c.env_step) / sps if sps > 0 else float("inf")
+        self.log(f"[train] step {c.env_step}/{cfg.max_env_steps}  {sps:.1f} env steps/s  {ups:.1f} updates/s"
+                 f"{success}  ETA {'-' if eta == float('inf') else f'{int(eta // 60)}m{int(eta % 60):02d}s'}")
 
     # ------------------------------------------------------------------ evaluations, checkpoints
     def evaluate(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:

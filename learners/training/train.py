@@ -59,7 +59,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     keeps the env's own reward and success. A faithful run's training env is hardware-faithful (TrainConfig.faithful;
     the reward model is then its only reward). With --intervene the training env carries the operator's device and
     the run has a demo buffer even without --demos: the operator's rows go to both buffers."""
-    torch.set_num_threads(cfg.threads)
+    torch.set_num_threads(cfg.torch_threads)
     env, eval_env = make_run_env(cfg, for_reward_model=True), make_run_env(cfg)
     model = make_reward_model(cfg.reward, camera_shapes_of_env(env), reward_audit,
                               where=f"the {cfg.task or cfg.env_id} {camera_source(cfg.obs_mode)}")
