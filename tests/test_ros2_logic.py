@@ -359,3 +359,17 @@ def test_a_shadowing_distro_rclpy_that_fails_to_import_says_what_to_do(tmp_path:
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(MissingExtraError, match=r"\[ros\]'.*the sourced ROS 2 humble .*3\.10.*not sourced"):
         rclpy_module()
+
+
+def test_the_franka_gripper_namespace_follows_franka_ros2() -> None:
+    """franka_ros2 names its gripper node ARM_gripper: with FR3 joint names the franka path talks to /fr3_gripper,
+    with a Panda's to /panda_gripper; an explicit namespace wins; other names fall back to /franka_gripper."""
+    from envs.ros2.config import FR3_JOINT_NAMES
+
+    assert Ros2RobotConfig().joint_names == FR3_JOINT_NAMES
+    assert Ros2RobotConfig().franka_gripper_namespace == "/fr3_gripper"
+    panda = tuple(f"panda_joint{i}" for i in range(1, 8))
+    assert Ros2RobotConfig().replace(joint_names=panda).franka_gripper_namespace == "/panda_gripper"
+    assert Ros2RobotConfig().replace(franka_gripper_ns="/arm/gripper/").franka_gripper_namespace == "/arm/gripper"
+    other = tuple(f"joint{i}" for i in range(1, 8))
+    assert Ros2RobotConfig().replace(joint_names=other).franka_gripper_namespace == "/franka_gripper"

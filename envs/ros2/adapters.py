@@ -128,7 +128,7 @@ class FrankaGripper(_WidthFromJointStates):
     """franka_ros2's franka_gripper actions; a goal is sent only when the binary open/closed command changes."""
 
     def __init__(self, rt: RosRuntime, config: Ros2RobotConfig) -> None:
-        ns = config.franka_gripper_ns.rstrip("/")
+        ns = config.franka_gripper_namespace
         super().__init__(rt, f"{ns}/joint_states")
         from rclpy.action import ActionClient
 

@@ -99,8 +99,10 @@ class Ros2RobotConfig(Config):
     """Topic path: std_msgs/Float64 commanded finger distance (m)."""
     gripper_state_topic: str = "gripper/joint_states"
     """Topic path: sensor_msgs/JointState of the fingers; width = sum of their positions."""
-    franka_gripper_ns: str = "/franka_gripper"
-    """franka path: namespace of franka_gripper's `move` / `grasp` actions and `joint_states`."""
+    franka_gripper_ns: str = "auto"
+    """franka path: namespace of franka_gripper's `move` / `grasp` actions and `joint_states`; 'auto': franka_ros2's
+    node name, ARM_gripper after the joint names' arm (fr3_joint* -> /fr3_gripper, panda_joint* -> /panda_gripper),
+    else /franka_gripper (`franka_gripper_namespace`)."""
     gripper_max_width_m: float = 0.08
     """Fully open finger distance."""
     grasp_force_n: float = 20.0
@@ -163,6 +165,16 @@ class Ros2RobotConfig(Config):
                                 "recovery_service": TWIN_RECOVERY_SERVICE}
         twin.update(changes)
         return cls.for_profile(profile, **twin)
+
+    @property
+    def franka_gripper_namespace(self) -> str:
+        """The franka path's action / state namespace (`franka_gripper_ns`, 'auto' resolved), without a trailing /."""
+        if self.franka_gripper_ns != "auto":
+            return self.franka_gripper_ns.rstrip("/")
+        from controllers.arms import arm_for_joint_names
+
+        arm = arm_for_joint_names(self.joint_names)
+        return f"/{arm}_gripper" if arm else "/franka_gripper"
 
     def topic(self, name: str) -> str:
         """`name` resolved against `namespace` ('' stays '')."""

@@ -177,7 +177,7 @@ class Ros2Robot:
         now = time.monotonic()
         missing = self._watch.stale(now)
         if self._gripper_path != "none" and self._gripper.width_m() is None:
-            where = (f"{cfg.franka_gripper_ns.rstrip('/')}/joint_states" if self._gripper_path == "franka"
+            where = (f"{cfg.franka_gripper_namespace}/joint_states" if self._gripper_path == "franka"
                      else cfg.topic(cfg.gripper_state_topic))
             missing.append(f"gripper state on {where} (no gripper: --ros-set gripper=none)")
         raise RobotTimeoutError(
