@@ -261,9 +261,7 @@ class Actor:
         if now - self._lost_since < self.cfg.learner_loss_hold_s:
             return True
         log.warning("actor: no learner for %.1f s: holding (no steps) until it is back", now - self._lost_since)
-        if self.builder.length:
-            self._queue(self.builder.take(stats=None))
-            self.builder.start(self.obs, self.episode, self.ep_step)
+        self._send_partial_chunk()
         t0 = now
         try:
             while self.endpoint.stats().state != "connected":
@@ -277,6 +275,12 @@ class Actor:
         finally:
             self.held_for_learner_s += self.clock() - t0
 
+    def _send_partial_chunk(self) -> None:
+        """Queue the steps of the episode so far as a chunk (when there are any) and go on building from here."""
+        if self.builder.length:
+            self._queue(self.builder.take(stats=None))
+            self.builder.start(self.obs, self.episode, self.ep_step)
+
     def wait_for_budget(self, should_stop: Callable[[], bool] = lambda: False) -> bool:
         """Pause while the learner's budget is used up (pacing); False if `should_stop()` during the wait. With
         `pace_mid_episode=False` only before an episode's first step."""
@@ -288,9 +292,7 @@ class Actor:
                 if t0 is None:
                     t0 = self.clock()
                     self.paused = True
-                    if self.builder.length:  # the learner may be waiting for exactly these transitions
-                        self._queue(self.builder.take(stats=None))
-                        self.builder.start(self.obs, self.episode, self.ep_step)
+                    self._send_partial_chunk()  # the learner may be waiting for exactly these transitions
                     self._drain()
                     self._report(force=True)
                 if should_stop():
