@@ -39,14 +39,9 @@ from sample_efficiency import record_demos  # noqa: E402
 
 def _obs_at(flat: dict[str, np.ndarray], i: int) -> dict[str, Any]:
     """Row i of a replay batch's observations ({'state': ..., 'object/cube_pos': ...}) as the env's nested dict."""
-    out: dict[str, Any] = {}
-    for path, arr in flat.items():
-        node = out
-        *parents, leaf = path.split("/")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = arr[i]
-    return out
+    from learners.agents.obs import nested
+
+    return nested({path: arr[i] for path, arr in flat.items()})
 
 
 def measure(task: str, demos: Path, updates: int, episodes: int, seed: int) -> dict[str, Any]:
