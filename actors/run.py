@@ -40,8 +40,9 @@ from robot_rl.presets import PRESETS, get_preset
 from robot_rl.timing import add_timing_flags, timing_overrides
 
 WARMUP_CHOICES = ("auto", "hold", "random")
-PACE_CHOICES = ("auto", "step", "episode", "off")
 """--warmup: auto = random on the twin (in process or served), hold on any other backend (hardware)."""
+PACE_CHOICES = ("auto", "step", "episode", "off")
+"""--pace: auto = step on the twin, episode on any other backend (actor_config)."""
 
 
 @dataclasses.dataclass(frozen=True)
