@@ -19,8 +19,10 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from controllers.kinematics import PANDA_DQ_MAX, PANDA_Q_MAX, PANDA_Q_MIN
 from robot_rl.errors import ConfigError
@@ -73,3 +75,13 @@ def arm_for_joint_names(names: Sequence[str]) -> str | None:
         if names and all(str(n).startswith(f"{arm}_") for n in names):
             return arm
     return None
+
+
+COLLISION_THRESHOLD_COUNTS: dict[str, int] = {"collision_torque_nm": 7, "collision_force_n": 6}
+"""libfranka's collision thresholds, as a config names them: 7 joint torques (Nm); fx fy fz (N), tx ty tz (Nm)."""
+
+
+def collision_values_ok(values: Any, n: int) -> bool:
+    """Whether `values` is a tuple or list of `n` finite numbers > 0 (one set of collision thresholds)."""
+    return (isinstance(values, tuple | list) and len(values) == n
+            and all(isinstance(x, int | float) and 0 < x < math.inf for x in values))

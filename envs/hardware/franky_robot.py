@@ -133,13 +133,12 @@ class FrankyRobotConfig(Config):
         require(self.joint_dynamics_factor <= 1.0, "joint_dynamics_factor", self.joint_dynamics_factor,
                 "must be in (0, 1]")
         gain_profile(self.initial_profile)  # ConfigError for an unknown name
-        from controllers.arms import ARMS
+        from controllers.arms import ARMS, COLLISION_THRESHOLD_COUNTS, collision_values_ok
 
         require(self.arm == "auto" or self.arm in ARMS, "arm", self.arm, f"must be 'auto' or one of {sorted(ARMS)}")
-        for name, n in (("collision_torque_nm", 7), ("collision_force_n", 6)):
+        for name, n in COLLISION_THRESHOLD_COUNTS.items():
             v = getattr(self, name)
-            ok = v is None or (len(v) == n and all(isinstance(x, int | float) and 0 < x < math.inf for x in v))
-            require(ok, name, v, f"must be None or {n} finite values > 0")
+            require(v is None or collision_values_ok(v, n), name, v, f"must be None or {n} finite values > 0")
         require((self.collision_torque_nm is None) == (self.collision_force_n is None), "collision_force_n",
                 self.collision_force_n, "must be given together with collision_torque_nm (both or neither)")
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from controllers.arms import COLLISION_THRESHOLD_COUNTS, collision_values_ok
 from controllers.transforms import quat_conj, quat_mul, quat_to_euler_xyz
 from envs.tasks import Task, get_task
 from robot_rl.config import Config, require
@@ -93,9 +94,9 @@ def load_task_config(path: str | os.PathLike[str]) -> Task:
     for k in BOX_FIELDS:
         if k in fixed and len(fixed[k]) != 3:
             raise ConfigError(f"task config {path}: {k} must have 3 numbers, got {overrides[k]}")
-    for k, n in (("collision_torque_nm", 7), ("collision_force_n", 6)):
+    for k, n in COLLISION_THRESHOLD_COUNTS.items():
         v = fixed.get(k)
-        if v is not None and (not isinstance(v, tuple) or len(v) != n or not all(0 < x < float("inf") for x in v)):
+        if v is not None and not collision_values_ok(v, n):
             raise ConfigError(f"task config {path}: {k} must be {n} finite numbers > 0, got {overrides[k]}")
     if ("collision_torque_nm" in fixed) != ("collision_force_n" in fixed):
         raise ConfigError(f"task config {path}: collision_torque_nm and collision_force_n go together (libfranka "
