@@ -192,7 +192,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self.scene_teleports = 0
         """How many times this env teleported the scene (`robot.reset_scene`)."""
         self._mover = ResetMover(robot, cfg)
-        self.reset_routine: tuple[ResetStep, ...] = routine_for(self.task.name)
+        self.reset_routine: tuple[ResetStep, ...] = routine_for(self.task.reset_routine)
         """The steps a reset without a teleport runs (envs.resets); replace it to change the routine."""
         check_routine(self.reset_routine, where=f"reset routine of task {self.task.name!r}")
         self._needs_reset = True
@@ -246,7 +246,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         target = clip_pose(self.safety_box, pos0 + noise_pos, quat_mul(axis_angle_to_quat(noise_rot), quat0))
         state, settled = self._mover.settled_move(target[0], target[1], float(task.reset_gripper_closed),
                                                   "the reset pose")
-        robot.set_gains("compliance")
+        robot.set_gains(self.config.gains_profile)
 
         self._cmd_pos, self._cmd_quat = target[0].copy(), target[1].copy()
         self._gripper_cmd = float(task.reset_gripper_closed)
@@ -534,6 +534,7 @@ def make_twin_env(
     physics_hz: float | None = None,
     faithful: bool = False,
     cube_start: str = "zone",
+    task_fields: tuple[tuple[str, Any], ...] = (),
     **config: Any,
 ) -> RobotEnv:
     """Gymnasium entry point: a `RobotEnv` over an in-process MuJoCo `TwinRobot` for a built-in task.
@@ -545,13 +546,15 @@ def make_twin_env(
     `cube_start` ("zone" | "tray", cube-relocate only): TwinRobotConfig.cube_start, where scene resets put the cube.
     In state mode the twin is built without a renderer, unless `reward_cameras` (a config field) names cameras: then
     it renders just those, at `image_size` (ConfigError for a camera the twin does not have).
+    `task_fields`: Task field values of a lab's task file that extends the twin preset (robot_rl.presets.preset_of).
     """
     from robot_rl.extras import optional_import
 
     optional_import("mujoco", extra="sim", purpose="the MuJoCo twin")
+    from envs.task_file import with_task_fields
     from envs.twin import TwinRobot, TwinRobotConfig
 
-    the_task = get_task(task)
+    the_task = with_task_fields(get_task(task), dict(task_fields), where="task_fields")
     if faithful:
         config = {**FAITHFUL, **FAITHFUL_TIMING, **config}
     cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size), camera_names=tuple(camera_names), **config)

@@ -16,6 +16,7 @@ import dataclasses
 import math
 from typing import Any
 
+from controllers.gains import GAIN_PROFILES
 from robot_rl.config import Config, require
 from robot_rl.timing import FAITHFUL_TIMING, MAX_SIMULATED_DELAY_MS, timing_overrides
 
@@ -112,6 +113,8 @@ class RobotEnvConfig(Config):
     """The TCP turning slower than this counts as not following."""
     gripper_debounce_steps: int = 2
     """After a gripper command change, further changes are refused for this many steps (SERL-style debounce)."""
+    gains_profile: str = "compliance"
+    """The impedance gains profile an episode runs with (controllers.gains.GAIN_PROFILES; resets run "precision")."""
     success_reward: float = 1.0
     """Reward on a success step (0 otherwise)."""
     terminate_on_success: bool = True
@@ -161,6 +164,8 @@ class RobotEnvConfig(Config):
                     f"must be finite and in [0, {MAX_SIMULATED_DELAY_MS:g}] ms")
             require(v == 0 or not self.realtime, name, v, "simulates hardware timing on the twin; a realtime "
                     "(hardware) env has its own latency: leave it 0 there")
+        require(self.gains_profile in GAIN_PROFILES, "gains_profile", self.gains_profile,
+                f"must be one of {sorted(GAIN_PROFILES)}")
         require(self.scene_resets in SCENE_RESETS, "scene_resets", self.scene_resets, f"must be one of {SCENE_RESETS}")
 
     @property

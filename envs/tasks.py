@@ -86,6 +86,8 @@ class Task:
     """Upper bounds of the euler xyz angles of R_reset^T R_target."""
     max_episode_steps: int = 100
     """Default episode length in env steps (at 10 Hz: 10 s)."""
+    reset_routine: str = "default"
+    """The reset routine between episodes (envs.resets.ROUTINES name; "default": DEFAULT_ROUTINE)."""
     object_keys: tuple[str, ...] = ()
     """The `RobotState.objects` keys the task reads (all must be present on the twin)."""
     collision_torque_nm: tuple[float, ...] | None = None
@@ -228,6 +230,7 @@ class PickCubeTask(Task):
     rot_min_rad: tuple[float, float, float] = (-0.3, -0.3, -math.pi / 2)
     rot_max_rad: tuple[float, float, float] = (0.3, 0.3, math.pi / 2)
     max_episode_steps: int = 100
+    reset_routine: str = "pick_cube"
     object_keys: tuple[str, ...] = ("cube_pos", "cube_quat")
     lift_m: float = 0.05
     """Required height of the cube's bottom face above the table."""
@@ -352,6 +355,7 @@ class CubeRelocateTask(Task):
     rot_min_rad: tuple[float, float, float] = (-0.3, -0.3, -math.pi / 2)
     rot_max_rad: tuple[float, float, float] = (0.3, 0.3, math.pi / 2)
     max_episode_steps: int = 120
+    reset_routine: str = "cube_relocate"
     object_keys: tuple[str, ...] = ("cube_pos", "cube_quat")
     target_zone: str = "b"
     """"b" (forward: A -> B) or "a" (backward: B -> A)."""
@@ -384,6 +388,7 @@ class CubeRelocateTask(Task):
 TASKS: dict[str, Task] = {t.name: t for t in (
     ReachTask(), PickCubeTask(), PegInsertTask(), CubeRelocateTask(),
     CubeRelocateTask(name="cube_relocate_back", twin_task="cube_relocate_back", target_zone="a",
+                     reset_routine="cube_relocate_back",
                      description="move the cube from zone B back to zone A and let go (the backward direction)"),
 )}
 """The built-in tasks by name."""

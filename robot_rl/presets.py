@@ -1,5 +1,8 @@
 """Named task presets: a task is data (which gymnasium env, with which options), not a copy of a script.
 
+The presets are task files (robot_rl.task_file; the built-in ones in robot_rl/task_files, the twin presets), and
+`get_preset` takes a preset's name or a task file's path: `--task twin-pick-cube` or `--task configs/lab.toml`.
+
 The kernel holds the table; `envs` registers the gymnasium ids on import. Entry points (train, sim, record)
 resolve `--task NAME` here, import `env_module` to get the registration, and call `gymnasium.make`.
 Third-party envs work the same way through `--env-id ID --env-module M`.
@@ -9,6 +12,7 @@ Usage::
     preset = get_preset("twin-pick-cube")
     preset.env_id, preset.env_module, preset.env_kwargs   # "robot_rl/TwinPickCube-v0", "envs", {...}
     preset.make_kwargs(obs_mode="state")                  # env kwargs with overrides applied
+    get_preset("configs/lab_pick.toml")                   # a lab's task file (extends a preset)
 
 A task's training recipe (AgentConfig overrides, updates per env step) is not here: it lives beside AgentConfig
 in learners.agents.recipes, typed and checked against AgentConfig's fields (the kernel stays free of torch).
@@ -24,6 +28,7 @@ import dataclasses
 from typing import Any
 
 from robot_rl.errors import UnknownTaskError
+from robot_rl.task_file import TaskFile, builtin, builtin_names, load_task_file, looks_like_task_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +54,8 @@ class TaskPreset:
     env_kwargs: tuple[tuple[str, Any], ...] = ()
     forward_backward: ForwardBackward | None = None
     """Set for tasks `robot-rl train --forward-backward` can train reset-free (see the module docstring)."""
+    task_file: TaskFile | None = dataclasses.field(default=None, compare=False, repr=False)
+    """The task file the preset comes from (robot_rl.task_file): the built-in ones, or a lab's."""
 
     def make_kwargs(self, **overrides: Any) -> dict[str, Any]:
         """The env kwargs with `overrides` (None values ignored) applied on top of the preset's."""
@@ -57,26 +64,34 @@ class TaskPreset:
         return kw
 
 
-PRESETS: dict[str, TaskPreset] = {
-    p.name: p
-    for p in (
-        TaskPreset("twin-reach", "robot_rl/TwinReach-v0",
-                   "MuJoCo twin: move the gripper to a random goal marker (easy; for fast tests)"),
-        TaskPreset("twin-pick-cube", "robot_rl/TwinPickCube-v0",
-                   "MuJoCo twin: grasp a 4 cm cube from the table and lift it"),
-        TaskPreset("twin-peg-insert", "robot_rl/TwinPegInsert-v0",
-                   "MuJoCo twin: insert a grasped peg into a tight hole (needs compliance)"),
-        TaskPreset("twin-cube-relocate", "robot_rl/TwinCubeRelocate-v0",
-                   "MuJoCo twin: move the cube from zone A to zone B and let go (forward/backward, reset-free)",
-                   forward_backward=ForwardBackward("twin-cube-relocate-back", "in_zone_b", "in_zone_a")),
-        TaskPreset("twin-cube-relocate-back", "robot_rl/TwinCubeRelocateBack-v0",
-                   "MuJoCo twin: the backward direction of twin-cube-relocate (zone B to zone A)"),
-    )
-}
+def preset_of(tf: TaskFile) -> TaskPreset:
+    """The preset a task file declares. A file that extends a preset runs on its env, with the values the file
+    itself sets passed as env kwargs: RobotEnvConfig fields as they are, the Task fields as `task_fields` (a tuple
+    of (field, value) pairs, envs.env.make_twin_env)."""
+    fb = tf.sections.get("forward_backward")
+    backward = ForwardBackward(fb["backward_task"], fb["forward_goal"], fb["backward_goal"]) if fb else None
+    if tf.base is None:
+        t = tf.sections["task"]
+        return TaskPreset(tf.name, t["env_id"], tf.description, t.get("env_module", "envs"), (), backward, tf)
+    base = preset_of(tf.base)
+    kwargs = dict(base.env_kwargs)
+    kwargs.update(tf.env_fields(only_own=True))
+    fields = tf.task_fields(only_own=True)
+    if fields:
+        kwargs["task_fields"] = tuple(sorted(fields.items()))
+    return TaskPreset(tf.name, base.env_id, tf.description or base.description, base.env_module,
+                      tuple(kwargs.items()), backward, tf)
+
+
+PRESETS: dict[str, TaskPreset] = {name: preset_of(builtin(name)) for name in builtin_names()}
+"""The built-in presets, from the task files in robot_rl/task_files."""
 
 
 def get_preset(name: str) -> TaskPreset:
-    """The preset called `name`; UnknownTaskError lists the known names."""
+    """The preset called `name`, or the one a task file declares when `name` is a file's path (`--task` takes
+    either); UnknownTaskError lists the known names, ConfigError names a task file's bad field."""
+    if name not in PRESETS and looks_like_task_file(name):
+        return preset_of(load_task_file(name))
     try:
         return PRESETS[name]
     except KeyError:

@@ -2,9 +2,9 @@
 
 `robot-rl safety-box record` (envs.cli.safety_box) samples the TCP pose while an operator guides the arm
 by hand through the corners of the allowed workspace (Franka guiding mode; the robot is opened read-only), and
-writes a task config: a JSON file of `Task` field overrides on a named task. `load_task_config` turns it back into
-a `Task`; `robot-rl robot-server --task-config FILE` enforces its box server-side and `robot-rl actor
---task-config FILE` clips the env's targets to it.
+writes a task config: a JSON file of `Task` field overrides on a named task, read as a task file (robot_rl.task_file)
+that extends the task's preset with a box from the lab. `load_task_config` turns it back into a `Task`; `robot-rl
+task init --from-box FILE` makes a TOML task file of it; `--task FILE` (robot-server, actor, ...) runs it.
 
 File format (JSON, `format` "robot-rl-task-config", version 1)::
 
@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from controllers.arms import COLLISION_THRESHOLD_COUNTS, collision_values_ok
 from controllers.transforms import quat_conj, quat_mul, quat_to_euler_xyz
 from envs.tasks import Task, get_task
 from robot_rl.config import Config, require
@@ -76,35 +75,12 @@ def write_task_config(path: str | os.PathLike[str], task: str, overrides: Mappin
 
 
 def load_task_config(path: str | os.PathLike[str]) -> Task:
-    """The named task with the file's overrides; ConfigError naming the file and the problem."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise ConfigError(f"task config {path}: cannot read it ({err})") from err
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-        raise ConfigError(f"task config {path}: not a {FORMAT} version {VERSION} file")
-    task = get_task(str(data.get("task", "")))
-    overrides = data.get("overrides") or {}
-    known = {f.name for f in dataclasses.fields(task)} - {"name"}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise ConfigError(f"task config {path}: unknown task fields {unknown}")
-    fixed: dict[str, Any] = {k: tuple(float(x) for x in v) if isinstance(v, list) else v
-                             for k, v in overrides.items()}
-    for k in BOX_FIELDS:
-        if k in fixed and len(fixed[k]) != 3:
-            raise ConfigError(f"task config {path}: {k} must have 3 numbers, got {overrides[k]}")
-    for k, n in COLLISION_THRESHOLD_COUNTS.items():
-        v = fixed.get(k)
-        if v is not None and not collision_values_ok(v, n):
-            raise ConfigError(f"task config {path}: {k} must be {n} finite numbers > 0, got {overrides[k]}")
-    if ("collision_torque_nm" in fixed) != ("collision_force_n" in fixed):
-        raise ConfigError(f"task config {path}: collision_torque_nm and collision_force_n go together (libfranka "
-                          "sets both at once)")
-    lo, hi = fixed.get("pos_min_m", task.pos_min_m), fixed.get("pos_max_m", task.pos_max_m)
-    if any(a > b for a, b in zip(lo, hi, strict=True)):
-        raise ConfigError(f"task config {path}: pos_min_m {lo} exceeds pos_max_m {hi}")
-    return dataclasses.replace(task, **fixed)
+    """The task a task config (or any task file, robot_rl.task_file) declares: the named task with the file's
+    overrides; ConfigError naming the file and the field (e.g. "overrides.pos_min_m[1] must be a number")."""
+    from envs.task_file import task_of
+    from robot_rl.task_file import load_task_file
+
+    return task_of(load_task_file(path))
 
 
 @dataclasses.dataclass(frozen=True)
