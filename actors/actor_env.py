@@ -12,8 +12,8 @@ Usage::
     env = make_actor_env("twin-pick-cube", "pixels", 128, "tcp://127.0.0.1:5560")     # over a robot server
     env = make_actor_env("twin-pick-cube", "state", None, None, intervene="scripted", reward="human",
                          faithful=True)                   # HIL-SERL on the hardware-faithful twin
-    env = make_actor_env("twin-pick-cube", "state", None, "tcp://10.0.0.2:5560", intervene="spacemouse",
-                         reward="human", task_config="task.json")   # a person at a SpaceMouse, on hardware
+    env = make_actor_env("configs/lab.toml", "state", None, "tcp://10.0.0.2:5560", intervene="spacemouse",
+                         reward="human")          # a person at a SpaceMouse, on hardware (the lab's task file)
     backend_of(env)                                       # "twin", "franky", "ros2", ...
 """
 
@@ -47,10 +47,13 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
                    intervene: str | None = None, seed: int = 0, reward: str = "env",
                    reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
                    evaluation: bool = False, timing: dict[str, float] | None = None,
-                   device_config: str | None = None) -> Any:
+                   device_config: str | None = None, allow_twin_box: bool = False) -> Any:
     """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
     classifier or human `reward`, wrapped in learners.rewards.reward_model.RewardModelWrapper (outermost);
-    `task_config` (a file from `robot-rl safety-box record`) replaces the task's box in the env over a robot server.
+    `task` is a preset's name or a task file's path (robot_rl.task_file); over a robot server the env takes the file's
+    Task (box, reset, ...) and env fields (cameras, image size, home joints, gains), and on a hardware backend it
+    refuses a task without a box from the lab (envs.task_file.require_lab_box) unless `allow_twin_box`.
+    `task_config` (deprecated; a task file or a `robot-rl safety-box record` JSON) stands in for `task`'s file.
     `faithful`: the hardware-faithful mode (envs.env_config.FAITHFUL; for an `evaluation` env only its observation:
     no object state). A classifier `reward` in state mode: the env renders the card's cameras (at the card's size,
     or `image_size`; over a robot server at the size it serves) into info["reward_images"], never into the
@@ -62,7 +65,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     JSON config file): the operator's interventions replace the policy's actions, and under `reward` human its
     success key ends the episode (demos.devices.operators, through robot_rl.gym_env.with_operator)."""
     from envs.env_config import FAITHFUL
-    from envs.presets import make_env, twin_task
+    from envs.presets import make_env
     from learners.rewards.reward_model import (
         RewardModelWrapper,
         camera_shapes_of_env,
@@ -92,14 +95,23 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         if robot is None:
             env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
         else:
-            from envs.remote import make_remote_env
+            from envs.remote import HARDWARE_BACKENDS, make_remote_env
+            from envs.task_file import require_lab_box, resolve_task
+            from robot_rl.presets import get_preset
 
-            the_task: Any = twin_task(task)
-            if task_config is not None:
-                from envs.hardware.safety_box import load_task_config
-
-                the_task = load_task_config(task_config)
-            env = make_remote_env(robot, task=the_task, obs_mode=obs_mode, image_size=image_size, **overrides)
+            source = task_config if task_config is not None else task
+            file_fields = {k: v for k, v in get_preset(source).env_kwargs if k != "task_fields"}
+            size = image_size if image_size is not None else file_fields.pop("image_size", None)
+            remote_env = make_remote_env(robot, task=resolve_task(source), obs_mode=obs_mode, image_size=size,
+                                         **{**file_fields, **overrides})
+            env = remote_env
+            info: dict[str, Any] = getattr(remote_env.robot, "info", {})  # what the server serves; nothing moved yet
+            if str(info.get("backend", "")) in HARDWARE_BACKENDS and not info.get("twin"):
+                try:
+                    require_lab_box(str(info["backend"]), source, allow_twin_box)
+                except ConfigError:
+                    env.close()
+                    raise
     except ConfigError as err:
         if not cams:
             raise

@@ -57,6 +57,7 @@ class ActorRunConfig(Config):
     image_size: int | None = None
     seed: int = 0
     task_config: str | None = None
+    allow_twin_box: bool = False
     warmup: str = "auto"
     chunk_steps: int = ActorConfig().chunk_steps
     no_pace: bool = False
@@ -68,7 +69,7 @@ class ActorRunConfig(Config):
     faithful: bool = False
     camera_latency_ms: float | None = None
     action_delay_ms: float | None = None
-    reward: str = "env"
+    reward: str | None = None
     reward_audit: Path | None = None
     max_steps: int = 0
     max_episodes: int = 0
@@ -91,7 +92,7 @@ class ActorRunConfig(Config):
         require(self.on_learner_loss in ("auto", *LEARNER_LOSS), "on_learner_loss", self.on_learner_loss,
                 f"must be one of {['auto', *LEARNER_LOSS]}")
         require(self.learner_loss_hold_s >= 0, "learner_loss_hold_s", self.learner_loss_hold_s, "must be >= 0")
-        check_intervene(self.intervene, self.device_config, self.reward)
+        check_intervene(self.intervene, self.device_config, self.reward or "env")
         timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
 
     def evaluation(self) -> CheckpointEvalConfig:
@@ -120,7 +121,7 @@ def actor_arg_parser() -> argparse.ArgumentParser:
     """The `robot-rl actor` command line (one flag per `ActorRunConfig` field)."""
     p = argparse.ArgumentParser(prog="robot-rl actor", description="`robot-rl actor`: one actor process (actors.actor "
                                 "over a ZeroMQ endpoint), or a policy evaluation.")
-    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--learner", default="tcp://127.0.0.1:5555", help="the learner's address")
     p.add_argument("--robot", default=None, help="robot server address (default: the twin in this process)")
     p.add_argument("--actor-id", default=None, help="unique name of this actor (default: host-pid)")
@@ -128,7 +129,10 @@ def actor_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
     p.add_argument("--task-config", default=None,
-                   help="with --robot: a task config file (robot-rl safety-box record) whose box the env clips to")
+                   help="deprecated (pass --task FILE): with --robot, a task file whose box the env clips to")
+    p.add_argument("--allow-twin-box", action="store_true",
+                   help="with --robot on hardware: run inside the task's twin box, not one recorded in the lab (at "
+                        "your own risk)")
     p.add_argument("--warmup", default="auto", choices=WARMUP_CHOICES,
                    help="before the first weights: hold the pose or act randomly (auto: random on the twin only)")
     p.add_argument("--chunk-steps", type=int, default=ActorConfig().chunk_steps,
@@ -153,7 +157,7 @@ def actor_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--faithful", action="store_true",
                    help="hardware-faithful twin: proprio + cameras only, no task reward, no teleports after the first")
     add_timing_flags(p)
-    p.add_argument("--reward", default="env",
+    p.add_argument("--reward", default=None,
                    help="env (the env's reward), classifier:DIR (a trained reward classifier, gated) or human (the "
                         "teleop device's success key; needs --intervene); --faithful needs classifier:DIR or human")
     p.add_argument("--reward-audit", type=Path, default=None,
@@ -187,7 +191,9 @@ def run_actor(cfg: ActorRunConfig) -> int:
         import torch
 
         torch.set_num_threads(cfg.threads)
-    get_preset(cfg.task)  # UnknownTaskError early
+    preset = get_preset(cfg.task)  # UnknownTaskError (or a task file's ConfigError) early
+    if cfg.reward is None:  # the task file's reward (the twin presets: the env's)
+        cfg = cfg.replace(reward=(preset.task_file.reward_arg() if preset.task_file else None) or "env")
     if cfg.evaluate is not None:
         evaluate_checkpoint(cfg.evaluation())
         return 0
@@ -228,7 +234,8 @@ def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
         keys = ClientKeys.from_dir(cfg.keys)
     audit = cfg.reward_audit if cfg.reward_audit is not None else Path("reward_audit") / actor_id
     env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, cfg.intervene, cfg.seed,
-                         reward=cfg.reward, reward_audit=audit, task_config=cfg.task_config, faithful=cfg.faithful,
+                         reward=cfg.reward or "env", reward_audit=audit, task_config=cfg.task_config,
+                         faithful=cfg.faithful, allow_twin_box=cfg.allow_twin_box,
                          timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms),
                          device_config=cfg.device_config)
     if cfg.faithful:

@@ -22,8 +22,9 @@ from typing import Any
 
 from robot_rl.errors import ConfigError
 from robot_rl.extras import optional_import
-from robot_rl.presets import get_preset
+from robot_rl.presets import PRESETS, get_preset
 from robot_rl.specs import EnvSpec
+from robot_rl.task_file import looks_like_task_file
 
 
 def import_env_module(module: str) -> None:
@@ -84,6 +85,9 @@ def with_operator(env: Any, intervene: str | None, task: str, seed: int = 0, pre
 
 def env_spec_of(env: Any, name: str) -> EnvSpec:
     """The EnvSpec of a made env (its spaces, and its control rate when the env has a `config.control_hz`, as the
-    project's robot envs do; 0.0 = not known), named `name` (the task or env id)."""
+    project's robot envs do; 0.0 = not known), named `name` (the task or env id; a task file's path: the name in
+    the file, so an actor and a learner given the same task by different paths agree)."""
+    if name not in PRESETS and looks_like_task_file(name):
+        name = get_preset(name).name
     hz = float(getattr(getattr(env.unwrapped, "config", None), "control_hz", 0.0) or 0.0)
     return EnvSpec.from_spaces(name, env.observation_space, env.action_space, control_hz=hz)

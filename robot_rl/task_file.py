@@ -114,8 +114,8 @@ GRIPPER_MODES = {"free": (False, 0.0), "locked_closed": (True, 1.0), "locked_ope
 
 
 def looks_like_task_file(arg: str) -> bool:
-    """Whether a `--task` value names a file (a known suffix or a path separator) rather than a preset."""
-    return arg.endswith(SUFFIXES) or os.sep in arg or "/" in arg
+    """Whether a `--task` value names a file (.toml or .json, or an existing file) rather than a preset."""
+    return arg.endswith(SUFFIXES) or os.path.isfile(arg)
 
 
 def _what(v: Any) -> str:

@@ -105,7 +105,7 @@ class SimConfig(Config):
 def build_sim_parser(description: str | None = None) -> argparse.ArgumentParser:
     """`robot-rl sim`'s parser; `description`: the command's summary for --help."""
     p = argparse.ArgumentParser(prog="robot-rl sim", description=description)
-    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--actors", type=int, default=2, help="number of actor processes (each with a robot server)")
     p.add_argument("--max-env-steps", type=int, default=None, help="transitions to train on (default per task)")
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/sim-<task>)")

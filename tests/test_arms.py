@@ -135,7 +135,8 @@ def test_collision_thresholds_come_from_the_task_config_and_the_flags_win(tmp_pa
                                     "overrides": overrides}))
         return path
 
-    good = config({"collision_torque_nm": [30] * 7, "collision_force_n": [40] * 6})
+    good = config({"collision_torque_nm": [30] * 7, "collision_force_n": [40] * 6,
+                   "pos_min_m": [0.3, -0.2, 0.05], "pos_max_m": [0.6, 0.2, 0.4]})  # a lab's box: franky needs one
     assert load_task_config(good).collision_torque_nm == (30.0,) * 7
     seen: dict[str, Any] = {}
 
@@ -150,7 +151,8 @@ def test_collision_thresholds_come_from_the_task_config_and_the_flags_win(tmp_pa
     server_run._backend(server_run.parse_robot_server_args([*base, "--collision-torque", *["25"] * 7,
                                                              "--collision-force", *["35"] * 6]))
     assert seen["franky_options"] == {"collision_torque_nm": (25.0,) * 7, "collision_force_n": (35.0,) * 6}
-    for bad, message in (({"collision_torque_nm": [30] * 6, "collision_force_n": [40] * 6}, "collision_torque_nm must have 7 entries"),
+    for bad, message in (({"collision_torque_nm": [30] * 6, "collision_force_n": [40] * 6},
+                          "collision_torque_nm must have 7 entries"),
                          ({"collision_torque_nm": [30] * 7}, "go together")):
         with pytest.raises(ConfigError, match=message):
             load_task_config(config(bad))

@@ -227,3 +227,110 @@ def test_gain_profile_names_are_the_controllers() -> None:
     from controllers.gains import GAIN_PROFILES as CONTROLLER_PROFILES
 
     assert set(GAIN_PROFILES) == set(CONTROLLER_PROFILES)
+
+
+def _lab_with_cameras(tmp_path: Path) -> Path:
+    return _write(tmp_path, LAB.replace('source = "classifier"\nclassifier = "classifiers/pick"\ngate_k = 3\n',
+                                        'source = "human"\n'))
+
+
+def test_the_robot_server_serves_a_task_file_and_refuses_the_twin_box_on_hardware(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import envs.robot_server.run as server_run
+    from envs.hardware.camera_source import CameraConfig
+
+    seen: dict[str, Any] = {}
+
+    def fake_backend(name: str, task: Any, **kw: Any) -> Any:
+        seen.clear()
+        seen.update(kw, task=task, name=name)
+        return None, None, {}
+
+    monkeypatch.setattr(server_run, "make_backend", fake_backend)
+    franky = ["--backend", "franky", "--robot-ip", "172.16.0.2"]
+    for argv in ([*franky, "--task", "twin-pick-cube"], ["--backend", "ros2", "--task", "pick_cube"]):
+        with pytest.raises(ConfigError, match=r"safety-box record") as err:
+            server_run._backend(server_run.parse_robot_server_args(argv))
+        assert "--allow-twin-box" in str(err.value) and not seen
+    server_run._backend(server_run.parse_robot_server_args([*franky, "--task", "twin-pick-cube", "--allow-twin-box"]))
+    assert seen["task"] == TASKS["pick_cube"]
+    server_run._backend(server_run.parse_robot_server_args(["--backend", "ros2", "--ros-twin", "--task", "twin-reach"]))
+    assert seen["task"] == TASKS["reach"]  # ros2-twin drives the twin: its box is the right one
+    lab = _lab_with_cameras(tmp_path)
+    server_run._backend(server_run.parse_robot_server_args([*franky, "--task", str(lab)]))
+    assert seen["task"].pos_min_m == (0.35, -0.2, 0.02) and seen["task"].gripper_locked
+    assert seen["image_size"] == 96  # observation.image_size, without --image-size
+    assert seen["camera_specs"] == (
+        CameraConfig(name="front", kind="realsense", device="123456789012", crop_xywh=(80, 0, 480, 480),
+                     exposure_us=8000.0, image_size=96),
+        CameraConfig(name="wrist", kind="opencv", device="/dev/video0", image_size=96))
+    server_run._backend(server_run.parse_robot_server_args([*franky, "--task", str(lab), "--image-size", "64",
+                                                            "--camera", "opencv:/dev/video2=front"]))
+    assert seen["image_size"] == 64 and seen["camera_specs"] == ("opencv:/dev/video2=front",)  # the flags win
+    # the deprecated --task-config is --task FILE, with a note
+    server_run._backend(server_run.parse_robot_server_args([*franky, "--task", "pick_cube", "--task-config",
+                                                            str(lab)]))
+    assert seen["task"].pos_max_m == (0.65, 0.2, 0.35)
+    assert "--task-config is deprecated" in capsys.readouterr().err
+
+
+def test_a_lab_file_runs_on_the_twin_with_its_values(tmp_path: Path) -> None:
+    pytest.importorskip("mujoco")
+    from robot_rl.gym_env import env_spec_of, make_task_env
+
+    path = _write(tmp_path, '[task]\nname = "lab-reach"\nbase = "twin-reach"\nmax_episode_steps = 7\n'
+                            '[box]\npos_min_m = [0.3, -0.1, 0.1]\npos_max_m = [0.6, 0.1, 0.45]\n'
+                            '[control]\ngains = "precision"\n[reset]\nnoise_m = 0.0\n')
+    env = make_task_env(str(path), obs_mode="state")
+    try:
+        robot_env: Any = env.unwrapped
+        assert robot_env.task.pos_min_m == (0.3, -0.1, 0.1) and robot_env.task.max_episode_steps == 7
+        assert robot_env.config.gains_profile == "precision" and robot_env.config.reset_noise_m == 0.0
+        env.reset(seed=0)
+        steps = 0
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample() * 0)
+            steps += 1
+            done = terminated or truncated
+        assert steps == 7
+        assert robot_env.robot.gains_profile == "precision"
+        assert env_spec_of(env, str(path)).task == "lab-reach"  # the file's name, whatever the path
+    finally:
+        env.close()
+
+
+def test_an_actor_over_a_hardware_server_refuses_the_twin_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import envs.remote as remote
+    from actors.actor_env import make_actor_env
+
+    closed: list[bool] = []
+
+    class FakeEnv:
+        def __init__(self, **kw: Any) -> None:
+            import gymnasium
+
+            self.kw = kw
+            self.observation_space = gymnasium.spaces.Dict({"state": gymnasium.spaces.Box(-1, 1, (3,))})
+            self.robot = type("R", (), {"info": {"backend": "franky", "task": "pick_cube"}})()
+            self.unwrapped = self
+
+        def close(self) -> None:
+            closed.append(True)
+
+    made: list[FakeEnv] = []
+
+    def fake_remote_env(address: str, **kw: Any) -> FakeEnv:
+        made.append(FakeEnv(**kw))
+        return made[-1]
+
+    monkeypatch.setattr(remote, "make_remote_env", fake_remote_env)
+    with pytest.raises(ConfigError, match=r"the franky backend moves a real arm.*safety-box record"):
+        make_actor_env("twin-pick-cube", "state", None, "tcp://127.0.0.1:5560")
+    assert closed == [True]
+    lab = _lab_with_cameras(tmp_path)
+    monkeypatch.setattr("actors.actor_env.check_operator_backend", lambda *a: None)
+    env = make_actor_env(str(lab), "pixels", None, "tcp://127.0.0.1:5560")
+    assert env is made[-1] and env.kw["task"].pos_min_m == (0.35, -0.2, 0.02)
+    assert env.kw["image_size"] == 96 and env.kw["camera_names"] == ("front", "wrist")
+    assert env.kw["gains_profile"] == "precision"

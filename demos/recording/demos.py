@@ -67,7 +67,7 @@ def record_demos_arg_parser() -> argparse.ArgumentParser:
     """The `robot-rl record-demos` command line (one flag per `RecordDemosConfig` field)."""
     p = argparse.ArgumentParser(prog="robot-rl record-demos", description="`robot-rl record-demos`: record "
                                 "teleoperated (or scripted) demonstration episodes to a directory.")
-    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--teleop", default="scripted", choices=DEVICES, help="teleop device")
     p.add_argument("--episodes", type=int, default=20, help="number of episodes to keep")
     p.add_argument("--out", required=True, type=Path, help="episode directory (created or appended to)")
@@ -101,11 +101,15 @@ def make_recording_env(task: str, robot: str | None, keys: str | None, **env_kwa
     if robot is None:
         return make_gym_env(preset.env_id, preset.env_module, **env_kwargs)
     from envs.remote import make_remote_env
+    from envs.task_file import resolve_task
     from robot_rl.keys import ClientKeys
 
     client_keys = ClientKeys.from_dir(keys) if keys is not None else None
-    options = {k: v for k, v in env_kwargs.items() if k not in ("task", "obs_mode", "image_size") and v is not None}
-    return make_remote_env(robot, task=None, obs_mode=env_kwargs.get("obs_mode", "pixels"),
+    options = {k: v for k, v in env_kwargs.items()
+               if k not in ("task", "obs_mode", "image_size", "task_fields") and v is not None}
+    lab = preset.task_file is not None and preset.task_file.base is not None  # a lab's task file: its box, reset, ...
+    return make_remote_env(robot, task=resolve_task(task) if lab else None,
+                           obs_mode=env_kwargs.get("obs_mode", "pixels"),
                            image_size=env_kwargs.get("image_size"), keys=client_keys, **options)
 
 

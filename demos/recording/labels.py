@@ -329,7 +329,7 @@ def record_labels_arg_parser() -> argparse.ArgumentParser:
     """The `robot-rl record-labels` command line (one flag per `RecordLabelsConfig` field)."""
     p = argparse.ArgumentParser(prog="robot-rl record-labels", description="`robot-rl record-labels`: record success "
                                 "/ failure labelled frames for a reward classifier (HIL-SERL style).")
-    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--teleop", default="scripted", choices=DEVICES, help="teleop device")
     p.add_argument("--out", required=True, type=Path, help="episode directory (created or appended to)")
     p.add_argument("--frames", type=int, default=600, help="stop after this many labelled frames in all")

@@ -21,7 +21,8 @@ from envs.presets import PRESETS
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="robot-rl demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", default="twin-pick-cube", choices=sorted(PRESETS), help="task preset")
+    parser.add_argument("--task", default="twin-pick-cube",
+                        help=f"task preset ({', '.join(sorted(PRESETS))}) or a task file extending one (.toml)")
     parser.add_argument("--episodes", type=int, default=3, help="number of episodes")
     parser.add_argument("--out", default="runs/demo", help="output directory")
     parser.add_argument("--image-size", type=int, default=128, help="camera image height and width")

@@ -109,7 +109,9 @@ class SafetyBoxRecordConfig(Config):
 def record_safety_box(cfg: SafetyBoxRecordConfig) -> Path:
     """Sample the TCP of the arm at `cfg.robot_ip` (opened read-only: the operator guides it by hand) and write the
     task config with the box that holds every sample; prints what it does; returns the file."""
-    task = get_task(cfg.task)
+    from envs.task_file import resolve_task
+
+    task = resolve_task(cfg.task)
     from envs.hardware.franky_robot import FrankyRobot, FrankyRobotConfig
 
     robot = FrankyRobot(FrankyRobotConfig(robot_ip=cfg.robot_ip, gripper=False, control=False))

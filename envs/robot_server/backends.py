@@ -30,7 +30,8 @@ def make_backend(name: str, task: str | Task, image_size: int = 128, camera_name
                  camera_specs: Sequence[str] = (), franky_options: dict[str, Any] | None = None,
                  safety: ServerSafetyConfig | None = None, camera_options: dict[str, Any] | None = None,
                  ) -> tuple[Robot, Cameras | None, dict[str, Any]]:
-    """(robot, cameras, info) for backend `name` ('twin', 'franky', 'ros2') and a task name or twin preset.
+    """(robot, cameras, info) for backend `name` ('twin', 'franky', 'ros2') and a task: a Task, a task name, a
+    preset's name or a task file's path (envs.task_file.resolve_task).
 
     Hardware backends are imported lazily: without their extra this raises `MissingExtraError` naming it
     (`real` for franky, `ros` for ros2). The twin is built exactly as `envs.env.make_twin_env` builds it, so
@@ -46,14 +47,14 @@ def make_backend(name: str, task: str | Task, image_size: int = 128, camera_name
     by a margin, the wrench limit, joint margins, the e-stop) configured by `safety` (default limits; pass
     ServerSafetyConfig(enabled=False) for the raw backend).
     """
-    from envs.tasks import get_task
+    from envs.task_file import resolve_task
     from robot_rl.extras import optional_import
 
     if name == "twin":
         optional_import("mujoco", extra="sim", purpose="the MuJoCo twin backend")
         from envs.twin import TwinRobot, TwinRobotConfig
 
-        the_task = task if isinstance(task, Task) else get_task(_task_name(task))
+        the_task = resolve_task(task)
         if not the_task.twin_task:
             raise ConfigError(f"task={task!r} has no MuJoCo twin scene")
         options: dict[str, Any] = {} if physics_hz is None else {"physics_hz": float(physics_hz)}
@@ -63,7 +64,7 @@ def make_backend(name: str, task: str | Task, image_size: int = 128, camera_name
         return (_guarded(robot, the_task, safety), (robot.cameras() if cameras else None),
                 {"backend": "twin", "task": the_task.name})
     if name == "franky":
-        the_task = task if isinstance(task, Task) else get_task(_task_name(task))
+        the_task = resolve_task(task)
         if not robot_ip:
             raise ConfigError("backend 'franky' needs the robot's address (--robot-ip, e.g. 172.16.0.2)")
         from envs.hardware.franky_robot import FrankyRobot, FrankyRobotConfig
@@ -84,7 +85,7 @@ def make_backend(name: str, task: str | Task, image_size: int = 128, camera_name
         optional_import("rclpy", extra="ros", purpose="the ROS 2 backend (--backend ros2)")
         from envs.ros2.backend import make_ros2_backend
 
-        ros_task = task if isinstance(task, Task) else get_task(_task_name(task))
+        ros_task = resolve_task(task)
         ros_robot, ros_cameras, ros_info = make_ros2_backend(ros_task.name, int(image_size), tuple(camera_names),
                                                              bool(cameras), ros2)
         return _guarded(ros_robot, ros_task, safety), ros_cameras, ros_info
@@ -99,18 +100,3 @@ def _guarded(robot: Robot, task: Any, safety: ServerSafetyConfig | None) -> Robo
 
     home_pos, _ = panda_fk(PANDA_HOME_Q)
     return SafetyGuard(robot, cfg, task_safety_box(task, cfg.box_margin_m, cfg.box_margin_rad, [home_pos.tolist()]))
-
-
-def _task_name(task: str) -> str:
-    """A task name ('pick_cube') from a task name or a twin preset name ('twin-pick-cube')."""
-    from envs.tasks import TASKS
-
-    if task in TASKS:
-        return task
-    from envs.presets import PRESETS, twin_task
-
-    if task in PRESETS:
-        return twin_task(task)
-    from robot_rl.errors import UnknownTaskError
-
-    raise UnknownTaskError(f"unknown task '{task}'; known: {', '.join(sorted([*TASKS, *PRESETS]))}")

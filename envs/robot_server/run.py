@@ -38,7 +38,7 @@ class RobotServerRunConfig(Config):
     backend: str = "twin"
     task: str = "twin-pick-cube"
     bind: str = DEFAULT_ADDRESS
-    image_size: int = 128
+    image_size: int | None = None
     cameras: str = "front,wrist"
     no_cameras: bool = False
     task_config: str | None = None
@@ -63,6 +63,7 @@ class RobotServerRunConfig(Config):
     ros_twin: bool = False
     ros_camera: tuple[str, ...] = ()
     ros_set: tuple[str, ...] = ()
+    allow_twin_box: bool = False
 
     def validate(self) -> None:
         require(self.backend in BACKENDS, "backend", self.backend, f"must be one of {list(BACKENDS)}")
@@ -83,13 +84,21 @@ def robot_server_arg_parser() -> argparse.ArgumentParser:
                                      "robot backend (the MuJoCo twin, a Franka through franky, or a ROS 2\ncontroller) "
                                      "over ZeroMQ.")
     parser.add_argument("--backend", default="twin", choices=BACKENDS, help="robot backend to serve")
-    parser.add_argument("--task", default="twin-pick-cube", help="task or twin preset (e.g. twin-reach, pick_cube)")
+    parser.add_argument("--task", default="twin-pick-cube",
+                        help="a preset (twin-reach, ...), a twin task (pick_cube) or a task file (.toml: the lab's "
+                             "box, cameras, ...; robot-rl task init); a hardware backend needs a box from the lab")
     parser.add_argument("--bind", default=DEFAULT_ADDRESS, help="ZeroMQ address (port 0: a free port)")
-    parser.add_argument("--image-size", type=int, default=128, help="camera image height and width")
+    parser.add_argument("--image-size", type=int, default=None,
+                        help="camera image height and width (default: the task file's observation.image_size, "
+                             "else 128)")
     parser.add_argument("--cameras", default="front,wrist", help="comma-separated camera names")
     parser.add_argument("--no-cameras", action="store_true", help="serve no images (state-only; no renderer)")
     parser.add_argument("--task-config", default=None,
-                        help="a task config file (robot-rl safety-box record): its box is enforced server-side")
+                        help="deprecated: a task file or safety-box record's JSON, the same as --task FILE (wins over "
+                             "--task)")
+    parser.add_argument("--allow-twin-box", action="store_true",
+                        help="hardware: serve without a box recorded in the lab, inside the task's twin box (at your "
+                             "own risk; record one: robot-rl safety-box record)")
     parser.add_argument("--robot-ip", default=None, help="franky: the robot's FCI address (e.g. 172.16.0.2)")
     parser.add_argument("--camera", action="append", default=[], metavar="SPEC",
                         help="franky: a real camera, KIND:ID=NAME (realsense:SERIAL=front, opencv:/dev/video0=wrist); "
@@ -187,20 +196,46 @@ def _backend(cfg: RobotServerRunConfig) -> tuple[Any, Any, dict[str, Any]]:
                               if v is not None}
     limits["arm"] = cfg.arm
     franky: dict[str, Any] = {"realtime": True} if cfg.realtime else {}
-    task: Any = cfg.task
-    if cfg.task_config is not None:
-        from envs.hardware.safety_box import load_task_config
+    from envs.task_file import camera_configs, require_lab_box, resolve_task, task_file_of
 
-        task = load_task_config(cfg.task_config)
-        if task.collision_torque_nm is not None or task.collision_force_n is not None:  # the cell's thresholds
-            franky.update(collision_torque_nm=task.collision_torque_nm, collision_force_n=task.collision_force_n)
+    task_arg = task_argument(cfg)
+    if cfg.backend == "franky" or (cfg.backend == "ros2" and not cfg.ros_twin):  # a real arm: the lab's box only
+        require_lab_box(cfg.backend, task_arg, cfg.allow_twin_box)
+    task = resolve_task(task_arg)
+    tf = task_file_of(task_arg)
+    specs: tuple[Any, ...] = cfg.camera
+    if cfg.backend == "franky" and not specs and tf is not None and tf.own.get("cameras"):  # the lab's cameras
+        from envs.hardware.camera_source import CameraConfig
+
+        specs = tuple(CameraConfig(**c) for c in camera_configs(tf, image_size(cfg)))
+    if task.collision_torque_nm is not None or task.collision_force_n is not None:  # the cell's thresholds
+        franky.update(collision_torque_nm=task.collision_torque_nm, collision_force_n=task.collision_force_n)
     if cfg.collision_torque is not None:  # the flags win
         franky.update(collision_torque_nm=cfg.collision_torque, collision_force_n=cfg.collision_force)
-    return make_backend(cfg.backend, task, image_size=cfg.image_size, camera_names=cfg.camera_names,
+    return make_backend(cfg.backend, task, image_size=image_size(cfg), camera_names=cfg.camera_names,
                         cameras=not cfg.no_cameras, physics_hz=cfg.physics_hz, ros2=ros2, robot_ip=cfg.robot_ip,
-                        camera_specs=cfg.camera, franky_options=franky or None,
+                        camera_specs=specs, franky_options=franky or None,
                         safety=ServerSafetyConfig(**limits),
                         camera_options={"exposure_us": cfg.camera_exposure or None})
+
+
+def task_argument(cfg: RobotServerRunConfig) -> str:
+    """The task the server serves: `--task-config FILE` (deprecated, with a note on stderr) or `--task`."""
+    if cfg.task_config is None:
+        return cfg.task
+    print(f"robot-server: --task-config is deprecated: pass --task {cfg.task_config} (it wins over --task "
+          f"{cfg.task})", file=sys.stderr, flush=True)
+    return cfg.task_config
+
+
+def image_size(cfg: RobotServerRunConfig) -> int:
+    """`--image-size`, else the task file's observation.image_size, else 128."""
+    if cfg.image_size is not None:
+        return cfg.image_size
+    from envs.task_file import task_file_of
+
+    tf = task_file_of(cfg.task_config or cfg.task)
+    return int(tf.value("observation", "image_size", 128)) if tf is not None else 128
 
 
 def _serve(cfg: RobotServerRunConfig, server: RobotServer, info: dict[str, Any], cameras: Any) -> None:
@@ -216,7 +251,8 @@ def _serve(cfg: RobotServerRunConfig, server: RobotServer, info: dict[str, Any],
 
     previous = signal.signal(signal.SIGTERM, _on_signal)
     previous_int = signal.signal(signal.SIGINT, _on_signal)
-    cams = (f"cameras {','.join(cameras.names)} {cfg.image_size}x{cfg.image_size}" if cameras is not None
+    size = image_size(cfg)
+    cams = (f"cameras {','.join(cameras.names)} {size}x{size}" if cameras is not None
             else "no cameras")
     print(f"robot-server: serving {info['backend']} (task {info['task']}, {cams}) on {server.address} "
           f"(one client at a time; Ctrl-C to stop)", flush=True)

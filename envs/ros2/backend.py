@@ -108,5 +108,5 @@ def make_ros2_backend(task_name: str, image_size: int, camera_names: Sequence[st
         robot.stop()
         raise
     info = {"backend": "ros2", "task": task_name, "profile": rcfg.profile, "gripper": robot.gripper_path,
-            "error_recovery": robot.recovery_path}
+            "error_recovery": robot.recovery_path, "twin": options.twin}
     return robot, cams, info

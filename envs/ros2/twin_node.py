@@ -109,11 +109,10 @@ class TwinNode:
         config = TwinNodeConfig() if config is None else config
         config.validate()
         self.config = config
-        from envs.robot_server.backends import _task_name
-        from envs.tasks import get_task
+        from envs.task_file import resolve_task
         from envs.twin import TwinRobot, TwinRobotConfig
 
-        task = get_task(_task_name(config.task))
+        task = resolve_task(config.task)
         if not task.twin_task:
             raise ConfigError(f"task={config.task!r} has no MuJoCo twin scene")
         self.task_name = task.name

@@ -36,7 +36,7 @@ def _ints(text: str) -> tuple[int, ...]:
 def build_learner_parser(description: str | None = None) -> argparse.ArgumentParser:
     """`robot-rl learner`'s parser; `description`: the command's summary for --help."""
     p = argparse.ArgumentParser(prog="robot-rl learner", description=description)
-    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)})")
+    p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--bind", default="tcp://127.0.0.1:5555", help="endpoint address (port 0: a free port)")
     p.add_argument("--out", required=True, type=Path, help="run directory (checkpoints, metrics, status)")
     p.add_argument("--demos", type=Path, default=None, help="episode directory loaded into the demo buffer")

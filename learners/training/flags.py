@@ -73,7 +73,7 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
     command's one-paragraph summary for --help."""
     p = argparse.ArgumentParser(prog="robot-rl train", description=description)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--task", help=f"task preset ({', '.join(PRESETS)})")
+    src.add_argument("--task", help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     src.add_argument("--env-id", help="any gymnasium env id (Box action; Box or Dict observation)")
     p.add_argument("--env-module", help="module to import first (registers --env-id)")
     p.add_argument("--out", required=True, type=Path, help="run directory")
@@ -119,7 +119,7 @@ def build_bc_parser(description: str | None = None) -> argparse.ArgumentParser:
     BCConfig field; `description`: the command's summary for --help."""
     p = argparse.ArgumentParser(prog="robot-rl train-bc", description=description)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--task", help=f"task preset ({', '.join(PRESETS)})")
+    src.add_argument("--task", help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     src.add_argument("--env-id", help="any gymnasium env id (Box action; Box or Dict observation)")
     p.add_argument("--env-module", help="module to import first (registers --env-id)")
     p.add_argument("--obs-mode", choices=("state", "pixels"), help="twin presets: observation mode")
