@@ -20,6 +20,7 @@ from collections.abc import Sequence
 # name -> (module with `main(argv: list[str]) -> int`, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("envs.cli.tasks", "list the named task presets (for --task)"),
+    "task": ("envs.cli.task", "task init: write a lab's task file (box, cameras, home joints) for --task FILE"),
     "demo": ("envs.cli.demo", "run the scripted expert on the MuJoCo twin and write a PNG strip of camera frames"),
     "train": ("learners.cli.train", "train an agent in one process (twin preset or any gymnasium env)"),
     "eval": ("learners.cli.eval", "evaluate a checkpoint: success rate and mean return as one JSON line"),

@@ -419,7 +419,7 @@ def builtin(name: str) -> TaskFile:
     return _BUILTIN_CACHE[name]
 
 
-def _toml_value(v: Any) -> str:
+def toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int | float):
@@ -427,7 +427,7 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, str):
         return json.dumps(v)  # a TOML basic string is a JSON string for everything a task file holds
     if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     raise ConfigError(f"cannot write {v!r} ({type(v).__name__}) to a task file")
 
 
@@ -448,7 +448,7 @@ def dump_task_file(sections: Mapping[str, Mapping[str, Any]], comments: Mapping[
                 continue
             if notes.get(f"{header}.{k}"):
                 lines.extend(f"# {c}" for c in notes[f"{header}.{k}"].splitlines())
-            lines.append(f"{k} = {_toml_value(v)}")
+            lines.append(f"{k} = {toml_value(v)}")
         lines.append("")
         for h, b in nested:
             table(h, b)

@@ -372,9 +372,10 @@ def test_hardware_backends_name_their_extra(capsys: pytest.CaptureFixture[str],
     if importlib.util.find_spec("rclpy") is None:
         with pytest.raises(MissingExtraError, match=r"\[ros\]'"):
             make_backend("ros2", "pick_cube")
-    assert cli.main(["robot-server", "--backend", "franky", "--task", "reach", "--robot-ip", "127.0.0.1"]) == 1
+    assert cli.main(["robot-server", "--backend", "franky", "--task", "reach", "--robot-ip", "127.0.0.1",
+                     "--allow-twin-box"]) == 1  # (without it: the lab box check, tests/test_task_file.py)
     assert "[real]'" in capsys.readouterr().err
-    assert cli.main(["robot-server", "--backend", "franky", "--task", "reach"]) == 1
+    assert cli.main(["robot-server", "--backend", "franky", "--task", "reach", "--allow-twin-box"]) == 1
     assert "--robot-ip" in capsys.readouterr().err
     assert cli.main(["robot-server", "--task", "reach", "--bind", "tcp://0.0.0.0:5560"]) == 1
     assert "not loopback" in capsys.readouterr().err

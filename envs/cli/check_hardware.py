@@ -13,6 +13,8 @@ Usage::
     robot-rl check-hardware --robot-ip 172.16.0.2 --camera realsense:123456789012=front \
         --camera opencv:/dev/video0=wrist
     robot-rl check-hardware --camera realsense:123456789012=front          # cameras only
+    robot-rl check-hardware --robot-ip 172.16.0.2 --camera realsense:123456789012=front --report hw.json
+                                                   # ... and a JSON report for `robot-rl task init --check-hardware`
 """
 
 from __future__ import annotations
@@ -31,10 +33,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--image-size", type=int, default=128, help="camera output size")
     parser.add_argument("--exposure", type=float, default=None, help="fixed camera exposure in us (default: auto)")
     parser.add_argument("--seconds", type=float, default=1.0, help="how long to read each camera")
+    parser.add_argument("--report", default=None, metavar="FILE",
+                        help="also write what was read as JSON (for robot-rl task init --check-hardware FILE)")
     args = parser.parse_args(argv)
     if not args.robot_ip and not args.camera:
         parser.error("give --robot-ip and/or --camera")
     problems = check_hardware(CheckHardwareConfig(robot_ip=args.robot_ip, gripper=not args.no_gripper,
                                                   cameras=tuple(args.camera), image_size=args.image_size,
-                                                  exposure_us=args.exposure, seconds=args.seconds))
+                                                  exposure_us=args.exposure, seconds=args.seconds,
+                                                  report=args.report))
     return 1 if problems else 0

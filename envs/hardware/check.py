@@ -20,6 +20,9 @@ import numpy as np
 from robot_rl.config import Config, require
 from robot_rl.errors import RobotRLError
 
+REPORT_FORMAT = "robot-rl-hardware-report"
+"""The `format` of the JSON `check_hardware` writes with `report` (version 1)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class CheckHardwareConfig(Config):
@@ -37,6 +40,9 @@ class CheckHardwareConfig(Config):
     """Fixed camera exposure in us (None: auto)."""
     seconds: float = 1.0
     """How long to read each camera."""
+    report: str | None = None
+    """Also write what was read as JSON here (the arm's joints and TCP, each camera's serial, size, fps,
+    exposure): `robot-rl task init --check-hardware FILE` makes a task file's cameras and home joints of it."""
 
     def validate(self) -> None:
         require(bool(self.robot_ip) or bool(self.cameras), "robot_ip", self.robot_ip,
@@ -47,13 +53,22 @@ def check_hardware(cfg: CheckHardwareConfig) -> list[str]:
     """Read the arm (when `robot_ip`) and the cameras, print what they report and return the problems (with a
     PROBLEMS list or "all good" printed last)."""
     problems: list[str] = []
+    report: dict[str, Any] = {"format": REPORT_FORMAT, "version": 1, "image_size": cfg.image_size, "cameras": []}
     if cfg.robot_ip:
         from robot_rl.extras import optional_import
 
         optional_import("franky", extra="real", purpose="check-hardware --robot-ip (libfranka through franky)")
-        problems += _check_robot(cfg.robot_ip, gripper=cfg.gripper)
+        problems += _check_robot(cfg.robot_ip, gripper=cfg.gripper, report=report)
     if cfg.cameras:
-        problems += _check_cameras(list(cfg.cameras), cfg.image_size, cfg.exposure_us, cfg.seconds)
+        problems += _check_cameras(list(cfg.cameras), cfg.image_size, cfg.exposure_us, cfg.seconds, report)
+    if cfg.report:
+        import json
+        from pathlib import Path
+
+        out = Path(cfg.report)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({**report, "problems": problems}, indent=1) + "\n")
+        print(f"check-hardware: wrote {out} (robot-rl task init --check-hardware {out})", flush=True)
     if problems:
         print("PROBLEMS:\n" + "\n".join(f"  - {p}" for p in problems), flush=True)
     else:
@@ -67,7 +82,7 @@ def _row(name: str, values: Any) -> None:
     print(f"  {name:<26} {values}", flush=True)
 
 
-def _check_robot(ip: str, gripper: bool) -> list[str]:
+def _check_robot(ip: str, gripper: bool, report: dict[str, Any]) -> list[str]:
     from envs.hardware.franky_robot import FrankyRobot, FrankyRobotConfig
 
     try:
@@ -99,6 +114,9 @@ def _check_robot(ip: str, gripper: bool) -> list[str]:
                                       f"{np.linalg.norm(s.torque_ee_nm):.2f}")
     _row("gripper width (m)", f"{s.gripper_width_m:.4f}" if gripper else "no gripper")
     _row("errors", s.error or "none")
+    report["robot"] = {"robot_ip": ip, "arm": limits.name, "q_rad": [round(float(v), 4) for v in q],
+                       "tcp_pos_m": [round(float(v), 4) for v in s.pos_base_ee],
+                       "tcp_quat_wxyz": [round(float(v), 4) for v in s.quat_base_ee], "gripper": gripper}
     problems = []
     if s.error:
         problems.append(f"robot {ip} reports errors: {s.error} (robot-server clears them with recover_from_errors)")
@@ -107,7 +125,8 @@ def _check_robot(ip: str, gripper: bool) -> list[str]:
     return problems
 
 
-def _check_cameras(specs: list[str], size: int, exposure: float | None, seconds: float) -> list[str]:
+def _check_cameras(specs: list[str], size: int, exposure: float | None, seconds: float,
+                   report: dict[str, Any]) -> list[str]:
     from envs.hardware.cameras import CameraError, make_cameras
 
     cams = make_cameras(specs, image_size=size, options={"exposure_us": exposure})
@@ -136,6 +155,8 @@ def _check_cameras(specs: list[str], size: int, exposure: float | None, seconds:
             print(f"camera {n} ({d['kind']} {d.get('serial') or d.get('device', '')}): {d['frames']} frames "
                   f"(~{fps:.1f}/s incl. start-up), frame age {age}, exposure {exp}, auto-exposure "
                   f"{d.get('auto_exposure', '-')}, {d.get('width', '?')}x{d.get('height', '?')}", flush=True)
+            report["cameras"].append({k: d[k] for k in ("name", "kind", "serial", "device", "width", "height", "fps",
+                                                        "exposure_us", "auto_exposure") if d.get(k) not in (None, "")})
             if not counts[n]:
                 problems.append(f"camera {n}: no frame ({d.get('error') or 'check the cable / serial'})")
     finally:
