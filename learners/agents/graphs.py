@@ -58,15 +58,22 @@ WARMUP_UPDATES = 3
 """Updates run (and then undone) on a side stream before the capture."""
 
 
-def graphs_mode(cfg: AgentConfig, device: torch.device, has_cameras: bool) -> tuple[bool, str | None]:
-    """(capture the update?, a one-line reason when cfg.cuda_graphs='on' cannot be honoured, else None).
-    'auto': on for the torch backend on CUDA, without cameras and without mixed precision; 'on': on wherever
-    there is a CUDA device; 'off': never."""
+def graphs_wanted(cfg: AgentConfig, has_cameras: bool) -> bool:
+    """cfg.cuda_graphs resolved for an agent on a CUDA device: 'auto' = the torch backend without cameras and
+    without mixed precision (the measured launch-bound case), 'on' = the torch backend, 'off' = never."""
     if cfg.cuda_graphs == "off" or cfg.backend != "torch":
+        return False
+    return cfg.cuda_graphs == "on" or (not has_cameras and cfg.mixed_precision == "off")
+
+
+def graphs_mode(cfg: AgentConfig, device: torch.device, has_cameras: bool) -> tuple[bool, str | None]:
+    """(capture the update?, a one-line reason when cfg.cuda_graphs='on' cannot be honoured, else None):
+    `graphs_wanted` on a CUDA device, never elsewhere."""
+    if not graphs_wanted(cfg, has_cameras):
         return False, None
     cuda = device.type == "cuda" and torch.cuda.is_available()
     if cfg.cuda_graphs == "auto":
-        return cuda and not has_cameras and cfg.mixed_precision == "off", None
+        return cuda, None
     if not cuda:
         return False, f"cuda_graphs=on needs a CUDA device (this agent runs on {device}); the update runs eager"
     return True, None
@@ -229,4 +236,4 @@ class GraphedUpdate:
                       f"skips the attempt): {type(err).__name__}: {reason}", RuntimeWarning, stacklevel=4)
 
 
-__all__ = ["GraphedUpdate", "ensure_adam_state", "graphs_mode", "make_capturable"]
+__all__ = ["GraphedUpdate", "ensure_adam_state", "graphs_mode", "graphs_wanted", "make_capturable"]
