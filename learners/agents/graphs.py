@@ -206,7 +206,9 @@ class GraphedUpdate:
                 opt.zero_grad(set_to_none=True)  # gradients are allocated inside the graph's memory pool
             graph = torch.cuda.CUDAGraph()
             graph.register_generator_state(self._generator)
-            with torch.cuda.graph(graph):
+            # thread_local: the prefetcher's thread keeps copying batches (pinned allocations, side-stream copies)
+            # while this thread captures; 'global' would fail the capture on those calls
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 out = self._step(static)
             _copy_into(static, b)
             graph.replay()
