@@ -120,6 +120,28 @@ def test_a_failed_capture_falls_back_to_eager_leaving_no_trace() -> None:
     _assert_same_state(agent, eager, atol=0.0)
 
 
+def test_frozen_backbone_options_on_a_cpu(tmp_path: Any) -> None:
+    from learners.agents.encoders import ResNet10, save_backbone_weights
+
+    path = str(tmp_path / "resnet10.safetensors")
+    save_backbone_weights(ResNet10(), path)
+    spec = _spec(cameras=1)
+    base = dict(encoder="resnet10", encoder_weights=path, freeze_encoder=True)
+    ref = SACAgent(spec, _cfg(**base))
+    images = {"images/cam0": torch.as_tensor(_batch(spec, 4, 0)["obs"]["images/cam0"])}
+    want = ref.encoder.backbone_features(images)["images/cam0"]
+    cl = SACAgent(spec, _cfg(**base, channels_last=True))
+    conv = next(m for m in cl.encoder.modules() if isinstance(m, torch.nn.Conv2d))
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(cl.encoder.backbone_features(images)["images/cam0"], want, rtol=1e-4, atol=1e-4)
+    bf = SACAgent(spec, _cfg(**base, backbone_precision="bf16"))
+    got = bf.encoder.backbone_features(images)["images/cam0"]
+    assert got.dtype == torch.float32 and got.shape == want.shape
+    assert float((got - want).abs().max()) <= 0.05 * float(want.abs().max()) + 1e-3
+    batch = _batch(spec, bf.cfg.samples_per_update, 1)
+    assert all(np.isfinite(v) for v in bf.update(batch).values())
+
+
 # ---------------------------------------------------------------------------------------------- CUDA only
 def _pair(spec: EnvSpec, **kw: Any) -> tuple[SACAgent, SACAgent]:
     graphed = SACAgent(spec, _cfg(device="cuda", cuda_graphs="on", **kw))
