@@ -5,7 +5,7 @@
 #   OUT=/tmp/out bash benchmarks/gpu_session.sh            # on the GPU machine, from the repository root
 #   bash benchmarks/gpu_session.sh --dry                   # here: the same steps on the CPU, tiny sizes
 #
-# Steps (worst case ~9 minutes of timeouts, typically ~5):
+# Steps (each time-bounded: at most 45 + 100 + 225 + 170 s = 540 s in all; typically ~5 minutes):
 #   1. nvidia-smi and the versions of torch / jax (and whether jax sees the GPU);
 #   2. pytest tests/test_cuda_graphs.py (graphed update == eager update, re-capture, fallback);
 #   3. benchmarks/learner_speed.py, state: eager vs CUDA graphs (+ prefetch) for torch, the JAX backend with host
@@ -59,11 +59,11 @@ else
     IMAGE=(--image-batch 256 --image-size 128 --prefetch-transitions 2000 --seconds 2 --rounds 2)
 fi
 
-step env 60 bash -c "nvidia-smi || true; $PY -c 'import sys, torch; print(sys.version); print(\"torch\", torch.__version__, \"cuda\", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else \"\")'; $PY -c 'import jax; print(\"jax\", jax.__version__, jax.devices())' || true; echo reference: ${REF:-none}"
-step cuda_tests 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_graphs.py
-step state 240 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch,jax --skip-image --graphs \
+step env 45 bash -c "nvidia-smi || true; $PY -c 'import sys, torch; print(sys.version); print(\"torch\", torch.__version__, \"cuda\", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else \"\")'; $PY -c 'import jax; print(\"jax\", jax.__version__, jax.devices())' || true; echo reference: ${REF:-none}"
+step cuda_tests 100 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_graphs.py
+step state 225 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch,jax --skip-image --graphs \
     --device-replay --skip-first-update "${REF_ARGS[@]}" "${STATE[@]}" --tag "${TAG}_graphs" --out "$OUT"
-step images 180 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch --skip-state --prefetch \
+step images 170 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch --skip-state --prefetch \
     --image-fast "${IMAGE[@]}" --tag "${TAG}_images" --out "$OUT"
 if [ "${WITH_COMPILE:-0}" = 1 ]; then
     step compile 240 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch --skip-image --graphs \
