@@ -55,7 +55,7 @@ else
     TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oE '[AHBL][0-9]+' | head -1 \
           | tr '[:upper:]' '[:lower:]')
     TAG=${TAG:-gpu}
-    STATE=(--seconds 2 --rounds 3 --ref-steps 300)
+    STATE=(--seconds 1.5 --rounds 2 --ref-steps 300)  # JAX compiles + 2 reference runs: ~150-170 s
     IMAGE=(--image-batch 256 --image-size 128 --prefetch-transitions 2000 --seconds 2 --rounds 2)
 fi
 
