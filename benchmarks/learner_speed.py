@@ -37,6 +37,23 @@ the update runs), with the ratio of the two. On a GPU:
 `--compile` adds a torch.compile twin of every torch case (name + " [compile]"), timed in the same rounds, with its
 first update (compilation) time and its ratios to the eager torch row and, on the reference config, to the
 reference. `--tag T` writes learner_speed_<device>_T.json instead of learner_speed_<device>.json.
+
+The GPU-speed twins (every base torch row is eager: cuda_graphs=off):
+- `--graphs`: a CUDA-graph twin (AgentConfig.cuda_graphs=on, learners.agents.graphs) of every torch state case
+  (" [graphs]"; with `--compile` also " [graphs+compile]"), and on the reference config one drawing its batches
+  through the prefetcher (" [graphs+prefetch]": sampling off the critical path);
+- `--device-replay`: the JAX reference-config case with its replay on the device (" [device replay]",
+  learners.agents.jax.device_replay: indices drawn and rows gathered inside the jitted update);
+- `--image-fast`: image twins with the frozen backbone under bf16 autocast (" [bf16 backbone]", backbone_precision),
+  the same with channels-last weights (" [bf16 backbone+channels-last]"), and the feature-cache path (" [feature
+  cache]": replay buffers with learners.replay.feature_cache attached, batches through the prefetcher, so the
+  backbone runs once per stored frame, not per update).
+A case that fails (to build or to time) prints its error and is listed under "failures" in the JSON; the others
+still run and are written. `--skip-state` / `--skip-image` leave a workload out; `--skip-first-update` skips the
+JAX cold/cached first-update timing (two extra compilations per JAX case).
+
+    python benchmarks/learner_speed.py --device cuda --backends torch,jax --graphs --device-replay --skip-image \
+        --reference python3 --reference-script PATH/bench_jax.py --tag gpu_state
 """
 
 from __future__ import annotations
@@ -45,11 +62,15 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +94,13 @@ COMPILED = " [compile]"  # case-name suffix of the torch.compile twins (--compil
 BF16 = " [bf16]"  # ... of the bf16 mixed-precision twins (--amp)
 SAMPLED = " [sampled]"  # ... of the cases timed with replay sampling (--prefetch)
 PREFETCHED = " [sampled+prefetch]"  # ... the same with learners.replay.prefetch.BatchPrefetcher (--prefetch)
+GRAPHS = " [graphs]"  # ... of the CUDA-graph twins (--graphs)
+GRAPHS_COMPILED = " [graphs+compile]"  # ... CUDA graphs over the compiled losses (--graphs --compile)
+GRAPHS_PREFETCHED = " [graphs+prefetch]"  # ... CUDA graphs, batches through the prefetcher (--graphs)
+DEVICE_REPLAY = " [device replay]"  # ... the JAX agent sampling on the device (--device-replay)
+BF16_BACKBONE = " [bf16 backbone]"  # ... image twins (--image-fast)
+BF16_CL_BACKBONE = " [bf16 backbone+channels-last]"
+FEATURE_CACHE = " [feature cache]"
 
 
 def base_case(name: str) -> str:
@@ -141,11 +169,13 @@ def _cpu_s() -> float:
     return t.user + t.system
 
 
-def time_updates(agent: LearnerAgent, batch: dict[str, Any] | MixedSampler | BatchPrefetcher, seconds: float,
+def time_updates(agent: LearnerAgent,
+                 batch: dict[str, Any] | MixedSampler | BatchPrefetcher | Callable[[], Any], seconds: float,
                  min_reps: int, warmup: int) -> tuple[float, int, float]:
     """(wall seconds per `agent.update`, calls timed, this process's CPU seconds per call) over >= `seconds` and
     >= `min_reps` calls; `batch` a MixedSampler times `update(sampler.sample(rows))`, sampling included, a
-    BatchPrefetcher `update(prefetcher.next())` (sampling and the copy overlapping the previous update)."""
+    BatchPrefetcher `update(prefetcher.next())` (sampling and the copy overlapping the previous update), a callable
+    is called instead of `agent.update` (the JAX device replay's update)."""
     rows = agent.cfg.samples_per_update
 
     def one() -> None:
@@ -153,6 +183,8 @@ def time_updates(agent: LearnerAgent, batch: dict[str, Any] | MixedSampler | Bat
             agent.update(batch.sample(rows))  # floats: synchronised
         elif isinstance(batch, BatchPrefetcher):
             agent.update(batch.next())
+        elif callable(batch):
+            batch()
         else:
             agent.update(batch)
 
@@ -213,7 +245,8 @@ class Case:
     """One workload on one backend: its agent and batch, timed once per round."""
 
     def __init__(self, name: str, spec: EnvSpec, cfg: AgentConfig, sampler: MixedSampler | None = None,
-                 prefetch: bool = False) -> None:
+                 prefetch: bool = False, device_replay: bool = False, feature_cache_frames: int = 0,
+                 first_update: bool = True) -> None:
         self.name, self.spec, self.cfg, self.sampler = name, spec, cfg, sampler
         self.batch = synthetic_batch(spec, cfg.samples_per_update, seed=0)
         if sampler is not None:  # the sampler's own rows (n-step columns included) for the first update
@@ -227,14 +260,37 @@ class Case:
                                     "compile": cfg.compile, "sampler_in_timing": sampler is not None,
                                     "mixed_precision": cfg.mixed_precision, "prefetch": prefetch,
                                     "seconds_per_update_rounds": [], "cpu_seconds_per_update_rounds": []}
-        if cfg.backend == "jax":
+        self.row.update(cuda_graphs=cfg.cuda_graphs, device_replay=device_replay,
+                        backbone_precision=cfg.backbone_precision, channels_last=cfg.channels_last,
+                        feature_cache=feature_cache_frames > 0)
+        if cfg.backend == "jax" and first_update:
             self.row["first_update_cold_s"] = first_update_s(spec, cfg, self.batch)
             self.row["first_update_cached_s"] = first_update_s(spec, cfg, self.batch)
         self.agent = make_agent(spec, cfg)
+        if feature_cache_frames:  # the backbone once per stored frame (learners.replay.feature_cache)
+            assert sampler is not None
+            from learners.replay.feature_cache import attach_feature_caches
+
+            self.row["feature_cache_note"] = attach_feature_caches(self.agent, [sampler.online, sampler.demo],
+                                                                   frames=feature_cache_frames)
+            t0 = time.perf_counter()
+            self.batch = sampler.sample(cfg.samples_per_update)  # encodes every stored frame once
+            self.row["feature_cache_fill_s"] = time.perf_counter() - t0
+        self.replay: Any = None
+        if device_replay:
+            from learners.agents.jax.device_replay import DeviceReplay
+
+            assert sampler is not None
+            self.replay = DeviceReplay(self.agent, sampler)  # type: ignore[arg-type]
         t0 = time.perf_counter()
-        self.agent.update(self.batch)
-        if cfg.backend == "torch":  # with compile: tracing + inductor compilation of the losses
+        if self.replay is not None:
+            self.replay.update()
+        else:
+            self.agent.update(self.batch)
+        if cfg.backend == "torch" or device_replay:  # compile: tracing + inductor; graphs: warm-up + capture
             self.row["first_update_s"] = time.perf_counter() - t0
+        if isinstance(self.agent, SACAgent):
+            self.row["graphs_status"] = self.agent.graphs_status
         self.prefetcher: BatchPrefetcher | None = None
         if prefetch:
             assert sampler is not None and isinstance(self.agent, SACAgent)
@@ -242,7 +298,8 @@ class Case:
             self.prefetcher = BatchPrefetcher(lambda: sampler.sample(rows), self.agent.device)
 
     def time(self, args: argparse.Namespace) -> None:
-        source = self.prefetcher or self.sampler or self.batch
+        source = (self.replay.update if self.replay is not None else None) or self.prefetcher or self.sampler \
+            or self.batch
         sec, _, cpu = time_updates(self.agent, source, args.seconds, args.min_reps, args.warmup)
         self.row["seconds_per_update_rounds"].append(sec)
         self.row["cpu_seconds_per_update_rounds"].append(cpu)
@@ -283,6 +340,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="transitions in each of the online and demo buffers of --prefetch")
     p.add_argument("--tag", default="", help="suffix of the results file (learner_speed_<device>_<tag>.json)")
     p.add_argument("--skip-image", action="store_true")
+    p.add_argument("--skip-state", action="store_true", help="leave the state cases (and the reference) out")
+    p.add_argument("--skip-first-update", action="store_true",
+                   help="skip the JAX cold/cached first-update timing (two extra compilations per JAX case)")
+    p.add_argument("--graphs", action="store_true",
+                   help="also time CUDA-graph twins of the torch state cases (AgentConfig.cuda_graphs=on)")
+    p.add_argument("--device-replay", action="store_true",
+                   help="also time the JAX reference-config case with its replay on the device")
+    p.add_argument("--image-fast", action="store_true",
+                   help="also time image twins: bf16 frozen backbone, + channels-last, the feature-cache path")
     p.add_argument("--reference", default=str(ROOT / ".venv-jaxref" / "bin" / "python"),
                    help="python of the JAX reference's venv ('none': skip the reference case)")
     p.add_argument("--reference-script", default=str(REFERENCE), help="the reference's bench_jax.py")
@@ -313,25 +379,39 @@ def main(argv: list[str] | None = None) -> int:
     dev = str(device)
     peak = matmul_gflops(device, args.matmul_n, seconds=2.0)
     cases: list[Case] = []
+    failures: list[dict[str, str]] = []
+
+    def build(name: str, make: Callable[[], Case]) -> None:
+        """Build one case; a failure is printed and recorded, the other cases go on."""
+        try:
+            cases.append(make())
+        except Exception as err:
+            _record_failure(failures, name, "build", err)
+
     flops: dict[str, float] = {}
-    state_cfg = rlpd_state_config(critic_updates_per_actor_update=args.state_utd, device=dev)
-    for b in backends:
-        cases.append(Case("state RLPD", state_spec(), state_cfg.replace(backend=b)))
-    flops["state RLPD"] = count_flops(SACAgent(state_spec(), state_cfg),
-                                      synthetic_batch(state_spec(), state_cfg.samples_per_update, 0))
-    ref_python = None if args.reference.lower() == "none" or not Path(args.reference).exists() else args.reference
-    ref_name = "state RLPD, reference config"
-    if ref_python is not None and "jax" in backends:
-        ref_spec = state_spec(30)
-        ref_cfg = rlpd_state_config(critic_updates_per_actor_update=args.ref_utd, activation="relu",
-                                    n_step=args.ref_n_step, device=dev)
-        sampler = synthetic_sampler(ref_spec, 5000, args.ref_n_step, seed=1)
+    state_cfg = rlpd_state_config(critic_updates_per_actor_update=args.state_utd, device=dev, cuda_graphs="off")
+    if not args.skip_state:
         for b in backends:
-            cases.append(Case(ref_name, ref_spec, ref_cfg.replace(backend=b), sampler))
-    elif "jax" in backends:
-        print(f"no JAX reference venv at {args.reference}: skipping the reference comparison (see "
+            build("state RLPD", partial(Case, "state RLPD", state_spec(),
+                                        state_cfg.replace(backend=b, **_torch_only(b)),
+                                        first_update=not args.skip_first_update))
+        flops["state RLPD"] = count_flops(SACAgent(state_spec(), state_cfg),
+                                          synthetic_batch(state_spec(), state_cfg.samples_per_update, 0))
+    ref_python = _reference_python(args.reference)
+    ref_name = "state RLPD, reference config"
+    ref_cfg = rlpd_state_config(critic_updates_per_actor_update=args.ref_utd, activation="relu",
+                                n_step=args.ref_n_step, device=dev, cuda_graphs="off")
+    ref_spec, ref_sampler = state_spec(30), None
+    if ref_python is not None and "jax" in backends and not args.skip_state:
+        ref_sampler = synthetic_sampler(ref_spec, 5000, args.ref_n_step, seed=1)
+        for b in backends:
+            build(ref_name, partial(Case, ref_name, ref_spec, ref_cfg.replace(backend=b, **_torch_only(b)),
+                                    ref_sampler, first_update=not args.skip_first_update))
+    elif "jax" in backends and not args.skip_state:
+        print(f"no JAX reference python at {args.reference}: skipping the reference comparison (see "
               f"{REFERENCE.parent / 'README.md'})", file=sys.stderr)
     weights_dir = tempfile.TemporaryDirectory()
+    img_cfg, img_name = None, f"image DrQ {args.image_size}px x2"
     if not args.skip_image:
         image_batch = args.image_batch or (256 if device.type == "cuda" else 32)
         weights = None
@@ -339,32 +419,51 @@ def main(argv: list[str] | None = None) -> int:
             weights = os.path.join(weights_dir.name, "resnet10.safetensors")
             save_backbone_weights(ResNet10(), weights)
         img_cfg = drq_config(batch_size=image_batch, critic_updates_per_actor_update=args.image_utd, device=dev,
-                             encoder=args.encoder, encoder_weights=weights)
-        name = f"image DrQ {args.image_size}px x2"
+                             encoder=args.encoder, encoder_weights=weights, cuda_graphs="off", feature_cache="off")
         for b in backends:
-            cases.append(Case(name, image_spec(args.image_size), img_cfg.replace(backend=b)))
-        flops[name] = count_flops(SACAgent(image_spec(args.image_size), img_cfg),
-                                  synthetic_batch(image_spec(args.image_size), img_cfg.samples_per_update, 0))
+            build(img_name, partial(Case, img_name, image_spec(args.image_size),
+                                    img_cfg.replace(backend=b, **_torch_only(b)),
+                                    first_update=not args.skip_first_update))
+        flops[img_name] = count_flops(SACAgent(image_spec(args.image_size), img_cfg),
+                                      synthetic_batch(image_spec(args.image_size), img_cfg.samples_per_update, 0))
     eager_torch = [c for c in cases if c.cfg.backend == "torch"]
     if args.compile:  # a compiled twin of every torch case, timed in the same rounds
-        cases += [Case(c.name + COMPILED, c.spec, c.cfg.replace(compile=True), c.sampler) for c in eager_torch]
+        for c in eager_torch:
+            build(c.name + COMPILED, partial(Case, c.name + COMPILED, c.spec, c.cfg.replace(compile=True),
+                                             c.sampler))
     if args.amp:  # a bf16 mixed-precision twin of every eager torch case
-        cases += [Case(c.name + BF16, c.spec, c.cfg.replace(mixed_precision="bf16"), c.sampler) for c in eager_torch]
+        for c in eager_torch:
+            build(c.name + BF16, partial(Case, c.name + BF16, c.spec, c.cfg.replace(mixed_precision="bf16"),
+                                         c.sampler))
     if args.prefetch:  # replay sampling in the timing, without and with the prefetcher
         for c in eager_torch:
             if c.sampler is not None:
                 continue
             sampler = synthetic_sampler(c.spec, args.prefetch_transitions, c.cfg.n_step, seed=2)
-            cases += [Case(c.name + SAMPLED, c.spec, c.cfg, sampler),
-                      Case(c.name + PREFETCHED, c.spec, c.cfg, sampler, prefetch=True)]
+            build(c.name + SAMPLED, partial(Case, c.name + SAMPLED, c.spec, c.cfg, sampler))
+            build(c.name + PREFETCHED, partial(Case, c.name + PREFETCHED, c.spec, c.cfg, sampler,
+                                                 prefetch=True))
+    if args.graphs:  # CUDA-graph twins of the torch state cases
+        _graph_twins(build, eager_torch, args.compile)
+    if args.device_replay and ref_sampler is not None and "jax" in backends:
+        build(ref_name + DEVICE_REPLAY, partial(Case, ref_name + DEVICE_REPLAY, ref_spec, ref_cfg.replace(
+            backend="jax", **_torch_only("jax")), ref_sampler, device_replay=True, first_update=False))
+    if args.image_fast and img_cfg is not None and "torch" in backends:
+        _image_twins(build, img_name, image_spec(args.image_size), img_cfg, args.prefetch_transitions)
     refs: list[dict[str, Any]] = []
     for rnd in range(args.rounds):  # interleaved: every case (and the reference) once per round
         if ref_python is not None and "jax" in backends:
             ref = run_reference(ref_python, args.ref_utd, args.ref_steps, Path(args.reference_script))
             if ref is not None:
                 refs.append(ref)
-        for c in cases:
-            c.time(args)
+        for c in list(cases):
+            try:
+                c.time(args)
+            except Exception as err:  # this case is dropped; the others are timed and written
+                _record_failure(failures, c.name, "time", err)
+                cases.remove(c)
+                if c.prefetcher is not None:
+                    c.prefetcher.close()
         print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     for c in cases:
         if c.prefetcher is not None:
@@ -426,11 +525,67 @@ def main(argv: list[str] | None = None) -> int:
               "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
               "backends": backends, "rounds": args.rounds, "jax": _jax_version(backends),
               "matmul_n": args.matmul_n, "matmul_gflops": peak, "cases": rows, "reference": reference,
+              "failures": failures,
               "load_average": load_average(), "time": timestamp()}
     path = write_json(args.out / f"{result_name('learner_speed', device.type, args.tag)}.json", result, indent=2)
     weights_dir.cleanup()
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0
+
+
+def _torch_only(backend: str) -> dict[str, Any]:
+    """The torch-only options back at their defaults for a JAX case (the JAX agent refuses any other value)."""
+    if backend != "jax":
+        return {}
+    default = AgentConfig()
+    return {name: getattr(default, name) for name in ("cuda_graphs", "feature_cache", "backbone_precision",
+                                                       "channels_last")}
+
+
+def _record_failure(failures: list[dict[str, str]], name: str, stage: str, err: BaseException) -> None:
+    """Print a case's error (one line + the traceback's last frames) and keep it for the JSON."""
+    line = (str(err).strip().splitlines() or [""])[0][:300]
+    print(f"case '{name}' failed to {stage}: {type(err).__name__}: {line}", file=sys.stderr, flush=True)
+    traceback.print_exc(limit=4, file=sys.stderr)
+    failures.append({"case": name, "stage": stage, "error": f"{type(err).__name__}: {line}"})
+
+
+def _reference_python(given: str) -> str | None:
+    """The reference's python: a path, or a command on PATH (python3 on a machine whose python has jax);
+    None for 'none' or when it is neither."""
+    if given.lower() == "none":
+        return None
+    if Path(given).exists():
+        return given
+    return shutil.which(given)
+
+
+def _graph_twins(build: Callable[[str, Callable[[], Case]], None], eager_torch: list[Case], compiled: bool) -> None:
+    """CUDA-graph twins (cuda_graphs=on) of the torch state cases; on a case timed with sampling, also one drawing
+    through the prefetcher; with `compiled` also graphs over the compiled losses."""
+    for c in eager_torch:
+        if c.spec.cameras:
+            continue
+        on = c.cfg.replace(cuda_graphs="on")
+        build(c.name + GRAPHS, partial(Case, c.name + GRAPHS, c.spec, on, c.sampler))
+        if c.sampler is not None:
+            build(c.name + GRAPHS_PREFETCHED, partial(Case, c.name + GRAPHS_PREFETCHED, c.spec, on,
+                                                      c.sampler, prefetch=True))
+        if compiled:
+            build(c.name + GRAPHS_COMPILED, partial(Case, c.name + GRAPHS_COMPILED, c.spec,
+                                                    on.replace(compile=True), c.sampler))
+
+
+def _image_twins(build: Callable[[str, Callable[[], Case]], None], name: str, spec: EnvSpec, cfg: AgentConfig,
+                 transitions: int) -> None:
+    """The image case with a bf16 frozen backbone, + channels-last weights, and through feature caches."""
+    bf = cfg.replace(backbone_precision="bf16")
+    build(name + BF16_BACKBONE, partial(Case, name + BF16_BACKBONE, spec, bf))
+    build(name + BF16_CL_BACKBONE, partial(Case, name + BF16_CL_BACKBONE, spec, bf.replace(channels_last=True)))
+    sampler = synthetic_sampler(spec, transitions, cfg.n_step, seed=3)
+    frames = 2 * (transitions + transitions // 100 + 2)
+    build(name + FEATURE_CACHE, partial(Case, name + FEATURE_CACHE, spec, cfg.replace(feature_cache="on"), sampler,
+                                        prefetch=True, feature_cache_frames=frames))
 
 
 def _jax_version(backends: list[str]) -> str | None:

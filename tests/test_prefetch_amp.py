@@ -209,15 +209,20 @@ def test_the_distributed_learner_trains_through_the_prefetcher_and_stops_it(tmp_
     resumed.close()
 
 
-def test_the_gpu_notice_is_for_the_torch_state_agent_on_cuda_only() -> None:
+def test_the_gpu_notice_prints_the_gpu_settings_in_effect_on_cuda_only() -> None:
     from learners.agents.device_defaults import gpu_notice
 
     msg = gpu_notice(AgentConfig(device="cuda"), has_cameras=False)
-    assert msg is not None and "--backend jax" in msg
+    assert msg is not None and msg.startswith("GPU learner (torch): CUDA graphs on (cuda_graphs=auto)")
+    assert "mixed_precision=off" in msg and "--set FIELD=VALUE" in msg and "backbone_precision" not in msg
     assert gpu_notice(AgentConfig(device="cuda:1"), has_cameras=False) == msg
     assert gpu_notice(AgentConfig(device="cpu"), has_cameras=False) is None
-    assert gpu_notice(AgentConfig(device="cuda"), has_cameras=True) is None
-    assert gpu_notice(AgentConfig(device="cuda", backend="jax"), has_cameras=False) is None
+    images = gpu_notice(AgentConfig(device="cuda"), has_cameras=True)
+    assert images is not None and "CUDA graphs off" in images and "backbone_precision=float32" in images
+    off = gpu_notice(AgentConfig(device="cuda", cuda_graphs="off"), has_cameras=False)
+    assert off is not None and "CUDA graphs off (cuda_graphs=off)" in off
+    jax_msg = gpu_notice(AgentConfig(device="cuda", backend="jax"), has_cameras=False)
+    assert jax_msg is not None and "backend jax" in jax_msg
 
 
 # ------------------------------------------------------------------------- on a GPU (skipped without CUDA, as in CI)

@@ -2,11 +2,12 @@
 
 Every table of measured figures in docs/ and the README's headline figures are written from the results file that
 holds the measurement, so a quoted figure cannot drift from its run. One function per table maps the results
-directory to markdown (fmt: formatting and curve lookups; speed, learning, rewards: the tables; readme: the README's
-blocks). `python -m benchmarks.tables` writes each table to docs/generated/NAME.md (first line: a "generated ... do
-not edit" comment; the pages include them with MyST's `{include}` directive) and refreshes README.md's blocks, the
-lines between `<!-- BEGIN generated: NAME -->` and `<!-- END generated: NAME -->`. tests/test_docs.py regenerates
-everything in memory and fails when a committed file differs: after a benchmark writes new results, rerun this.
+directory to markdown (fmt: formatting, curve lookups; speed, learning, rewards, robots: the tables; readme: the
+README's blocks). `python -m benchmarks.tables` writes each table to docs/generated/NAME.md (first line: a
+"generated ... do not edit" comment; the pages include them with MyST's `{include}` directive) and refreshes
+README.md's blocks, the lines between `<!-- BEGIN generated: NAME -->` and `<!-- END generated: NAME -->`.
+tests/test_docs.py regenerates everything in memory and fails when a committed file differs: after a benchmark
+writes new results, rerun this.
 
 Usage (from the repository root; json only, no project dependencies needed)::
 
@@ -40,6 +41,7 @@ from .learning import (
 )
 from .readme import README_BLOCKS
 from .rewards import classifier, classifier_rollouts, forward_backward, learned_reward
+from .robots import robots_per_learner
 from .speed import (
     actor_latency,
     controller_speed,
@@ -69,6 +71,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "learner_speed_cpu": learner_speed_cpu,
     "learner_speed_cpu_compile": learner_speed_cpu_compile,
     "learner_speed_gpu": learner_speed_gpu,
+    "robots_per_learner": robots_per_learner,
     "feature_cache": feature_cache,
     "transport": transport,
     "actor_latency": actor_latency,

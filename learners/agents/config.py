@@ -39,6 +39,8 @@ CRITIC_LOSSES = ("mse", "hl_gauss")
 MIXED_PRECISION = ("off", "bf16")
 FEATURE_CACHE_MODES = ("auto", "on", "off")
 FEATURE_CACHE_DTYPES = ("float16", "float32")
+CUDA_GRAPHS_MODES = ("auto", "on", "off")
+BACKBONE_PRECISIONS = ("float32", "bf16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,6 +195,14 @@ class AgentConfig(Config):
     for the heads) or 'float32' (bit-equal to running the backbone on the same crops)."""
     feature_cache_budget_gb: float = 8.0
     """Memory budget of the feature cache in GB (1e9 bytes), over the frames the run can store in both buffers."""
+    backbone_precision: str = "float32"
+    """Frozen backbones only: 'bf16' runs their forward pass (the per-batch one, and the feature cache's encoding)
+    under torch.autocast(bfloat16) and casts the output back to float32 for the trainable heads; 'float32' = as the
+    rest of the network. Independent of mixed_precision (which covers every forward pass). Torch backend only."""
+    channels_last: bool = False
+    """Frozen backbones only: keep their convolution weights (and so their activations) in the channels-last
+    memory layout, which cuDNN's convolutions prefer on recent GPUs. Torch backend only; results equal within
+    float rounding."""
 
     # --- discrete gripper head (HIL-SERL)
     gripper_head: bool = False
@@ -229,6 +239,13 @@ class AgentConfig(Config):
     sampling then overlaps the update). The batch an update trains on was drawn one update earlier (so a run resumed
     from a checkpoint with prefetch on repeats the run's data, not its exact batches). Measured on an
     H100: 1.89x the updates/s with two 128x128 cameras at batch 256, no change for state (README "On a GPU")."""
+    cuda_graphs: str = "auto"
+    """Capture the torch agent's whole update (critic steps, actor, temperature, Adam steps, target updates, the
+    random draws) as one CUDA graph per batch shape and replay it (learners.agents.graphs): one launch per update
+    instead of thousands of kernel launches. 'auto' = on for the torch backend on a CUDA device without cameras and
+    without mixed_precision; 'on' = also with cameras (the frozen backbone and DrQ shifts stay outside the graph);
+    'off' = eager. Without a CUDA device, or when the capture fails, the update runs eager (one warning). Not with
+    mixed_precision=bf16."""
     seed: int = 0
     """Seed of the network initialisation and of the agent's own random streams."""
 
@@ -310,6 +327,13 @@ class AgentConfig(Config):
         require(not (self.prefetch and self.residual_base is not None), "prefetch", self.prefetch,
                 "cannot be true with a residual_base (the base policy reads the raw numpy observations; leave "
                 "prefetch unset)")
+        require(self.cuda_graphs in CUDA_GRAPHS_MODES, "cuda_graphs", self.cuda_graphs,
+                f"must be one of {CUDA_GRAPHS_MODES}")
+        require(not (self.cuda_graphs == "on" and self.mixed_precision != "off"), "cuda_graphs", self.cuda_graphs,
+                "cannot be 'on' with mixed_precision=bf16 (autocast's weight cache does not survive a capture); "
+                "use cuda_graphs=auto or off")
+        require(self.backbone_precision in BACKBONE_PRECISIONS, "backbone_precision", self.backbone_precision,
+                f"must be one of {BACKBONE_PRECISIONS}")
         require(self.mixed_precision in MIXED_PRECISION, "mixed_precision", self.mixed_precision,
                 f"must be one of {MIXED_PRECISION}")
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")

@@ -14,16 +14,18 @@ per run). Measured against the independent JAX update (benchmarks/learner_speed.
 compiled 1.11-1.17x (two runs). The first update then takes ~20-70 s (tracing + inductor compilation, cached on disk
 for the next run), and a compile that fails on its first update falls back to eager with a warning
 (learners.agents.sac.SACAgent.compile_status).
-Not on a GPU (measured on an H100: 1.08x state, 1.04x image, not worth the compile; `gpu_notice` points the torch
-state agent there to backend=jax instead), not with cameras on a CPU (not measured), not with backend=jax (JAX
-compiles anyway: `settle` drops it).
+Not on a GPU (measured on an H100: 1.08x state, 1.04x image, not worth the compile; there the torch state update
+is captured as a CUDA graph instead, learners.agents.graphs), not with cameras on a CPU (not measured), not with
+backend=jax (JAX compiles anyway: `settle` drops it).
 
 These values sit right above the algorithm's defaults: a task recipe, an explicit flag or `--set FIELD=VALUE`
 overrides any of them (`--set ensemble_size=10 --set ensemble_subsample=2 --set critic_updates_per_actor_update=8`
 gives SERL's state agent back on a CPU).
 
 Nothing here applies to image observations (DrQ: one critic update per actor update already, and the encoder, not
-the ensemble, is the cost) or to other agent presets (hil-serl, sac), and nothing applies on a GPU.
+the ensemble, is the cost) or to other agent presets (hil-serl, sac). On a GPU the choices are AgentConfig's own
+defaults (`GPU_CHOICES`: torch backend, CUDA graphs for state agents, float32), and `gpu_notice` prints the ones in
+effect when a learner starts.
 
 Usage::
 
@@ -31,7 +33,7 @@ Usage::
     cfg = resolve_agent_config(rlpd_state_config, layer, recipe, flags, set_fields)
     cfg = settle(cfg, layer, explicit=(recipe, flags, set_fields))      # no compile default with backend=jax
     msg = notice(cfg, layer)                                            # one line, or None
-    gpu = gpu_notice(cfg, has_cameras=False)                            # CUDA: --backend jax is faster there
+    gpu = gpu_notice(cfg, has_cameras=False)                            # CUDA: the GPU settings in effect
 """
 
 from __future__ import annotations
@@ -45,12 +47,23 @@ from typing import Any
 import torch
 
 from learners.agents.config import AgentConfig
+from learners.agents.graphs import graphs_wanted
 
 CPU_STATE_DEFAULTS: dict[str, Any] = {
     "ensemble_size": 2, "ensemble_subsample": None, "critic_updates_per_actor_update": 4,
 }
 """The state RLPD agent on a CPU: two LayerNorm critics (min of both, as SAC / HIL-SERL), 4 critic updates per
 actor update (SERL on a GPU: ensemble 10 / subset 2, 8 critic updates per actor update); batch 256 as SERL."""
+
+
+GPU_CHOICES: dict[str, Any] = {"backend": "torch", "cuda_graphs": "auto", "mixed_precision": "off",
+                               "backbone_precision": "float32", "channels_last": False, "feature_cache": "auto"}
+"""What an agent on a CUDA device trains with unless told otherwise (all AgentConfig defaults, so no layer is
+needed): the torch backend with its update captured as a CUDA graph (cuda_graphs=auto: state agents), float32
+(bf16 autocast was slower on an H100: 0.82x state, 0.87x image), the frozen backbone in float32 and the feature
+cache on where it fits. benchmarks/gpu_session.sh measures every alternative (graphs vs eager, the JAX backend with
+host or device replay, bf16 / channels-last backbones, the feature cache): change a value here, and AgentConfig's
+default, when its figures say so. `gpu_notice` prints the choices in effect at start."""
 
 
 def resolved_device_type(device: str) -> str:
@@ -119,6 +132,8 @@ _COMPILE_COST = "first update ~20-70 s while it compiles; --set compile=false tu
 def notice(cfg: AgentConfig, layer: dict[str, Any]) -> str | None:
     """One line saying which CPU defaults the resolved `cfg` still uses (None when none is left: a recipe, a flag
     or --set replaced them all, or no layer applied)."""
+    if resolved_device_type(cfg.device) != "cpu":
+        return None
     kept = {k: v for k, v in layer.items() if getattr(cfg, k) == v and k != "compile"}
     compiled = bool(layer.get("compile")) and cfg.compile
     if not kept:
@@ -132,11 +147,21 @@ def notice(cfg: AgentConfig, layer: dict[str, Any]) -> str | None:
 
 
 def gpu_notice(cfg: AgentConfig, has_cameras: bool) -> str | None:
-    """One line for the torch state agent on a CUDA device (None elsewhere): its update is bound by kernel launches
-    there (measured on an H100, benchmarks/learner_speed.py: 35 updates/s at UTD 8; the JAX backend 10.4x that), so
-    say that `--backend jax` is the fast state learner on a GPU. Nothing changes by itself."""
-    if has_cameras or cfg.backend != "torch" or resolved_device_type(cfg.device) != "cuda":
+    """One line for an agent on a CUDA device (None elsewhere), printed when `robot-rl train` / `robot-rl learner`
+    start: the GPU speed settings in effect (backend; for torch the CUDA-graph capture of the update, mixed
+    precision, batch prefetch and, with cameras, the frozen backbone's precision and layout and the feature cache)
+    and that `--set FIELD=VALUE` or `--backend` changes any of them. The GPU choices are AgentConfig's defaults
+    (`GPU_CHOICES`); nothing changes by itself."""
+    if resolved_device_type(cfg.device) != "cuda":
         return None
-    return ("GPU learner: the torch state update is bound by kernel launches on a GPU (an H100 ran 35 updates/s at "
-            "UTD 8); --backend jax runs the same update ~10x faster there (needs a CUDA build of jax, e.g. pip "
-            "install 'jax[cuda12]')")
+    if cfg.backend != "torch":
+        return (f"GPU learner: backend {cfg.backend} (the whole update is one compiled XLA program); --backend torch "
+                f"runs the torch update as one CUDA graph instead")
+    graphs = "on" if graphs_wanted(cfg, has_cameras) else "off"
+    prefetch = "on" if cfg.prefetch is not False and cfg.residual_base is None else "off"
+    parts = [f"CUDA graphs {graphs} (cuda_graphs={cfg.cuda_graphs})", f"mixed_precision={cfg.mixed_precision}",
+             f"prefetch {prefetch}"]
+    if has_cameras:
+        parts += [f"backbone_precision={cfg.backbone_precision}", f"channels_last={str(cfg.channels_last).lower()}",
+                  f"feature_cache={cfg.feature_cache}"]
+    return f"GPU learner (torch): {', '.join(parts)}; --set FIELD=VALUE or --backend jax changes any of them"

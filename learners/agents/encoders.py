@@ -125,16 +125,25 @@ class CameraEncoder(nn.Module):
         nn.init.zeros_(self.dense.bias)
         self.norm = nn.LayerNorm(cfg.image_latent_dim)
         self.out_dim = cfg.image_latent_dim
+        # frozen backbones only: bf16 autocast for their forward (cfg.backbone_precision), channels-last weights
+        self.bf16 = frozen and cfg.backbone_precision == "bf16"
         if frozen:
             self.backbone.requires_grad_(False)
+            if cfg.channels_last:
+                self.backbone.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
 
     def backbone_features(self, images: torch.Tensor) -> torch.Tensor:
-        """The backbone's spatial features; without autograd (and in eval mode) when the backbone is frozen."""
+        """The backbone's spatial features; without autograd (and in eval mode) when the backbone is frozen, then
+        under bf16 autocast with cfg.backbone_precision='bf16' (the output cast back to float32)."""
         if self.frozen:
             with torch.no_grad():
                 was = self.backbone.training
                 self.backbone.eval()
-                out = self.backbone(images)
+                if self.bf16:
+                    with torch.autocast(device_type=images.device.type, dtype=torch.bfloat16):
+                        out = self.backbone(images).float()
+                else:
+                    out = self.backbone(images)
                 self.backbone.train(was)
             return out
         return self.backbone(images)

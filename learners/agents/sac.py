@@ -67,6 +67,7 @@ from torch import nn
 
 from learners.agents.config import AgentConfig
 from learners.agents.encoders import random_shift
+from learners.agents.graphs import GraphedUpdate, graphs_mode
 from learners.agents.nets import EnsembleMLP, HLGauss, soft_update
 from learners.agents.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
 from learners.agents.sac_batch import UpdateBatch, cached_backbone, to_update_batch
@@ -159,6 +160,18 @@ class SACAgent:
             self._actor_loss = torch.compile(self._actor_loss_eager)
             self._unproven = {"critic", "actor"}
             self.compile_status = "compiled"
+        graphs, why = graphs_mode(cfg, self.device, bool(spec.cameras))  # CUDA graphs (learners.agents.graphs)
+        self._graphs = GraphedUpdate(self._update_tensors, self.generator, list(self._optimizers().values()),
+                                     self.state_dict, self.load_state_dict) if graphs else None
+        self._graphs_off = f"eager ({why})" if why else "off"
+        if why:
+            warnings.warn(why, RuntimeWarning, stacklevel=2)
+        self._metric_names: list[str] = []
+
+    @property
+    def graphs_status(self) -> str:
+        """'off', 'pending ...', 'captured' or 'eager (why)': how the update runs (AgentConfig.cuda_graphs)."""
+        return self._graphs.status if self._graphs is not None else self._graphs_off
 
     # ------------------------------------------------------------------ acting / weights
     @property
@@ -214,10 +227,17 @@ class SACAgent:
 
     def _update(self, batch: Mapping[str, Any]) -> dict[str, float]:
         """prepare -> k x critic phase -> actor phase -> temperature phase (see the module docstring)."""
-        cfg = self.cfg
         self.encoder.train()
         self.actor.train()
         b = self._prepare(batch)
+        metrics = self._graphs(b) if self._graphs is not None else self._update_tensors(b)
+        self.num_updates += 1
+        return dict(zip(self._metric_names, metrics.cpu().tolist(), strict=True))  # one device sync
+
+    def _update_tensors(self, b: UpdateBatch) -> torch.Tensor:
+        """The update on a prepared batch, without host syncs (what learners.agents.graphs captures); the metrics
+        as one (M,) float32 tensor, named by self._metric_names."""
+        cfg = self.cfg
         # the target subsets of all k critic updates at once: each row a uniformly random M-subset of the members
         members = torch.rand(b.k, cfg.ensemble_size, generator=self.generator, device=self.device).argsort(1)
         members = members[:, : cfg.ensemble_subsample or cfg.ensemble_size]
@@ -233,12 +253,11 @@ class SACAgent:
         assert feats is not None
         actor_info, logp = self._actor_phase(b, feats, alpha)  # on the last minibatch
         temperature_info = self._temperature_phase(logp)
-        self.num_updates += 1
         out = {key: torch.stack([m[key] for m in infos]).mean() for key in infos[0]}
         out.update(actor_info)
         out.update(temperature_info)
-        values = torch.stack([v.float() for v in out.values()]).cpu().tolist()  # one device sync
-        return dict(zip(list(out), values, strict=True))
+        self._metric_names = list(out)
+        return torch.stack([v.float() for v in out.values()])
 
     def _prepare(self, batch: Mapping[str, Any]) -> UpdateBatch:
         """The batch checked and on the device (learners.agents.sac_batch) with what needs the networks: DrQ's
@@ -532,6 +551,8 @@ class SACAgent:
             sd["state"] = state
             opt.load_state_dict(sd)
         self.num_updates = int(np.asarray(arrays["num_updates"]))
+        if self._graphs is not None:  # the Adam state tensors were replaced: capture again
+            self._graphs.reset()
         self.generator.set_state(torch.as_tensor(np.asarray(arrays["rng/agent"]), dtype=torch.uint8))
         self.policy.generator().set_state(torch.as_tensor(np.asarray(arrays["rng/policy"]), dtype=torch.uint8))
 

@@ -319,8 +319,9 @@ class JaxSACAgent:
             self._s[g] = self._put(self._policy_map.to_jax(arrays, self._groups[g]))
 
     # ------------------------------------------------------------------ batches
-    def _batch(self, batch: Mapping[str, Any]) -> dict[str, Any]:
-        """learners.agents.sac's batch checks and targets, in numpy: obs -> (images, state), returns, bootstraps."""
+    def _batch(self, batch: Mapping[str, Any], any_rows: bool = False) -> dict[str, Any]:
+        """learners.agents.sac's batch checks and targets, in numpy: obs -> (images, state), returns, bootstraps.
+        any_rows: any number of rows (learners.agents.jax.device_replay's tables), else cfg.samples_per_update."""
         for key in ("obs", "next_obs", "actions", "rewards", "terminated"):
             if key not in batch:
                 raise ShapeError(f"batch is missing '{key}' (has {sorted(batch)})")
@@ -331,7 +332,7 @@ class JaxSACAgent:
         if actions.shape != (n, self.policy.action_dim):
             raise ShapeError(f"batch actions: expected (B, {self.policy.action_dim}), got {actions.shape}")
         k = self.cfg.critic_updates_per_actor_update
-        if n != self.cfg.samples_per_update:
+        if n != self.cfg.samples_per_update and not any_rows:
             raise ShapeError(f"batch of {n} rows: the JAX agent takes exactly cfg.samples_per_update = "
                              f"{self.cfg.samples_per_update} (batch_size x critic_updates_per_actor_update={k})")
         cols: dict[str, np.ndarray] = {}
@@ -396,6 +397,13 @@ class JaxSACAgent:
                  "shifts": None if draws.get("shifts") is None else np.asarray(draws["shifts"], np.int32),
                  "dropout": None if draws.get("dropout") is None else np.asarray(draws["dropout"], np.uint32)}
         self._s, metrics = self._update_draws_fn(self._s, self._frozen, b, given)
+        self._policy_dirty = True
+        return {key: float(v) for key, v in self._jax.device_get(metrics).items()}
+
+    def run_update(self, fn: Any, *args: Any) -> dict[str, float]:
+        """`self._s, metrics = fn(state, frozen, *args)` for a jitted update of another batch source
+        (learners.agents.jax.device_replay); float metrics."""
+        self._s, metrics = fn(self._s, self._frozen, *args)
         self._policy_dirty = True
         return {key: float(v) for key, v in self._jax.device_get(metrics).items()}
 

@@ -1,0 +1,142 @@
+"""State replay on the JAX device (learners.agents.jax.device_replay), on CPU JAX.
+
+- The tables hold exactly the rows JaxSACAgent._batch makes of the host buffers' valid transitions (n-step columns
+  included), padded to capacity; refresh() picks up new transitions and only then.
+- An update on given table rows with given random draws equals JaxSACAgent.update_with_draws on the host batch of
+  the same rows (metrics and parameters).
+- update() draws indices inside the jitted function: metrics are finite, the agent's key advances, the batch split
+  follows MixedSampler.counts, and the drawn rows cover both buffers uniformly (a draw-distribution check).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("torch")
+
+from learners.agents.config import AgentConfig
+from learners.agents.jax.agent import JaxSACAgent
+from learners.agents.jax.device_replay import DeviceReplay
+from learners.replay.buffer import MixedSampler, ReplayBuffer
+from robot_rl.errors import ConfigError
+from robot_rl.specs import ArraySpec, EnvSpec
+
+
+def _spec(cameras: int = 0) -> EnvSpec:
+    obs = [ArraySpec(f"images/cam{i}", (16, 16, 3), "uint8", 0, 255) for i in range(cameras)]
+    obs.append(ArraySpec("state", (5,), "float32"))
+    return EnvSpec("test", tuple(obs), ArraySpec("action", (3,), "float32", -1.0, 1.0), 10.0)
+
+
+def _cfg(**kw: Any) -> AgentConfig:
+    base: dict[str, Any] = dict(hidden_dims=(16, 16), ensemble_size=4, ensemble_subsample=2, batch_size=8,
+                                critic_updates_per_actor_update=2, discount=0.9, tau=0.5, actor_lr=1e-3,
+                                critic_lr=1e-3, temperature_lr=1e-3, device="cpu", backend="jax", seed=1,
+                                n_step=3, encoder="conv", conv_channels=(8,), image_latent_dim=8)
+    base.update(kw)
+    return AgentConfig(**base)
+
+
+def _fill(buf: ReplayBuffer, n: int, seed: int, episode: int = 7) -> None:
+    rng = np.random.default_rng(seed)
+    spec = buf.spec
+
+    def frame() -> dict[str, np.ndarray]:
+        return {s.name: (rng.integers(0, 256, s.shape, dtype=np.uint8) if s.is_image
+                         else rng.standard_normal(s.shape).astype(np.float32)) for s in spec.observation}
+
+    obs = frame()
+    for t in range(n):
+        nxt = frame()
+        end = (t + 1) % episode == 0
+        buf.add(obs, rng.uniform(-1, 1, spec.action.shape).astype(np.float32), float(rng.random()), nxt,
+                bool(end and t % 2 == 0), end)
+        obs = frame() if end else nxt
+
+
+def _sampler(online: int = 40, demo: int = 30) -> MixedSampler:
+    on, de = ReplayBuffer(_spec(), 64, seed=1), ReplayBuffer(_spec(), 48, seed=2)
+    _fill(on, online, 3)
+    _fill(de, demo, 4)
+    return MixedSampler(on, de, 0.5, n_step=3)
+
+
+def _draws(cfg: AgentConfig, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    k, mb = cfg.critic_updates_per_actor_update, cfg.batch_size
+    return {"noise": rng.standard_normal((k, mb, 3)).astype(np.float32),
+            "members": np.stack([rng.permutation(cfg.ensemble_size)[:2] for _ in range(k)]).astype(np.int32),
+            "actor_noise": rng.standard_normal((mb, 3)).astype(np.float32), "shifts": None, "dropout": None}
+
+
+def test_tables_hold_the_host_rows_and_refresh_on_new_transitions() -> None:
+    sampler = _sampler()
+    agent = JaxSACAgent(_spec(), _cfg())
+    replay = DeviceReplay(agent, sampler)
+    sizes = replay.sizes()
+    assert sizes == {"online": len(sampler.online), "demo": len(sampler.demo)}
+    n = sizes["online"]
+    table = {c: np.asarray(v) for c, v in replay._tables["online"].items()}
+    assert table["state"].shape == (sampler.online.capacity, 5)
+    host = agent._batch(sampler.online.gather(np.flatnonzero(sampler.online.valid), 3), any_rows=True)
+    for c in ("state", "next_state", "actions", "returns", "bootstrap"):
+        np.testing.assert_allclose(table[c][:n], host[c], rtol=1e-6)
+        assert not table[c][n:].any()  # padding
+    assert not replay.refresh()  # nothing new
+    _fill(sampler.online, 5, 9)
+    assert replay.refresh()
+    assert replay.sizes()["online"] == len(sampler.online)
+
+
+def test_update_on_given_rows_equals_the_host_update_of_the_same_rows() -> None:
+    sampler = _sampler()
+    cfg = _cfg()
+    a, b = JaxSACAgent(_spec(), cfg), JaxSACAgent(_spec(), cfg)
+    replay = DeviceReplay(b, sampler)
+    n_online, n_demo = replay.counts()
+    rng = np.random.default_rng(5)
+    for step in range(3):
+        idx = {"online": rng.integers(0, replay.sizes()["online"], n_online),
+               "demo": rng.integers(0, replay.sizes()["demo"], n_demo)}
+        draws = _draws(cfg, step)
+        ma = a.update_with_draws(replay.host_rows(idx), draws)
+        mb = replay.update_rows(idx, draws)
+        assert ma.keys() == mb.keys()
+        for key in ma:
+            np.testing.assert_allclose(mb[key], ma[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    sa, sb = a.state_dict(), b.state_dict()
+    for name in sa:
+        np.testing.assert_allclose(sb[name], sa[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_update_draws_on_the_device_and_covers_both_buffers() -> None:
+    sampler = _sampler()
+    agent = JaxSACAgent(_spec(), _cfg())
+    replay = DeviceReplay(agent, sampler)
+    key0 = np.asarray(agent._s["key"]).copy()
+    for _ in range(3):
+        m = replay.update()
+        assert all(np.isfinite(v) for v in m.values())
+    assert agent.num_updates == 3
+    assert not np.array_equal(np.asarray(agent._s["key"]), key0)
+    assert replay.counts() == sampler.counts(agent.cfg.samples_per_update) == (8, 8)
+    # the index draw itself: uniform over [0, count) per buffer (same jax.random.randint as inside update)
+    import jax
+
+    counts = replay.sizes()
+    draws = np.asarray(jax.random.randint(jax.random.PRNGKey(0), (20_000,), 0, counts["online"]))
+    assert draws.min() == 0 and draws.max() == counts["online"] - 1
+    freq = np.bincount(draws, minlength=counts["online"]) / draws.size
+    assert np.abs(freq - 1 / counts["online"]).max() < 0.01
+
+
+def test_images_are_refused() -> None:
+    spec = _spec(cameras=1)
+    agent = JaxSACAgent(spec, _cfg())
+    on = ReplayBuffer(spec, 16)
+    with pytest.raises(ConfigError, match="state observations only"):
+        DeviceReplay(agent, MixedSampler(on))
