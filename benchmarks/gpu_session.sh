@@ -12,6 +12,7 @@
 #      batches and with device replay, the independent JAX reference on its config (-> learner_speed_cuda_<gpu>_graphs);
 #   4. benchmarks/learner_speed.py, images (batch 256, two 128x128 cameras, frozen ResNet-10): eager, sampling +
 #      prefetch, bf16 backbone, + channels-last, feature cache (-> learner_speed_cuda_<gpu>_images);
+#   STEPS="env cuda_tests compile" runs only the named steps (a second session on the same code).
 #   5. optional (WITH_COMPILE=1): the state cases with torch.compile, with and without graphs (-> ..._compile2).
 #
 # The JAX reference (bench_jax.py + benchutil.py) is not part of the repository: the script takes it from
@@ -37,6 +38,7 @@ REF_ARGS=(--reference none)
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NAME.log, never stop the script
     local name=$1 limit=$2
     shift 2
+    if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then echo "=== $name: skipped (STEPS)"; return; fi
     echo "=== $name (limit ${limit}s): $*"
     local t0=$SECONDS
     timeout --kill-after=10 "$limit" "$@" > >(tee "$OUT/$name.log") 2>&1
@@ -64,7 +66,7 @@ step cuda_tests 100 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_graph
 step state 225 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch,jax --skip-image --graphs \
     --device-replay --skip-first-update "${REF_ARGS[@]}" "${STATE[@]}" --tag "${TAG}_graphs" --out "$OUT"
 step images 170 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch --skip-state --prefetch \
-    --image-fast "${IMAGE[@]}" --tag "${TAG}_images" --out "$OUT"
+    --image-fast --graphs "${IMAGE[@]}" --tag "${TAG}_images" --out "$OUT"
 if [ "${WITH_COMPILE:-0}" = 1 ]; then
     step compile 240 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch --skip-image --graphs \
         --compile --reference none "${STATE[@]}" --tag "${TAG}_compile2" --out "$OUT"

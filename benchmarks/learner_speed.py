@@ -47,7 +47,8 @@ The GPU-speed twins (every base torch row is eager: cuda_graphs=off):
 - `--image-fast`: image twins with the frozen backbone under bf16 autocast (" [bf16 backbone]", backbone_precision),
   the same with channels-last weights (" [bf16 backbone+channels-last]"), and the feature-cache path (" [feature
   cache]": replay buffers with learners.replay.feature_cache attached, batches through the prefetcher, so the
-  backbone runs once per stored frame, not per update).
+  backbone runs once per stored frame, not per update); with `--graphs` also the plain and the feature-cache image
+  cases as CUDA graphs (" [graphs]", " [feature cache+graphs]").
 A case that fails (to build or to time) prints its error and is listed under "failures" in the JSON; the others
 still run and are written. `--skip-state` / `--skip-image` leave a workload out; `--skip-first-update` skips the
 JAX cold/cached first-update timing (two extra compilations per JAX case).
@@ -96,6 +97,7 @@ SAMPLED = " [sampled]"  # ... of the cases timed with replay sampling (--prefetc
 PREFETCHED = " [sampled+prefetch]"  # ... the same with learners.replay.prefetch.BatchPrefetcher (--prefetch)
 GRAPHS = " [graphs]"  # ... of the CUDA-graph twins (--graphs)
 GRAPHS_COMPILED = " [graphs+compile]"  # ... CUDA graphs over the compiled losses (--graphs --compile)
+CACHE_GRAPHS = " [feature cache+graphs]"  # ... the feature-cache image case as CUDA graphs (--image-fast --graphs)
 GRAPHS_PREFETCHED = " [graphs+prefetch]"  # ... CUDA graphs, batches through the prefetcher (--graphs)
 DEVICE_REPLAY = " [device replay]"  # ... the JAX agent sampling on the device (--device-replay)
 BF16_BACKBONE = " [bf16 backbone]"  # ... image twins (--image-fast)
@@ -449,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         build(ref_name + DEVICE_REPLAY, partial(Case, ref_name + DEVICE_REPLAY, ref_spec, ref_cfg.replace(
             backend="jax", **_torch_only("jax")), ref_sampler, device_replay=True, first_update=False))
     if args.image_fast and img_cfg is not None and "torch" in backends:
-        _image_twins(build, img_name, image_spec(args.image_size), img_cfg, args.prefetch_transitions)
+        _image_twins(build, img_name, image_spec(args.image_size), img_cfg, args.prefetch_transitions, args.graphs)
     refs: list[dict[str, Any]] = []
     for rnd in range(args.rounds):  # interleaved: every case (and the reference) once per round
         if ref_python is not None and "jax" in backends:
@@ -577,8 +579,9 @@ def _graph_twins(build: Callable[[str, Callable[[], Case]], None], eager_torch: 
 
 
 def _image_twins(build: Callable[[str, Callable[[], Case]], None], name: str, spec: EnvSpec, cfg: AgentConfig,
-                 transitions: int) -> None:
-    """The image case with a bf16 frozen backbone, + channels-last weights, and through feature caches."""
+                 transitions: int, graphs: bool = False) -> None:
+    """The image case with a bf16 frozen backbone, + channels-last weights, and through feature caches; with
+    `graphs` also the plain and the feature-cache case as CUDA graphs (cuda_graphs=on)."""
     bf = cfg.replace(backbone_precision="bf16")
     build(name + BF16_BACKBONE, partial(Case, name + BF16_BACKBONE, spec, bf))
     build(name + BF16_CL_BACKBONE, partial(Case, name + BF16_CL_BACKBONE, spec, bf.replace(channels_last=True)))
@@ -586,6 +589,11 @@ def _image_twins(build: Callable[[str, Callable[[], Case]], None], name: str, sp
     frames = 2 * (transitions + transitions // 100 + 2)
     build(name + FEATURE_CACHE, partial(Case, name + FEATURE_CACHE, spec, cfg.replace(feature_cache="on"), sampler,
                                         prefetch=True, feature_cache_frames=frames))
+    if graphs:
+        build(name + GRAPHS, partial(Case, name + GRAPHS, spec, cfg.replace(cuda_graphs="on")))
+        on = cfg.replace(feature_cache="on", cuda_graphs="on")
+        build(name + CACHE_GRAPHS, partial(Case, name + CACHE_GRAPHS, spec, on, sampler, prefetch=True,
+                                           feature_cache_frames=frames))
 
 
 def _jax_version(backends: list[str]) -> str | None:

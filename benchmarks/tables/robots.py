@@ -5,7 +5,8 @@ that does C critic updates/s keeps C / (10 x UTD) robots. C is taken from each l
 own UTD per `update()` call (state: 8 or 20, images: 4); the actor / temperature step, once per call, is amortised
 at that ratio, so the figures at other UTDs are estimates (a few per cent for state). Rows: the CPU results, the
 H100 results, and every later GPU file the GPU session writes (learner_speed_cuda_<gpu>_graphs.json,
-learner_speed_cuda_<gpu>_images.json), whichever are present.
+learner_speed_cuda_<gpu>_images.json, and the torch.compile rows of
+learner_speed_cuda_<gpu>_compile2.json), whichever are present.
 """
 
 from __future__ import annotations
@@ -60,11 +61,13 @@ def robots_per_learner(res: Results) -> str:
                 continue  # the torch rows of that run repeat the other file's
             rows.append(_row(d["device_name"], _label(case), case))
     later = sorted(p.name for p in res.directory.glob("learner_speed_cuda_*.json")
-                   if p.name.endswith(("_graphs.json", "_images.json")))
+                   if p.name.endswith(("_graphs.json", "_images.json", "_compile2.json")))
     for name in later:
         d = res(name)
         names.append(name)
         for case in d["cases"]:
+            if name.endswith("_compile2.json") and "compile" not in case["case"]:
+                continue  # that run's eager and graphs rows repeat the _graphs file's
             rows.append(_row(d["device_name"], _label(case), case))
         ref = d.get("reference")
         if ref:

@@ -189,6 +189,8 @@ class GraphedUpdate:
     def _capture(self, b: UpdateBatch) -> torch.Tensor:
         saved = self._save()
         try:
+            if self._generator.device.type != "cuda":  # (torch crashes, not raises, on a CPU generator in a graph)
+                raise RuntimeError(f"a CUDA graph needs the agent on a CUDA device, not {self._generator.device}")
             self._capturing = True
             make_capturable(self._optimizers)
             static = _static_copy(b)
