@@ -282,6 +282,12 @@ class TaskFile:
             return None
         return f"classifier:{r['classifier']}" if r["source"] == "classifier" else str(r["source"])
 
+    @property
+    def reward_gate_k(self) -> int | None:
+        """reward.gate_k: consecutive positive frames before a classifier's success counts (None: the card's)."""
+        k = self.sections.get("reward", {}).get("gate_k")
+        return None if k is None else int(k)
+
 
 def _read(path: Path) -> dict[str, Any]:
     where = f"task file {path}"

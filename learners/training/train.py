@@ -61,7 +61,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     the run has a demo buffer even without --demos: the operator's rows go to both buffers."""
     torch.set_num_threads(cfg.torch_threads)
     env, eval_env = make_run_env(cfg, for_reward_model=True), make_run_env(cfg)
-    model = make_reward_model(cfg.reward, camera_shapes_of_env(env), reward_audit,
+    model = make_reward_model(cfg.reward, camera_shapes_of_env(env), reward_audit, k=cfg.reward_gate_k,
                               where=f"the {cfg.task or cfg.env_id} {camera_source(cfg.obs_mode)}")
     if model is not None:
         env = RewardModelWrapper(env, model)
