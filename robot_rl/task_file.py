@@ -27,7 +27,8 @@ Sections and keys (`SCHEMA` is the authority; `robot-rl task init` writes a comm
     [gripper]      mode ("free" | "locked_closed" | "locked_open")
     [cameras.NAME] kind ("realsense" | "opencv"), serial (realsense) | device (opencv), crop_xywh (4),
                    exposure_us, width, height, fps
-    [observation]  cameras (names, in order), image_size, object_state (twin only)
+    [observation]  cameras (names, in order), image_size, object_state (twin only), state / pixels_state (the state
+                   leaves a policy observes with --obs-mode state / pixels: 'leaf', 'leaf[i]', 'leaf[a:b]')
     [reward]       source ("env" | "classifier" | "human"), classifier (a directory; relative to the file), gate_k
     [control]      gains ("compliance" | "precision": the profile an episode runs with)
     [robot]        collision_torque_nm (7), collision_force_n (6)
@@ -57,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from robot_rl.errors import ConfigError
+from robot_rl.specs import parse_select
 
 TASK_FILES_DIR = Path(__file__).with_name("task_files")
 """The built-in task files (the twin presets), one `NAME.toml` each."""
@@ -75,7 +77,8 @@ _S: dict[str, dict[str, tuple[Any, ...]]] = {
     "box": {"pos_min_m": ("floats", 3), "pos_max_m": ("floats", 3), "rot_min_rad": ("floats", 3),
             "rot_max_rad": ("floats", 3), "source": ("choice", ("twin", "lab")), "recorded": ("table",)},
     "gripper": {"mode": ("choice", ("free", "locked_closed", "locked_open"))},
-    "observation": {"cameras": ("strs",), "image_size": ("int", 8), "object_state": ("bool",)},
+    "observation": {"cameras": ("strs",), "image_size": ("int", 8), "object_state": ("bool",),
+                    "state": ("select",), "pixels_state": ("select",)},
     "reward": {"source": ("choice", ("env", "classifier", "human")), "classifier": ("str",), "gate_k": ("int", 1)},
     "control": {"gains": ("choice", ("compliance", "precision"))},
     "robot": {"collision_torque_nm": ("floats", 7), "collision_force_n": ("floats", 6)},
@@ -95,7 +98,7 @@ LEARNER_KEYS = frozenset({
     "batch_size", "discount", "gamma", "tau", "lr", "learning_rate", "actor_lr", "critic_lr", "temperature_lr",
     "temperature_init", "target_entropy", "utd", "updates_per_step", "hidden_dims", "ensemble_size", "n_step",
     "encoder", "encoder_weights", "freeze_encoder", "demo_ratio", "bc_weight", "grad_clip_norm", "critic_loss",
-    "state_select", "layer_norm", "buffer_size", "replay_size", "warmup_steps", "seed", "device"})
+    "layer_norm", "buffer_size", "replay_size", "warmup_steps", "seed", "device"})
 """Keys that are learner hyper-parameters: refused with a message naming the learner's command line."""
 
 # Which task-file values set which envs.tasks.Task fields, and which envs.env_config.RobotEnvConfig fields.
@@ -160,6 +163,16 @@ def _check(where: str, field: str, kind: tuple[Any, ...], v: Any) -> Any:
         return {key: tuple(x) if isinstance(x, list) else x for key, x in v.items()}
     if not isinstance(v, list | tuple):
         raise ConfigError(f"{bad} must be a list, got {_what(v)}")
+    if k == "select":  # state selection entries: 'leaf', 'leaf[i]', 'leaf[a:b]' (robot_rl.specs.parse_select)
+        for i, x in enumerate(v):
+            if not isinstance(x, str) or not x.strip():
+                raise ConfigError(f"{bad}[{i}] must be a non-empty string, got {_what(x)}")
+            try:
+                parse_select(x)
+            except ConfigError:
+                raise ConfigError(f"{bad}[{i}] {x!r}: expected 'leaf', 'leaf[i]' or 'leaf[a:b]' (e.g. 'object', "
+                                  f"'state[5]', 'state[0:3]')") from None
+        return tuple(x.strip() for x in v)
     if k == "strs":
         for i, x in enumerate(v):
             if not isinstance(x, str) or not x:
@@ -281,6 +294,12 @@ class TaskFile:
         if "source" not in r:
             return None
         return f"classifier:{r['classifier']}" if r["source"] == "classifier" else str(r["source"])
+
+    def state_selection(self, obs_mode: str) -> tuple[str, ...] | None:
+        """observation.state (`obs_mode` 'state') or observation.pixels_state ('pixels'): the state leaves a policy
+        observes (AgentConfig.state_select entries); None when the file does not say."""
+        sel = self.sections.get("observation", {}).get("pixels_state" if obs_mode == "pixels" else "state")
+        return None if sel is None else tuple(sel)
 
     @property
     def reward_gate_k(self) -> int | None:
