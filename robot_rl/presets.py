@@ -77,7 +77,7 @@ def preset_of(tf: TaskFile) -> TaskPreset:
     base = preset_of(tf.base)
     kwargs = dict(base.env_kwargs)
     kwargs.update(tf.env_fields(only_own=True))
-    fields = tf.task_fields(only_own=True)
+    fields = {**dict(kwargs.get("task_fields", ())), **tf.task_fields(only_own=True)}  # a lab base's, then its own
     if fields:
         kwargs["task_fields"] = tuple(sorted(fields.items()))
     return TaskPreset(tf.name, base.env_id, tf.description or base.description, base.env_module,

@@ -13,13 +13,16 @@ writer (`dump_task_file`) emits the small subset of TOML the format needs (key =
 dependency is added. The built-in twin presets are task files of this same format (robot_rl/task_files/*.toml,
 shipped in the wheel; robot_rl.presets builds its table from them). A lab's file usually extends one of them
 (`base = "twin-pick-cube"`): it inherits every value and the twin scene (its success check, used in simulation),
-and overrides what differs in the lab. The older JSON task config of `robot-rl safety-box record` ("format":
+and overrides what differs in the lab. A file may extend another lab file instead (`base = "lab_pick.toml"`, a
+path relative to the file): e.g. one arm's cameras over the lab's shared box; a cycle of bases is an error.
+The older JSON task config of `robot-rl safety-box record` ("format":
 "robot-rl-task-config", version 1: a named task plus field overrides) is read as a task file that extends that
 task's preset, its box marked as recorded in the lab.
 
 Sections and keys (`SCHEMA` is the authority; `robot-rl task init` writes a commented template)::
 
-    [task]         name, description, base (a preset it extends) | env_id + env_module + twin_scene (twin files),
+    [task]         name, description, base (a preset or a task file it extends) | env_id + env_module + twin_scene
+                   (twin files),
                    max_episode_steps
     [reset]        pos_m (3), quat_wxyz (4), home_joints_rad (7), routine, joint_reset_every, noise_m, noise_rad
     [box]          pos_min_m, pos_max_m (3, m), rot_min_rad, rot_max_rad (3, rad), source ("twin" | "lab")
@@ -269,6 +272,8 @@ class TaskFile:
             return str(self.own["box"]["source"])
         if "pos_min_m" in self.own.get("box", {}) and self.base is not None:
             return "lab"
+        if self.base is not None:  # a file extending a lab's file keeps that file's box (and its source)
+            return self.base.box_source
         return str(self.value("box", "source", "twin"))
 
     def _fields(self, table: Mapping[tuple[str, str], str], only_own: bool) -> dict[str, Any]:
@@ -294,6 +299,13 @@ class TaskFile:
         if "source" not in r:
             return None
         return f"classifier:{r['classifier']}" if r["source"] == "classifier" else str(r["source"])
+
+    def owner(self, section: str, key: str) -> TaskFile:
+        """The file (this one or a base) that writes `section.key` itself; the last base when none does."""
+        tf = self
+        while tf.base is not None and key not in tf.own.get(section, {}):
+            tf = tf.base
+        return tf
 
     def state_selection(self, obs_mode: str) -> tuple[str, ...] | None:
         """observation.state (`obs_mode` 'state') or observation.pixels_state ('pixels'): the state leaves a policy
@@ -353,8 +365,9 @@ def _from_v1(data: dict[str, Any], where: str) -> dict[str, Any]:
     return {"__v1__": {f: inverse[f] for f in overrides if f in inverse}, **out}
 
 
-def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
-    """Read, validate and resolve (its base) a task file; ConfigError naming the file and the field."""
+def load_task_file(path: str | os.PathLike[str], _chain: tuple[Path, ...] = ()) -> TaskFile:
+    """Read, validate and resolve (its base) a task file; ConfigError naming the file and the field. `_chain`: the
+    files that extend this one (a cycle of bases is an error)."""
     p = Path(path)
     where = f"task file {p}"
     data = _read(p)
@@ -371,10 +384,26 @@ def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
         raise ConfigError(msg) from None
     if "classifier" in own.get("reward", {}) and not Path(own["reward"]["classifier"]).is_absolute():
         own["reward"]["classifier"] = str(p.parent / own["reward"]["classifier"])
-    return _resolve(own, where, str(p))
+    return _resolve(own, where, p, _chain)
 
 
-def _resolve(own: dict[str, dict[str, Any]], where: str, path: str) -> TaskFile:
+def _base_file(name: str, where: str, path: Path, chain: tuple[Path, ...]) -> TaskFile:
+    """The task file `task.base = name` names (a path, relative to the file `path`), loaded; ConfigError for a
+    missing file or a cycle of bases."""
+    base = Path(name) if Path(name).is_absolute() else path.parent / name
+    here = path.resolve()
+    seen = (*chain, here)
+    if base.resolve() in seen:
+        loop = " -> ".join(str(f) for f in (*seen[seen.index(base.resolve()):], base.resolve()))
+        raise ConfigError(f"{where}: task.base {name!r} makes a cycle of bases ({loop}); a task file extends a "
+                          f"preset or a file that does not extend it back")
+    if not base.is_file():
+        raise ConfigError(f"{where}: task.base {name!r}: no such task file ({base}); name a preset "
+                          f"({', '.join(builtin_names())}) or a task file's path, relative to this file")
+    return load_task_file(base, seen)
+
+
+def _resolve(own: dict[str, dict[str, Any]], where: str, path: Path, chain: tuple[Path, ...] = ()) -> TaskFile:
     t = own.get("task", {})
     if "name" not in t:
         raise ConfigError(f"{where}: task.name is missing (the name runs, checkpoints and handshakes carry)")
@@ -383,17 +412,20 @@ def _resolve(own: dict[str, dict[str, Any]], where: str, path: str) -> TaskFile:
         if "env_id" in t or "twin_scene" in t:
             raise ConfigError(f"{where}: task.base and task.env_id / task.twin_scene exclude each other (the base "
                               f"gives the env)")
-        if t["base"] not in builtin_names():
-            raise ConfigError(f"{where}: task.base must name a built-in preset ({', '.join(builtin_names())}), got "
-                              f"{t['base']!r}")
-        base = builtin(t["base"])
+        if t["base"] in builtin_names():
+            base = builtin(t["base"])
+        elif looks_like_task_file(t["base"]) or "/" in t["base"]:
+            base = _base_file(t["base"], where, path, chain)
+        else:
+            raise ConfigError(f"{where}: task.base must name a built-in preset ({', '.join(builtin_names())}) or a "
+                              f"task file (.toml, relative to this file), got {t['base']!r}")
         sections = _merge(base.sections, own)
     elif "env_id" in t:
         sections = {s: dict(v) for s, v in own.items()}
     else:
         raise ConfigError(f"{where}: task.base is missing: name the preset this task extends (e.g. base = "
                           f"\"twin-pick-cube\"; `robot-rl tasks` lists them)")
-    tf = TaskFile(path, sections, own, base)
+    tf = TaskFile(str(path), sections, own, base)
     _check_whole(tf, where)
     return tf
 

@@ -297,8 +297,8 @@ def task_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
     select = None if tf is None else tf.state_selection("pixels" if has_cameras else "state")
     if tf is None or select is None:
         return {}
-    inherited = ("pixels_state" if has_cameras else "state") not in tf.own.get("observation", {})
-    if flags.faithful or (tf.box_source == "lab" and inherited):
+    from_twin = tf.owner("observation", "pixels_state" if has_cameras else "state").base is None
+    if flags.faithful or (tf.box_source == "lab" and from_twin):
         select = without_privileged(select)
     return {"state_select": select}
 
@@ -320,7 +320,8 @@ def state_select_origin(flags: AgentFlags, has_cameras: bool) -> str:
     if "state_select" in layers.task:
         tf = _task_file(flags.task)
         key = "pixels_state" if has_cameras else "state"
-        where = "observation" if key in tf.own.get("observation", {}) else f"{tf.base.name}'s observation"
+        owner = tf.owner("observation", key)
+        where = "observation" if owner is tf else f"{owner.name}'s observation"
         return f"the task file {tf.path} ({where}.{key})"
     return "the defaults: every state leaf"
 
