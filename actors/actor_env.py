@@ -97,8 +97,8 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         if robot is None:
             env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
         else:
-            from envs.remote import HARDWARE_BACKENDS, make_remote_env
-            from envs.task_file import require_lab_box, resolve_task
+            from envs.remote import make_remote_env
+            from envs.task_file import check_served_box, resolve_task
             from robot_rl.presets import get_preset
 
             source = task_config if task_config is not None else task
@@ -107,13 +107,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
             remote_env = make_remote_env(robot, task=resolve_task(source), obs_mode=obs_mode, image_size=size,
                                          **{**file_fields, **overrides})
             env = remote_env
-            info: dict[str, Any] = getattr(remote_env.robot, "info", {})  # what the server serves; nothing moved yet
-            if str(info.get("backend", "")) in HARDWARE_BACKENDS and not info.get("twin"):
-                try:
-                    require_lab_box(str(info["backend"]), source, allow_twin_box)
-                except ConfigError:
-                    env.close()
-                    raise
+            check_served_box(remote_env, source, allow_twin_box)  # what the server serves; nothing moved yet
     except ConfigError as err:
         if not cams:
             raise

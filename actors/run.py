@@ -103,6 +103,7 @@ class ActorRunConfig(Config):
         assert self.evaluate is not None
         return CheckpointEvalConfig(checkpoint=self.evaluate, task=self.task, obs_mode=self.obs_mode,
                                     image_size=self.image_size, robot=self.robot, faithful=self.faithful,
+                                    allow_twin_box=self.allow_twin_box,
                                     camera_latency_ms=self.camera_latency_ms, action_delay_ms=self.action_delay_ms,
                                     episodes=self.episodes, seed=self.eval_seed, summary=self.summary)
 
