@@ -47,7 +47,8 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
                    intervene: str | None = None, seed: int = 0, reward: str = "env",
                    reward_audit: Path | None = None, task_config: str | None = None, faithful: bool = False,
                    evaluation: bool = False, timing: dict[str, float] | None = None,
-                   device_config: str | None = None, allow_twin_box: bool = False) -> Any:
+                   device_config: str | None = None, allow_twin_box: bool = False,
+                   reward_gate_k: int | None = None) -> Any:
     """The env an actor steps: the twin in process, or a RobotEnv over a robot server (`robot`); with a
     classifier or human `reward`, wrapped in learners.rewards.reward_model.RewardModelWrapper (outermost);
     `task` is a preset's name or a task file's path (robot_rl.task_file); over a robot server the env takes the file's
@@ -60,7 +61,8 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     observation (learners.rewards.reward_model.reward_camera_overrides). A faithful acting env needs a reward model
     (`reward` classifier:DIR or human): ConfigError for 'env', whose reward would be 0 on every step. `timing`: the
     twin's simulated camera latency / action delay (envs.env_config.timing_overrides; evaluation envs too, the
-    policy sees the same late frames there; a robot server serving hardware refuses it).
+    policy sees the same late frames there; a robot server serving hardware refuses it). `reward_gate_k`: a
+    classifier's gate, K consecutive positive frames (None: the card's).
     `intervene` (robot_rl.operators: scripted, spacemouse, gamepad, keyboard; `device_config` a hardware device's
     JSON config file): the operator's interventions replace the policy's actions, and under `reward` human its
     success key ends the episode (demos.devices.operators, through robot_rl.gym_env.with_operator)."""
@@ -95,8 +97,8 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         if robot is None:
             env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
         else:
-            from envs.remote import HARDWARE_BACKENDS, make_remote_env
-            from envs.task_file import require_lab_box, resolve_task
+            from envs.remote import make_remote_env
+            from envs.task_file import check_served_box, resolve_task
             from robot_rl.presets import get_preset
 
             source = task_config if task_config is not None else task
@@ -105,13 +107,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
             remote_env = make_remote_env(robot, task=resolve_task(source), obs_mode=obs_mode, image_size=size,
                                          **{**file_fields, **overrides})
             env = remote_env
-            info: dict[str, Any] = getattr(remote_env.robot, "info", {})  # what the server serves; nothing moved yet
-            if str(info.get("backend", "")) in HARDWARE_BACKENDS and not info.get("twin"):
-                try:
-                    require_lab_box(str(info["backend"]), source, allow_twin_box)
-                except ConfigError:
-                    env.close()
-                    raise
+            check_served_box(remote_env, source, allow_twin_box)  # what the server serves; nothing moved yet
     except ConfigError as err:
         if not cams:
             raise
@@ -126,7 +122,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     try:
         where = (f"the actor's {task} reward cameras (--obs-mode state renders the classifier's cameras; "
                  f"--image-size)" if cams else f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
-        model = make_reward_model(reward, camera_shapes_of_env(env), reward_audit, where=where)
+        model = make_reward_model(reward, camera_shapes_of_env(env), reward_audit, k=reward_gate_k, where=where)
     except Exception:
         env.close()
         raise

@@ -59,6 +59,8 @@ class CheckpointEvalConfig(Config):
     """Camera image size (pixels mode; None: the preset's)."""
     robot: str | None = None
     """Robot server address (None: the twin in process)."""
+    allow_twin_box: bool = False
+    """Over a hardware server: run a task whose box is the twin's anyway (envs.task_file.require_lab_box)."""
     faithful: bool = False
     """Evaluate on the hardware-faithful observation (no object state), with its simulated timing."""
     camera_latency_ms: float | None = None
@@ -127,6 +129,7 @@ def evaluate_checkpoint(cfg: CheckpointEvalConfig) -> dict[str, Any]:
     writes `cfg.summary`. Returns the result (evaluate's summary + checkpoint, env_step, updates, task, seconds)."""
     ckpt = load_learner_checkpoint(Path(cfg.checkpoint))
     env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, faithful=cfg.faithful, evaluation=True,
+                         allow_twin_box=cfg.allow_twin_box,
                          timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms))
     try:
         policy = ckpt.policy(env_spec_of(env, cfg.task))

@@ -36,7 +36,7 @@ from actors.evaluation import CheckpointEvalConfig, evaluate_checkpoint, write_j
 from robot_rl.config import Config, require
 from robot_rl.gym_env import env_spec_of
 from robot_rl.operators import INTERVENE_CHOICES, check_intervene
-from robot_rl.presets import PRESETS, get_preset
+from robot_rl.presets import PRESETS, get_preset, task_reward
 from robot_rl.timing import add_timing_flags, timing_overrides
 
 WARMUP_CHOICES = ("auto", "hold", "random")
@@ -70,6 +70,7 @@ class ActorRunConfig(Config):
     camera_latency_ms: float | None = None
     action_delay_ms: float | None = None
     reward: str | None = None
+    reward_gate_k: int | None = None
     reward_audit: Path | None = None
     max_steps: int = 0
     max_episodes: int = 0
@@ -92,6 +93,8 @@ class ActorRunConfig(Config):
         require(self.on_learner_loss in ("auto", *LEARNER_LOSS), "on_learner_loss", self.on_learner_loss,
                 f"must be one of {['auto', *LEARNER_LOSS]}")
         require(self.learner_loss_hold_s >= 0, "learner_loss_hold_s", self.learner_loss_hold_s, "must be >= 0")
+        require(self.reward_gate_k is None or self.reward_gate_k >= 1, "reward_gate_k", self.reward_gate_k,
+                "must be an integer >= 1")
         check_intervene(self.intervene, self.device_config, self.reward or "env")
         timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
 
@@ -100,6 +103,7 @@ class ActorRunConfig(Config):
         assert self.evaluate is not None
         return CheckpointEvalConfig(checkpoint=self.evaluate, task=self.task, obs_mode=self.obs_mode,
                                     image_size=self.image_size, robot=self.robot, faithful=self.faithful,
+                                    allow_twin_box=self.allow_twin_box,
                                     camera_latency_ms=self.camera_latency_ms, action_delay_ms=self.action_delay_ms,
                                     episodes=self.episodes, seed=self.eval_seed, summary=self.summary)
 
@@ -160,6 +164,9 @@ def actor_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--reward", default=None,
                    help="env (the env's reward), classifier:DIR (a trained reward classifier, gated) or human (the "
                         "teleop device's success key; needs --intervene); --faithful needs classifier:DIR or human")
+    p.add_argument("--reward-gate-k", type=int, default=None, metavar="K",
+                   help="a classifier reward's gate: K consecutive positive frames (default: the task file's "
+                        "reward.gate_k, else the classifier's card)")
     p.add_argument("--reward-audit", type=Path, default=None,
                    help="where positives of a classifier/human reward are logged (default: reward_audit/ACTOR_ID)")
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many env steps (0: never)")
@@ -184,6 +191,14 @@ def parse_actor_args(argv: Sequence[str]) -> ActorRunConfig:
     return ActorRunConfig(**vars(actor_arg_parser().parse_args(list(argv))))
 
 
+def with_task_reward(cfg: ActorRunConfig) -> ActorRunConfig:
+    """`cfg` with the task file's `[reward]` (robot_rl.presets.task_reward; the twin presets: the env's) filling
+    --reward and --reward-gate-k where they were not given."""
+    file_reward, file_gate_k = task_reward(cfg.task)
+    return cfg.replace(reward=cfg.reward or file_reward or "env",
+                       reward_gate_k=cfg.reward_gate_k if cfg.reward_gate_k is not None else file_gate_k)
+
+
 def run_actor(cfg: ActorRunConfig) -> int:
     """Run one actor (or, with `cfg.evaluate`, evaluate a checkpoint); returns the exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
@@ -191,9 +206,8 @@ def run_actor(cfg: ActorRunConfig) -> int:
         import torch
 
         torch.set_num_threads(cfg.threads)
-    preset = get_preset(cfg.task)  # UnknownTaskError (or a task file's ConfigError) early
-    if cfg.reward is None:  # the task file's reward (the twin presets: the env's)
-        cfg = cfg.replace(reward=(preset.task_file.reward_arg() if preset.task_file else None) or "env")
+    get_preset(cfg.task)  # UnknownTaskError (or a task file's ConfigError) early
+    cfg = with_task_reward(cfg)
     if cfg.evaluate is not None:
         evaluate_checkpoint(cfg.evaluation())
         return 0
@@ -234,7 +248,8 @@ def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
         keys = ClientKeys.from_dir(cfg.keys)
     audit = cfg.reward_audit if cfg.reward_audit is not None else Path("reward_audit") / actor_id
     env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, cfg.intervene, cfg.seed,
-                         reward=cfg.reward or "env", reward_audit=audit, task_config=cfg.task_config,
+                         reward=cfg.reward or "env", reward_gate_k=cfg.reward_gate_k, reward_audit=audit,
+                         task_config=cfg.task_config,
                          faithful=cfg.faithful, allow_twin_box=cfg.allow_twin_box,
                          timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms),
                          device_config=cfg.device_config)

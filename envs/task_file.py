@@ -98,6 +98,20 @@ def require_lab_box(backend: str, task: str, allow_twin_box: bool = False) -> No
         f"measured). {ALLOW_TWIN_BOX_FLAG} runs inside the twin's box anyway, at your own risk.")
 
 
+def check_served_box(env: Any, task: str, allow_twin_box: bool = False) -> None:
+    """`require_lab_box` for an env over a robot server (envs.remote): on the backend the server says it drives
+    (`env.robot.info`: backend, twin), before anything moves; the env is closed when the task is refused. Every
+    command that acts over a server checks this (actor, checkpoint evaluation, record-demos, record-labels)."""
+    info = getattr(getattr(env, "robot", None), "info", None) or {}
+    backend = str(info.get("backend", ""))
+    if backend in HARDWARE_BACKENDS and not info.get("twin"):
+        try:
+            require_lab_box(backend, task, allow_twin_box)
+        except ConfigError:
+            env.close()
+            raise
+
+
 def camera_configs(tf: TaskFile, image_size: int | None = None) -> list[dict[str, Any]]:
     """The `[cameras.NAME]` tables as envs.hardware.camera_source.CameraConfig fields (name, kind, device, crop,
     exposure, capture size), at `image_size` (default: observation.image_size, else 128)."""

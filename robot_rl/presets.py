@@ -13,6 +13,7 @@ Usage::
     preset.env_id, preset.env_module, preset.env_kwargs   # "robot_rl/TwinPickCube-v0", "envs", {...}
     preset.make_kwargs(obs_mode="state")                  # env kwargs with overrides applied
     get_preset("configs/lab_pick.toml")                   # a lab's task file (extends a preset)
+    task_reward("configs/lab_pick.toml")                  # ("classifier:/lab/cls", 4): the file's [reward]
 
 A task's training recipe (AgentConfig overrides, updates per env step) is not here: it lives beside AgentConfig
 in learners.agents.recipes, typed and checked against AgentConfig's fields (the kernel stays free of torch).
@@ -76,7 +77,7 @@ def preset_of(tf: TaskFile) -> TaskPreset:
     base = preset_of(tf.base)
     kwargs = dict(base.env_kwargs)
     kwargs.update(tf.env_fields(only_own=True))
-    fields = tf.task_fields(only_own=True)
+    fields = {**dict(kwargs.get("task_fields", ())), **tf.task_fields(only_own=True)}  # a lab base's, then its own
     if fields:
         kwargs["task_fields"] = tuple(sorted(fields.items()))
     return TaskPreset(tf.name, base.env_id, tf.description or base.description, base.env_module,
@@ -96,3 +97,13 @@ def get_preset(name: str) -> TaskPreset:
         return PRESETS[name]
     except KeyError:
         raise UnknownTaskError(f"unknown task '{name}'; known tasks: {', '.join(sorted(PRESETS))}") from None
+
+
+def task_reward(task: str | None) -> tuple[str | None, int | None]:
+    """The `[reward]` of the task `--task` names: (its source as a `--reward` value: env, human or classifier:DIR;
+    its gate_k), each None when the file does not say (and both for no task). Every command that decides a reward
+    (actor, train, sim) takes these as its defaults; an explicit `--reward` / `--reward-gate-k` wins."""
+    if task is None:
+        return None, None
+    tf = get_preset(task).task_file
+    return (None, None) if tf is None else (tf.reward_arg(), tf.reward_gate_k)

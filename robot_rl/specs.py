@@ -13,12 +13,13 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from robot_rl.errors import ShapeError, SpecMismatchError
+from robot_rl.errors import ConfigError, ShapeError, SpecMismatchError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,3 +151,17 @@ class EnvSpec:
         fields = self.diff(other)
         if fields:
             raise SpecMismatchError(f"spec mismatch with {what}: differing field(s) {fields}", fields)
+
+
+_SELECT_RE = re.compile(r"^(?P<leaf>[^\[\]]+?)(\[(?P<a>-?\d*)(?P<colon>:)?(?P<b>-?\d*)\])?$")
+
+
+def parse_select(entry: str) -> tuple[str, int | None, int | None, bool]:
+    """A state selection entry (AgentConfig.state_select, a task file's observation.state): 'leaf' / 'leaf[i]' /
+    'leaf[a:b]' -> (leaf, a, b, is_slice); ConfigError on anything else."""
+    m = _SELECT_RE.match(entry.strip())
+    if m is None or (m.group(2) is not None and not m.group("colon") and not m.group("a")):
+        raise ConfigError(f"state selection entry {entry!r}: expected 'leaf', 'leaf[i]' or 'leaf[a:b]'")
+    a = int(m.group("a")) if m.group("a") else None
+    b = int(m.group("b")) if m.group("b") else None
+    return m.group("leaf").strip(), a, b, bool(m.group("colon"))

@@ -13,13 +13,16 @@ writer (`dump_task_file`) emits the small subset of TOML the format needs (key =
 dependency is added. The built-in twin presets are task files of this same format (robot_rl/task_files/*.toml,
 shipped in the wheel; robot_rl.presets builds its table from them). A lab's file usually extends one of them
 (`base = "twin-pick-cube"`): it inherits every value and the twin scene (its success check, used in simulation),
-and overrides what differs in the lab. The older JSON task config of `robot-rl safety-box record` ("format":
+and overrides what differs in the lab. A file may extend another lab file instead (`base = "lab_pick.toml"`, a
+path relative to the file): e.g. one arm's cameras over the lab's shared box; a cycle of bases is an error.
+The older JSON task config of `robot-rl safety-box record` ("format":
 "robot-rl-task-config", version 1: a named task plus field overrides) is read as a task file that extends that
 task's preset, its box marked as recorded in the lab.
 
 Sections and keys (`SCHEMA` is the authority; `robot-rl task init` writes a commented template)::
 
-    [task]         name, description, base (a preset it extends) | env_id + env_module + twin_scene (twin files),
+    [task]         name, description, base (a preset or a task file it extends) | env_id + env_module + twin_scene
+                   (twin files),
                    max_episode_steps
     [reset]        pos_m (3), quat_wxyz (4), home_joints_rad (7), routine, joint_reset_every, noise_m, noise_rad
     [box]          pos_min_m, pos_max_m (3, m), rot_min_rad, rot_max_rad (3, rad), source ("twin" | "lab")
@@ -27,7 +30,8 @@ Sections and keys (`SCHEMA` is the authority; `robot-rl task init` writes a comm
     [gripper]      mode ("free" | "locked_closed" | "locked_open")
     [cameras.NAME] kind ("realsense" | "opencv"), serial (realsense) | device (opencv), crop_xywh (4),
                    exposure_us, width, height, fps
-    [observation]  cameras (names, in order), image_size, object_state (twin only)
+    [observation]  cameras (names, in order), image_size, object_state (twin only), state / pixels_state (the state
+                   leaves a policy observes with --obs-mode state / pixels: 'leaf', 'leaf[i]', 'leaf[a:b]')
     [reward]       source ("env" | "classifier" | "human"), classifier (a directory; relative to the file), gate_k
     [control]      gains ("compliance" | "precision": the profile an episode runs with)
     [robot]        collision_torque_nm (7), collision_force_n (6)
@@ -57,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from robot_rl.errors import ConfigError
+from robot_rl.specs import parse_select
 
 TASK_FILES_DIR = Path(__file__).with_name("task_files")
 """The built-in task files (the twin presets), one `NAME.toml` each."""
@@ -75,7 +80,8 @@ _S: dict[str, dict[str, tuple[Any, ...]]] = {
     "box": {"pos_min_m": ("floats", 3), "pos_max_m": ("floats", 3), "rot_min_rad": ("floats", 3),
             "rot_max_rad": ("floats", 3), "source": ("choice", ("twin", "lab")), "recorded": ("table",)},
     "gripper": {"mode": ("choice", ("free", "locked_closed", "locked_open"))},
-    "observation": {"cameras": ("strs",), "image_size": ("int", 8), "object_state": ("bool",)},
+    "observation": {"cameras": ("strs",), "image_size": ("int", 8), "object_state": ("bool",),
+                    "state": ("select",), "pixels_state": ("select",)},
     "reward": {"source": ("choice", ("env", "classifier", "human")), "classifier": ("str",), "gate_k": ("int", 1)},
     "control": {"gains": ("choice", ("compliance", "precision"))},
     "robot": {"collision_torque_nm": ("floats", 7), "collision_force_n": ("floats", 6)},
@@ -95,7 +101,7 @@ LEARNER_KEYS = frozenset({
     "batch_size", "discount", "gamma", "tau", "lr", "learning_rate", "actor_lr", "critic_lr", "temperature_lr",
     "temperature_init", "target_entropy", "utd", "updates_per_step", "hidden_dims", "ensemble_size", "n_step",
     "encoder", "encoder_weights", "freeze_encoder", "demo_ratio", "bc_weight", "grad_clip_norm", "critic_loss",
-    "state_select", "layer_norm", "buffer_size", "replay_size", "warmup_steps", "seed", "device"})
+    "layer_norm", "buffer_size", "replay_size", "warmup_steps", "seed", "device"})
 """Keys that are learner hyper-parameters: refused with a message naming the learner's command line."""
 
 # Which task-file values set which envs.tasks.Task fields, and which envs.env_config.RobotEnvConfig fields.
@@ -160,6 +166,16 @@ def _check(where: str, field: str, kind: tuple[Any, ...], v: Any) -> Any:
         return {key: tuple(x) if isinstance(x, list) else x for key, x in v.items()}
     if not isinstance(v, list | tuple):
         raise ConfigError(f"{bad} must be a list, got {_what(v)}")
+    if k == "select":  # state selection entries: 'leaf', 'leaf[i]', 'leaf[a:b]' (robot_rl.specs.parse_select)
+        for i, x in enumerate(v):
+            if not isinstance(x, str) or not x.strip():
+                raise ConfigError(f"{bad}[{i}] must be a non-empty string, got {_what(x)}")
+            try:
+                parse_select(x)
+            except ConfigError:
+                raise ConfigError(f"{bad}[{i}] {x!r}: expected 'leaf', 'leaf[i]' or 'leaf[a:b]' (e.g. 'object', "
+                                  f"'state[5]', 'state[0:3]')") from None
+        return tuple(x.strip() for x in v)
     if k == "strs":
         for i, x in enumerate(v):
             if not isinstance(x, str) or not x:
@@ -256,6 +272,8 @@ class TaskFile:
             return str(self.own["box"]["source"])
         if "pos_min_m" in self.own.get("box", {}) and self.base is not None:
             return "lab"
+        if self.base is not None:  # a file extending a lab's file keeps that file's box (and its source)
+            return self.base.box_source
         return str(self.value("box", "source", "twin"))
 
     def _fields(self, table: Mapping[tuple[str, str], str], only_own: bool) -> dict[str, Any]:
@@ -281,6 +299,25 @@ class TaskFile:
         if "source" not in r:
             return None
         return f"classifier:{r['classifier']}" if r["source"] == "classifier" else str(r["source"])
+
+    def owner(self, section: str, key: str) -> TaskFile:
+        """The file (this one or a base) that writes `section.key` itself; the last base when none does."""
+        tf = self
+        while tf.base is not None and key not in tf.own.get(section, {}):
+            tf = tf.base
+        return tf
+
+    def state_selection(self, obs_mode: str) -> tuple[str, ...] | None:
+        """observation.state (`obs_mode` 'state') or observation.pixels_state ('pixels'): the state leaves a policy
+        observes (AgentConfig.state_select entries); None when the file does not say."""
+        sel = self.sections.get("observation", {}).get("pixels_state" if obs_mode == "pixels" else "state")
+        return None if sel is None else tuple(sel)
+
+    @property
+    def reward_gate_k(self) -> int | None:
+        """reward.gate_k: consecutive positive frames before a classifier's success counts (None: the card's)."""
+        k = self.sections.get("reward", {}).get("gate_k")
+        return None if k is None else int(k)
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -328,8 +365,9 @@ def _from_v1(data: dict[str, Any], where: str) -> dict[str, Any]:
     return {"__v1__": {f: inverse[f] for f in overrides if f in inverse}, **out}
 
 
-def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
-    """Read, validate and resolve (its base) a task file; ConfigError naming the file and the field."""
+def load_task_file(path: str | os.PathLike[str], _chain: tuple[Path, ...] = ()) -> TaskFile:
+    """Read, validate and resolve (its base) a task file; ConfigError naming the file and the field. `_chain`: the
+    files that extend this one (a cycle of bases is an error)."""
     p = Path(path)
     where = f"task file {p}"
     data = _read(p)
@@ -346,10 +384,26 @@ def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
         raise ConfigError(msg) from None
     if "classifier" in own.get("reward", {}) and not Path(own["reward"]["classifier"]).is_absolute():
         own["reward"]["classifier"] = str(p.parent / own["reward"]["classifier"])
-    return _resolve(own, where, str(p))
+    return _resolve(own, where, p, _chain)
 
 
-def _resolve(own: dict[str, dict[str, Any]], where: str, path: str) -> TaskFile:
+def _base_file(name: str, where: str, path: Path, chain: tuple[Path, ...]) -> TaskFile:
+    """The task file `task.base = name` names (a path, relative to the file `path`), loaded; ConfigError for a
+    missing file or a cycle of bases."""
+    base = Path(name) if Path(name).is_absolute() else path.parent / name
+    here = path.resolve()
+    seen = (*chain, here)
+    if base.resolve() in seen:
+        loop = " -> ".join(str(f) for f in (*seen[seen.index(base.resolve()):], base.resolve()))
+        raise ConfigError(f"{where}: task.base {name!r} makes a cycle of bases ({loop}); a task file extends a "
+                          f"preset or a file that does not extend it back")
+    if not base.is_file():
+        raise ConfigError(f"{where}: task.base {name!r}: no such task file ({base}); name a preset "
+                          f"({', '.join(builtin_names())}) or a task file's path, relative to this file")
+    return load_task_file(base, seen)
+
+
+def _resolve(own: dict[str, dict[str, Any]], where: str, path: Path, chain: tuple[Path, ...] = ()) -> TaskFile:
     t = own.get("task", {})
     if "name" not in t:
         raise ConfigError(f"{where}: task.name is missing (the name runs, checkpoints and handshakes carry)")
@@ -358,17 +412,20 @@ def _resolve(own: dict[str, dict[str, Any]], where: str, path: str) -> TaskFile:
         if "env_id" in t or "twin_scene" in t:
             raise ConfigError(f"{where}: task.base and task.env_id / task.twin_scene exclude each other (the base "
                               f"gives the env)")
-        if t["base"] not in builtin_names():
-            raise ConfigError(f"{where}: task.base must name a built-in preset ({', '.join(builtin_names())}), got "
-                              f"{t['base']!r}")
-        base = builtin(t["base"])
+        if t["base"] in builtin_names():
+            base = builtin(t["base"])
+        elif looks_like_task_file(t["base"]) or "/" in t["base"]:
+            base = _base_file(t["base"], where, path, chain)
+        else:
+            raise ConfigError(f"{where}: task.base must name a built-in preset ({', '.join(builtin_names())}) or a "
+                              f"task file (.toml, relative to this file), got {t['base']!r}")
         sections = _merge(base.sections, own)
     elif "env_id" in t:
         sections = {s: dict(v) for s, v in own.items()}
     else:
         raise ConfigError(f"{where}: task.base is missing: name the preset this task extends (e.g. base = "
                           f"\"twin-pick-cube\"; `robot-rl tasks` lists them)")
-    tf = TaskFile(path, sections, own, base)
+    tf = TaskFile(str(path), sections, own, base)
     _check_whole(tf, where)
     return tf
 

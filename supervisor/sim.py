@@ -47,6 +47,7 @@ from typing import Any
 from robot_rl.errors import ConfigError
 from robot_rl.extras import require_extras
 from robot_rl.metrics import plot_learning_curve, read_metrics
+from robot_rl.presets import task_reward
 from robot_rl.reward_source import parse_reward_source
 from robot_rl.run_dir import CHECKPOINTS_DIR, METRICS_FILE, check_run_dir, latest_run_checkpoint
 from robot_rl.timing import timing_overrides
@@ -224,8 +225,10 @@ class Sim:
             argv += ["--intervene", a.intervene]
         if a.device_config:
             argv += ["--device-config", str(Path(a.device_config).resolve())]
+        if a.reward != (task_reward(a.task)[0] or "env"):  # the actor's default is the task file's [reward]
+            argv += ["--reward", a.reward]
         if a.reward != "env":  # each actor computes its own reward; positives audited per actor in the run
-            argv += ["--reward", a.reward, "--reward-audit", str(self.out / "reward_audit" / f"actor-{i}")]
+            argv += ["--reward-audit", str(self.out / "reward_audit" / f"actor-{i}")]
         if a.faithful:
             argv.append("--faithful")
         return argv + self.timing_argv() + shlex.split(a.actor_args)

@@ -26,7 +26,7 @@ from pathlib import Path
 from robot_rl.config import Config
 from robot_rl.errors import ConfigError
 from robot_rl.operators import INTERVENE_CHOICES, check_intervene, is_hardware_device
-from robot_rl.presets import PRESETS, get_preset
+from robot_rl.presets import PRESETS, get_preset, task_reward
 from robot_rl.timing import add_timing_flags, timing_overrides
 from supervisor.display import DISPLAY_MODES
 
@@ -122,9 +122,10 @@ def build_sim_parser(description: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--device-config", default=None, metavar="FILE",
                    help="with a hardware --intervene: the device's config fields as a JSON object (passed on to the "
                         "actor)")
-    p.add_argument("--reward", default="env",
-                   help="the actors' reward: env (the twin's), classifier:DIR (a trained reward classifier, gated; "
-                        "needs --obs-mode pixels) or human (the teleop success key; needs --intervene)")
+    p.add_argument("--reward", default=None,
+                   help="the actors' reward: env (the twin's), classifier:DIR (a trained reward classifier, gated) "
+                        "or human (the teleop success key; needs --intervene); default: the task file's [reward], "
+                        "else env")
     p.add_argument("--faithful", action="store_true",
                    help="hardware-faithful actors (no object observation, no task reward, no teleports after the "
                         "first reset); needs --reward classifier:DIR or human")
@@ -150,4 +151,6 @@ def build_sim_parser(description: str | None = None) -> argparse.ArgumentParser:
 def sim_config(args: argparse.Namespace) -> SimConfig:
     """The SimConfig of parsed `robot-rl sim` arguments (validated: one-line errors)."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(SimConfig)}
+    if values["reward"] is None:  # the task file's [reward] (its gate_k: each actor reads it from the file)
+        values["reward"] = task_reward(values["task"])[0] or "env"
     return SimConfig(**{**values, "set": tuple(values["set"])})

@@ -373,13 +373,17 @@ def test_train_faithful_learns_from_the_classifier_and_evaluates_with_the_true_s
         run.eval_env.close()
 
 
-def test_a_faithful_run_selects_no_privileged_state_from_its_recipe() -> None:
-    from learners.agents.recipes import recipe_for
+def test_a_faithful_run_selects_no_privileged_state_from_its_task() -> None:
+    from learners.agents.options import AgentFlags, task_layer
+    from learners.agents.recipes import Recipe
 
-    recipe = recipe_for("twin-pick-cube")
-    assert recipe.overrides("state")["state_select"][0] == "object"
-    assert recipe.overrides("state", faithful=True)["state_select"] == ("state[0:3]", "state[5]", "state[12]")
-    assert recipe.overrides("pixels", faithful=True) == recipe.overrides("pixels")
+    assert task_layer(AgentFlags(task="twin-pick-cube"), False)["state_select"][0] == "object"
+    assert task_layer(AgentFlags(task="twin-pick-cube", faithful=True), False)["state_select"] == (
+        "state[0:3]", "state[5]", "state[12]")
+    assert task_layer(AgentFlags(task="twin-pick-cube", faithful=True), True) == task_layer(
+        AgentFlags(task="twin-pick-cube"), True)
+    recipe = Recipe(state={"state_select": ("object", "state[0:3]")})  # a recipe that selects: the same rule
+    assert recipe.overrides("state", faithful=True)["state_select"] == ("state[0:3]",)
 
 
 class _PlaceholderSuccessEnv(gym.Env):  # type: ignore[type-arg]

@@ -53,6 +53,7 @@ class RecordDemosConfig(Config):
     keep_failures: bool = False
     max_attempts: int | None = None
     robot: str | None = None
+    allow_twin_box: bool = False
     keys: str | None = None
     device_config: str | None = None
 
@@ -83,6 +84,9 @@ def record_demos_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--robot", default=None, metavar="ADDR",
                    help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
                         "in-process twin")
+    p.add_argument("--allow-twin-box", action="store_true",
+                   help="with --robot on a hardware server: run a task whose workspace box is the twin's, not one "
+                        "recorded in the lab (at your own risk)")
     p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
     p.add_argument("--device-config", default=None, metavar="FILE",
                    help="a hardware --teleop device's config fields as a JSON object (deadzone, scale, buttons, ...)")
@@ -94,23 +98,27 @@ def parse_record_demos_args(argv: Sequence[str]) -> RecordDemosConfig:
     return RecordDemosConfig(**vars(record_demos_arg_parser().parse_args(list(argv))))
 
 
-def make_recording_env(task: str, robot: str | None, keys: str | None, **env_kwargs: Any) -> Any:
+def make_recording_env(task: str, robot: str | None, keys: str | None, allow_twin_box: bool = False,
+                       **env_kwargs: Any) -> Any:
     """The env to record on: the preset's in-process twin (gymnasium.make), or with `robot` a RobotEnv over that
-    robot server (envs.remote.make_remote_env; the server's task must be `task`'s)."""
+    robot server (envs.remote.make_remote_env; the server's task must be `task`'s). On a server that drives a real
+    arm the task's box must come from the lab (envs.task_file.check_served_box; `allow_twin_box` is the exception)."""
     preset = get_preset(task)
     if robot is None:
         return make_gym_env(preset.env_id, preset.env_module, **env_kwargs)
     from envs.remote import make_remote_env
-    from envs.task_file import resolve_task
+    from envs.task_file import check_served_box, resolve_task
     from robot_rl.keys import ClientKeys
 
     client_keys = ClientKeys.from_dir(keys) if keys is not None else None
     options = {k: v for k, v in env_kwargs.items()
                if k not in ("task", "obs_mode", "image_size", "task_fields") and v is not None}
     lab = preset.task_file is not None and preset.task_file.base is not None  # a lab's task file: its box, reset, ...
-    return make_remote_env(robot, task=resolve_task(task) if lab else None,
-                           obs_mode=env_kwargs.get("obs_mode", "pixels"),
-                           image_size=env_kwargs.get("image_size"), keys=client_keys, **options)
+    env = make_remote_env(robot, task=resolve_task(task) if lab else None,
+                          obs_mode=env_kwargs.get("obs_mode", "pixels"),
+                          image_size=env_kwargs.get("image_size"), keys=client_keys, **options)
+    check_served_box(env, task, allow_twin_box)  # before anything moves
+    return env
 
 
 def env_spec_dict(env: Any, task: str) -> dict[str, Any]:
@@ -158,7 +166,7 @@ def record_demos(cfg: RecordDemosConfig) -> int:
                               + (" with --robot" if cfg.robot is not None else ""))
         env_kwargs["cube_start"] = cfg.cube_start
     options = teleop_device_options(cfg.teleop, cfg.device_config)
-    env = make_recording_env(cfg.task, cfg.robot, cfg.keys, **env_kwargs)
+    env = make_recording_env(cfg.task, cfg.robot, cfg.keys, cfg.allow_twin_box, **env_kwargs)
     try:
         device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise, **options)
     except BaseException:

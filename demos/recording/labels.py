@@ -306,6 +306,7 @@ class RecordLabelsConfig(Config):
     seed: int = 0
     near_misses: int | None = None
     robot: str | None = None
+    allow_twin_box: bool = False
     keys: str | None = None
     device_config: str | None = None
 
@@ -351,6 +352,9 @@ def record_labels_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--robot", default=None, metavar="ADDR",
                    help="record on a robot server (robot-rl robot-server: hardware or a twin) instead of an "
                         "in-process twin")
+    p.add_argument("--allow-twin-box", action="store_true",
+                   help="with --robot on a hardware server: run a task whose workspace box is the twin's, not one "
+                        "recorded in the lab (at your own risk)")
     p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
     p.add_argument("--device-config", default=None, metavar="FILE",
                    help="a hardware --teleop device's config fields as a JSON object (deadzone, scale, buttons, ...); "
@@ -476,7 +480,8 @@ def _labelling_env(cfg: RecordLabelsConfig, env_kwargs: dict[str, Any]
                    ) -> tuple[Any, Callable[[Any, dict[str, Any]], bool]]:
     """The env to label on (success does not end its episodes) and the task's success condition."""
     if cfg.robot is not None:  # a robot server (hardware or a twin): the env's info still reports success
-        env = make_recording_env(cfg.task, cfg.robot, cfg.keys, terminate_on_success=False, **env_kwargs)
+        env = make_recording_env(cfg.task, cfg.robot, cfg.keys, cfg.allow_twin_box, terminate_on_success=False,
+                                 **env_kwargs)
         return env, lambda state, info: bool(info.get("success", False))
     return make_continuing_env(cfg.task, **env_kwargs)
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,19 +27,7 @@ import numpy as np
 import torch
 
 from robot_rl.errors import ConfigError, ShapeError
-from robot_rl.specs import ArraySpec, EnvSpec, flatten_value
-
-_SELECT_RE = re.compile(r"^(?P<leaf>[^\[\]]+?)(\[(?P<a>-?\d*)(?P<colon>:)?(?P<b>-?\d*)\])?$")
-
-
-def parse_select(entry: str) -> tuple[str, int | None, int | None, bool]:
-    """'leaf' / 'leaf[i]' / 'leaf[a:b]' -> (leaf, a, b, is_slice); ConfigError on anything else."""
-    m = _SELECT_RE.match(entry.strip())
-    if m is None or (m.group(2) is not None and not m.group("colon") and not m.group("a")):
-        raise ConfigError(f"state selection entry {entry!r}: expected 'leaf', 'leaf[i]' or 'leaf[a:b]'")
-    a = int(m.group("a")) if m.group("a") else None
-    b = int(m.group("b")) if m.group("b") else None
-    return m.group("leaf").strip(), a, b, bool(m.group("colon"))
+from robot_rl.specs import ArraySpec, EnvSpec, flatten_value, parse_select
 
 
 @dataclasses.dataclass(frozen=True)

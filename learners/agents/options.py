@@ -13,10 +13,15 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
    file is given, the architecture its metadata names (`resnet10` or `resnet18`; `resnet10` for an older file);
 3. this device's defaults (learners.agents.device_defaults.machine_defaults: the cheaper state RLPD agent and
    torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
-4. the task's recipe (learners.agents.recipes; none for an `--env-id` run or with `--no-recipe`; a faithful run's
-   recipe drops the privileged leaves; an offline phase drops the recipe's Q filter, see `AgentFlags.offline`);
-5. the explicit flags (hidden sizes, ensemble size, batch, critic updates per actor update, discount, ...);
-6. `--set FIELD=VALUE`;
+4. the task file's observation selection (`state_select` from `[observation] state`, or `pixels_state` with
+   cameras; robot_rl.task_file): which state leaves the task's policy observes (none with `--no-recipe`, which
+   keeps the algorithm's preset as it is: every state leaf); a faithful run drops the privileged leaves
+   (learners.agents.recipes PRIVILEGED_LEAVES), and so does a lab's task (its box from the lab: the arm has no
+   object state) that inherits its selection from the twin preset it extends;
+5. the task's recipe (learners.agents.recipes; none for an `--env-id` run or with `--no-recipe`; an offline phase
+   drops the recipe's Q filter, see `AgentFlags.offline`);
+6. the explicit flags (hidden sizes, ensemble size, batch, critic updates per actor update, discount, ...);
+7. `--set FIELD=VALUE`;
 
 then `settle` (device_defaults: no compile default with backend=jax).
 
@@ -32,7 +37,8 @@ VALUE syntax by the field's type: int and float as usual; bool true/false (or 1/
 given; tuples comma-separated (``hidden_dims=256,256``, ``state_select=object,state[0:3]``) or a JSON list
 (``hidden_dims=[256,256]``); optional fields (ensemble_subsample, grad_clip_norm, ...) also take none / null.
 
-The resolved config is printed at start (the fields that differ from `AgentConfig()`) and saved in full as
+The resolved config is printed at start (the fields that differ from `AgentConfig()`, and which layer gave the state
+selection: `state_select_origin`) and saved in full as
 ``OUT/agent_config.json``.
 
 Usage::
@@ -67,7 +73,7 @@ from learners.agents.config import (
     sac_config,
 )
 from learners.agents.device_defaults import machine_defaults, settle
-from learners.agents.recipes import recipe_for
+from learners.agents.recipes import recipe_for, without_privileged
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
@@ -195,10 +201,14 @@ def save_agent_config(cfg: AgentConfig, out: str | Path) -> Path:
     return path
 
 
-def announce_agent_config(cfg: AgentConfig, out: str | Path, prefix: str, log: Callable[[str], Any] = print) -> Path:
-    """Save `cfg` to OUT/agent_config.json and log one line: where, and the fields that differ from defaults."""
+def announce_agent_config(cfg: AgentConfig, out: str | Path, prefix: str, log: Callable[[str], Any] = print,
+                          origin: str | None = None) -> Path:
+    """Save `cfg` to OUT/agent_config.json and log one line: where, the fields that differ from defaults and (given
+    `origin`, `state_select_origin`'s words) where the state selection came from."""
     path = save_agent_config(cfg, out)
-    log(f"{prefix} agent config (in full: {path}; other fields: AgentConfig defaults): {describe_agent_config(cfg)}")
+    note = f" (state_select from {origin})" if origin else ""
+    log(f"{prefix} agent config (in full: {path}; other fields: AgentConfig defaults): {describe_agent_config(cfg)}"
+        f"{note}")
     return path
 
 
@@ -229,7 +239,7 @@ class AgentFlags(Config):
     faithful: bool = False
     """A hardware-faithful run: the recipe's state selection loses the privileged leaves."""
     no_recipe: bool = False
-    """--no-recipe: the algorithm's and the device's defaults plus the flags."""
+    """--no-recipe: the algorithm's and the device's defaults plus the flags (no recipe, no task file selection)."""
     offline: bool = False
     """The run has an offline phase (train's --offline-updates): the recipe's Q-filtered BC term is off
     (learners.training.config.OFFLINE_BC_NOTE says why); --set bc_q_filter=true puts it back."""
@@ -267,6 +277,7 @@ class AgentLayers:
 
     base: dict[str, Any]
     machine: dict[str, Any]
+    task: dict[str, Any]
     recipe: dict[str, Any]
     flags: dict[str, Any]
     set: dict[str, Any]
@@ -277,6 +288,42 @@ def algorithm_preset(algo: str, has_cameras: bool) -> Callable[..., AgentConfig]
     if algo == "rlpd" and has_cameras:
         return drq_config
     return ALGORITHMS[algo]
+
+
+def task_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
+    """The task file's observation selection as {"state_select": ...} ({} for no task, --no-recipe, or a file that
+    gives none; the module docstring says when the privileged leaves leave it)."""
+    tf = None if flags.no_recipe else _task_file(flags.task)
+    select = None if tf is None else tf.state_selection("pixels" if has_cameras else "state")
+    if tf is None or select is None:
+        return {}
+    from_twin = tf.owner("observation", "pixels_state" if has_cameras else "state").base is None
+    if flags.faithful or (tf.box_source == "lab" and from_twin):
+        select = without_privileged(select)
+    return {"state_select": select}
+
+
+def _task_file(task: str | None) -> Any:
+    if task is None:
+        return None
+    from robot_rl.presets import get_preset
+
+    return get_preset(task).task_file
+
+
+def state_select_origin(flags: AgentFlags, has_cameras: bool) -> str:
+    """Which layer gave the resolved state selection, in words for the agent-config line."""
+    layers = agent_layers(flags, has_cameras)
+    for layer, words in ((layers.set, "--set"), (layers.flags, "the flags"), (layers.recipe, "the task's recipe")):
+        if "state_select" in layer:
+            return words
+    if "state_select" in layers.task:
+        tf = _task_file(flags.task)
+        key = "pixels_state" if has_cameras else "state"
+        owner = tf.owner("observation", key)
+        where = "observation" if owner is tf else f"{owner.name}'s observation"
+        return f"the task file {tf.path} ({where}.{key})"
+    return "the defaults: every state leaf"
 
 
 def recipe_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
@@ -322,7 +369,8 @@ def weights_file_encoder(path: str) -> str:
 def agent_layers(flags: AgentFlags, has_cameras: bool) -> AgentLayers:
     """Every layer of the resolution of `flags` for a run with (or without) cameras."""
     return AgentLayers(base={"encoder": DEFAULT_ENCODER}, machine=machine_layer(flags, has_cameras),
-                       recipe=recipe_layer(flags, has_cameras), flags=flag_layer(flags, has_cameras),
+                       task=task_layer(flags, has_cameras), recipe=recipe_layer(flags, has_cameras),
+                       flags=flag_layer(flags, has_cameras),
                        set=parse_set(flags.set))
 
 
@@ -334,8 +382,8 @@ def machine_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
 def resolve_agent(flags: AgentFlags, has_cameras: bool) -> AgentConfig:
     """The AgentConfig of `flags` (the module docstring's order); ConfigError naming a bad field or value."""
     layers = agent_layers(flags, has_cameras)
-    cfg = resolve_agent_config(algorithm_preset(flags.algo, has_cameras), layers.base, layers.machine, layers.recipe,
-                               layers.flags, layers.set)
+    cfg = resolve_agent_config(algorithm_preset(flags.algo, has_cameras), layers.base, layers.machine, layers.task,
+                               layers.recipe, layers.flags, layers.set)
     return settle(cfg, layers.machine, explicit=(layers.recipe, layers.flags, layers.set))
 
 

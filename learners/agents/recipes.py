@@ -1,6 +1,8 @@
 """Per-task training recipes: the AgentConfig fields a task trains with, typed and checked when this module is
 imported.
 
+Which state leaves a policy observes (AgentConfig.state_select) is not a recipe's: it is the task's, in its task
+file (robot_rl.task_file `[observation] state / pixels_state`; learners.agents.options applies it below the recipe).
 A recipe holds AgentConfig field overrides per observation mode (state / pixels) and the number of agent updates
 per env step (`robot-rl train --updates-per-step`, the learner's `--utd`). `robot-rl train` and `robot-rl learner`
 (and through the learner `robot-rl sim`) apply the task's recipe on top of the algorithm's defaults and below any
@@ -14,8 +16,8 @@ entry in RECIPES fails on import, before any run starts; so does an entry for a 
 Usage::
 
     recipe = recipe_for("twin-pick-cube")       # DEFAULT_RECIPE for a task without one, or for None
-    recipe.overrides("state")                   # {"state_select": ("object", ...), "discount": 0.95, ...}
-    recipe.overrides("state", faithful=True)    # the same without the privileged "object" leaf
+    recipe.overrides("state")                   # {"discount": 0.95, "n_step": 5, ...}
+    without_privileged(("object", "state[0:3]"))  # ("state[0:3]",): what a faithful run observes
     recipe.updates_per_step                     # 2
     Recipe(state={"discout": 0.9})              # ConfigError: ... unknown AgentConfig field 'discout' (did you
                                                 # mean 'discount'?); valid fields: ...
@@ -70,9 +72,13 @@ class Recipe:
         (`PRIVILEGED_LEAVES`) leave the state selection."""
         out = dict(self.pixels if obs_mode == "pixels" else self.state)
         if faithful and "state_select" in out:
-            out["state_select"] = tuple(e for e in out["state_select"]
-                                        if e.split("[")[0] not in PRIVILEGED_LEAVES)
+            out["state_select"] = without_privileged(out["state_select"])
         return out
+
+
+def without_privileged(select: tuple[str, ...]) -> tuple[str, ...]:
+    """A state selection without the entries of `PRIVILEGED_LEAVES` (what a hardware-faithful run observes)."""
+    return tuple(e for e in select if e.split("[")[0].strip() not in PRIVILEGED_LEAVES)
 
 
 DEFAULT_RECIPE = Recipe()
@@ -83,8 +89,7 @@ DEFAULT_RECIPE = Recipe()
 # ensemble of 4 at 1 critic update per actor update and 2 updates per env step, 256-wide MLPs at batch 128, the
 # state vector scaled x10 (positions are ~0.1 m) and cut down to what the task needs (20 demos let a network
 # memorise episodes by the rest: the reset orientation noise, the twist and wrench that follow the previous
-# action), a short horizon (sparse terminal reward). State indices: state[0:3] TCP position, state[5] hand yaw,
-# state[12] gripper width.
+# action; the cut is the task file's observation.state / pixels_state), a short horizon (sparse terminal reward).
 # Pick-cube (state) is RLPD with 5-step returns (its critic then ranks actions: one-step targets left Q nearly
 # equal for demo, policy and random actions) and a Q-filtered behaviour-cloning term (bc_q_filter): the BC term
 # counts a demo row only while the critic rates the demo's action above the policy's own, so it gives BC's fast
@@ -96,17 +101,17 @@ _TWIN_COMMON: dict[str, Any] = {
     "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 128,
     "critic_updates_per_actor_update": 1, "ensemble_size": 4, "ensemble_subsample": 2}
 _TWIN_PIXELS: dict[str, Any] = {
-    "encoder": "conv", "state_select": ("state[0:3]", "state[5]", "state[12]"), "discount": 0.95,
+    "encoder": "conv", "discount": 0.95,
     "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 32,
     "critic_updates_per_actor_update": 1, "ensemble_size": 2, "ensemble_subsample": 2}
 _PICK_PLACE_STATE: dict[str, Any] = {
-    "state_select": ("object", "state[0:3]", "state[5]", "state[12]"), "discount": 0.95, **_TWIN_COMMON,
+    "discount": 0.95, **_TWIN_COMMON,
     "bc_q_filter": True, "n_step": 5}
 """The state recipe of the grasping tasks (pick-cube, and cube-relocate's two directions)."""
 
 RECIPES: dict[str, Recipe] = {
     "twin-reach": Recipe(
-        state={"state_select": ("object", "state[0:3]"), "discount": 0.9, **_TWIN_COMMON},
+        state={"discount": 0.9, **_TWIN_COMMON},
         pixels=_TWIN_PIXELS, updates_per_step=2),
     "twin-pick-cube": Recipe(state=_PICK_PLACE_STATE, pixels=_TWIN_PIXELS, updates_per_step=2),
     # cube-relocate (both directions of the reset-free forward/backward run): pick-cube's state recipe, Q-filtered BC
@@ -121,7 +126,7 @@ RECIPES: dict[str, Recipe] = {
     # peg-insert (state): the twin recipe (its BC term kept) plus 5-step returns; the task locks the gripper
     # closed and its object observation is the peg's pose relative to the hole (README: the diagnosis and table)
     "twin-peg-insert": Recipe(
-        state={"state_select": ("object", "state[0:3]", "state[5]"), "discount": 0.95, **_TWIN_COMMON,
+        state={"discount": 0.95, **_TWIN_COMMON,
                "n_step": 5},
         pixels=_TWIN_PIXELS, updates_per_step=2),
 }

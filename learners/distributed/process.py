@@ -32,7 +32,13 @@ from typing import Any
 
 from learners.agents.config import AgentConfig
 from learners.agents.device_defaults import gpu_notice
-from learners.agents.options import AgentFlags, announce_agent_config, compile_what, resolve_agent
+from learners.agents.options import (
+    AgentFlags,
+    announce_agent_config,
+    compile_what,
+    resolve_agent,
+    state_select_origin,
+)
 from learners.distributed.learner import Learner, LearnerConfig, check_learner_run_dir, set_torch_threads
 from learners.training.demos import load_demo_episodes
 from robot_rl.checkpoint import load_checkpoint
@@ -128,7 +134,8 @@ def announce(learner: Learner, cfg: LearnerProcessConfig, address: str, spec: En
     """The start-up lines: the address (first), the agent config (saved), compile and GPU notes, what it starts
     from."""
     say(f"learner: listening on {address} (task {cfg.task}, {cfg.obs_mode}, pid {os.getpid()})")
-    announce_agent_config(learner.agent_cfg, cfg.out, prefix="learner:", log=say)
+    announce_agent_config(learner.agent_cfg, cfg.out, prefix="learner:", log=say,
+                          origin=state_select_origin(cfg.agent, cfg.has_cameras))
     if learner.agent_cfg.compile and learner.agent_cfg.backend == "torch":
         say("learner: torch.compile on (--set compile=false turns it off): the first update compiles the losses, "
             "~20-70 s on a CPU, while actors wait for weights (they may reconnect meanwhile; nothing is lost)")

@@ -79,7 +79,11 @@ class TrainConfig(Config):
     positives logged in OUT/reward_audit; with obs_mode 'state' the env renders the card's cameras for it, into
     info only) or human (the teleop success key); learners.rewards.reward_model. Evaluation
     always reports the env's true success. With --forward-backward: the forward direction's reward (env: the twin's
-    true success of the direction's goal, privileged)."""
+    true success of the direction's goal, privileged). `robot-rl train` without --reward takes the task file's
+    `[reward]` (robot_rl.presets.task_reward; the twin presets: env)."""
+    reward_gate_k: int | None = None
+    """A classifier reward's gate: consecutive positive frames before its success counts (None: the classifier
+    card's). `robot-rl train` without --reward-gate-k takes the task file's reward.gate_k."""
     faithful: bool = False
     """Twin presets: the hardware-faithful mode (no object observation, no reward or termination from the task's
     success, no teleport after the first reset; evaluation envs still report the true success). Needs a reward
@@ -224,6 +228,8 @@ class TrainConfig(Config):
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
         self.agent_flags()  # an unknown --set field or a bad value fails here, before anything is built
         parse_reward_source(self.reward)
+        require(self.reward_gate_k is None or self.reward_gate_k >= 1, "reward_gate_k", self.reward_gate_k,
+                "must be an integer >= 1")
         parse_reward_source(self.backward_reward, flag="--backward-reward")
         require(not (self.faithful and self.task is None), "faithful", self.faithful,
                 "needs a twin --task (an --env-id env has no faithful mode)")

@@ -25,7 +25,7 @@ from learners.agents.options import add_set_option
 from learners.training.bc import BCConfig
 from learners.training.config import ALGOS, DEFAULT_WARMUP_STEPS, TrainConfig
 from robot_rl.operators import INTERVENE_CHOICES
-from robot_rl.presets import PRESETS
+from robot_rl.presets import PRESETS, task_reward
 
 FLAG_HELP = {
     "demos": "episode directories of the demo buffer: demonstrations first (--action-scale auto reads the first), "
@@ -53,6 +53,10 @@ FLAG_HELP = {
     "threads": "torch CPU threads (default 0: one per core of this machine; 1 when several runs share it)",
     "progress_every_s": "seconds between progress lines (env steps/s, updates/s, training success, ETA) between "
                         "evaluations (default: 30; 0: none)",
+    "reward": "env (the env's own), classifier:DIR (a trained reward classifier, gated) or human (the teleop "
+              "success key) (default: the task file's [reward], else env)",
+    "reward_gate_k": "a classifier reward's gate: K consecutive positive frames (default: the task file's "
+                     "reward.gate_k, else the classifier card's)",
     "warmup_steps": f"with --init-from: env steps collected with the loaded policy before the first update (no "
                     f"random actions; replaces --learning-starts; default: {DEFAULT_WARMUP_STEPS})",
 }
@@ -93,13 +97,15 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
                 "ensemble": int,
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
                 "max_minutes": float, "demo_ratio": float, "offline_updates": int, "warmup_steps": int,
-                "camera_latency_ms": float, "action_delay_ms": float,
+                "camera_latency_ms": float, "action_delay_ms": float, "reward_gate_k": int,
                 }.get(f.name, str)
         choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10", "resnet18"),
                    "backend": BACKENDS, "intervene": INTERVENE_CHOICES}.get(f.name)
         if default is False:
             p.add_argument(flag, action="store_true", help="(flag)")
             continue
+        if f.name == "reward":  # None: the task file's (train_config)
+            default = None
         metavar = {"offline_updates": "N", "init_from": "RUN_DIR_OR_CHECKPOINT", "warmup_steps": "W",
                    "device_config": "FILE"}.get(f.name)
         p.add_argument(flag, type=kind, default=default, choices=choices, metavar=metavar,
@@ -111,6 +117,11 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The TrainConfig of parsed `robot-rl train` arguments (validated: a bad --set fails here)."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
+    file_reward, file_gate_k = task_reward(values.get("task"))  # the task file's [reward]; explicit flags win
+    if values.get("reward") is None:
+        values["reward"] = file_reward or "env"
+    if values.get("reward_gate_k") is None:
+        values["reward_gate_k"] = file_gate_k
     return TrainConfig(**{**values, "agent_set": tuple(args.agent_set)})
 
 

@@ -72,15 +72,17 @@ DIRECTIONS = ("forward", "backward")
 
 
 def direction_reward(source: str, goal: str, obs_shapes: Mapping[str, Sequence[int]] | None = None,
-                     audit_dir: str | os.PathLike[str] | None = None, flag: str = "--reward") -> RewardModel:
+                     audit_dir: str | os.PathLike[str] | None = None, flag: str = "--reward",
+                     k: int | None = None) -> RewardModel:
     """The reward model of one direction: `source` is what `--reward` takes (learners.rewards.reward_model), with 'env'
     =
     `GoalReward(goal)` (the twin's true success of the direction's goal; the env itself gives no reward in a
-    forward/backward run). A classifier is checked against `obs_shapes`; ConfigError naming `flag` otherwise."""
+    forward/backward run). A classifier is checked against `obs_shapes` (gate: `k` frames, None: the card's);
+    ConfigError naming `flag` otherwise."""
     kind, _ = parse_reward_source(source)
     if kind == "env":
         return GoalReward(goal)
-    model = make_reward_model(source, obs_shapes, audit_dir, where=f"the observation ({flag} {source})")
+    model = make_reward_model(source, obs_shapes, audit_dir, k=k, where=f"the observation ({flag} {source})")
     assert model is not None
     return model
 

@@ -120,7 +120,7 @@ def direction_config(cfg: TrainConfig, backward_task: str) -> TrainConfig:
     """The TrainConfig the backward agent is built with (and its checkpoints record): the backward preset, its
     demos and reward, another seed."""
     return cfg.replace(task=backward_task, demos=cfg.backward_demos, backward_demos=None, forward_backward=False,
-                       reward=cfg.backward_reward, backward_reward="env", seed=cfg.seed + 1)
+                       reward=cfg.backward_reward, backward_reward="env", reward_gate_k=None, seed=cfg.seed + 1)
 
 
 def build_direction(name: str, dcfg: TrainConfig, spec: EnvSpec, goal: str, source: str, demos: str | None,
@@ -132,7 +132,7 @@ def build_direction(name: str, dcfg: TrainConfig, spec: EnvSpec, goal: str, sour
     demo = load_demo_buffer(demos, spec, seed=dcfg.seed + 1, flag=f"--{'backward-' * backward}demos") \
         if demos else None
     model = direction_reward(source, goal, shapes, out / "reward_audit" / name,
-                             flag="--backward-reward" if backward else "--reward")
+                             flag="--backward-reward" if backward else "--reward", k=dcfg.reward_gate_k)
     return Direction(name, agent, online, demo, model, goal=goal)
 
 

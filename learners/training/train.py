@@ -32,7 +32,7 @@ import torch
 
 from learners.agents.agent import make_agent
 from learners.agents.device_defaults import gpu_notice, notice
-from learners.agents.options import announce_agent_config
+from learners.agents.options import announce_agent_config, state_select_origin
 from learners.replay.buffer import ReplayBuffer, ReplayConfig
 from learners.replay.feature_cache import attach_feature_caches, run_frames
 from learners.rewards.reward_model import RewardModelWrapper, camera_shapes_of_env, make_reward_model
@@ -61,7 +61,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     the run has a demo buffer even without --demos: the operator's rows go to both buffers."""
     torch.set_num_threads(cfg.torch_threads)
     env, eval_env = make_run_env(cfg, for_reward_model=True), make_run_env(cfg)
-    model = make_reward_model(cfg.reward, camera_shapes_of_env(env), reward_audit,
+    model = make_reward_model(cfg.reward, camera_shapes_of_env(env), reward_audit, k=cfg.reward_gate_k,
                               where=f"the {cfg.task or cfg.env_id} {camera_source(cfg.obs_mode)}")
     if model is not None:
         env = RewardModelWrapper(env, model)
@@ -108,7 +108,8 @@ def write_run_files(run: Run, out: Path, log: Any = print) -> None:
     """OUT/config.json (the run's TrainConfig) and OUT/agent_config.json (announced in one line)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(run.cfg.to_dict(), indent=1))
-    announce_agent_config(run.agent.cfg, out, prefix="[train]", log=log)
+    announce_agent_config(run.agent.cfg, out, prefix="[train]", log=log,
+                          origin=state_select_origin(run.cfg.agent_flags(), bool(run.spec.cameras)))
 
 
 def announce_start(run: Run, warm: WarmStart | None, log: Any = print) -> None:
