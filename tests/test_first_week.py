@@ -155,11 +155,12 @@ COVERED_BY: dict[str, str] = {
 }
 """Short mentions of a rehearsed command (the words of the mention, in order, are in what the rehearsal runs)."""
 
-LEARNER = ("robot-rl learner --task twin-pick-cube --out run --demos demos/pick --offline-updates N --bind LEARNER "
-           "--hidden 32,32 --ensemble 2 --batch 8 --critic-updates 1 --learning-starts 100000 "
-           "--log-every 1 --no-tensorboard --quiet --threads 1")
+LEARNER = ("robot-rl learner --task twin-pick-cube --obs-mode pixels --out run --demos demos/pick "
+           "--offline-updates N --bind LEARNER --hidden 32,32 --ensemble 2 --batch 8 --critic-updates 1 "
+           "--learning-starts 100000 --log-every 1 --no-tensorboard --quiet --threads 1")
 """The rehearsal's learner: the page gives no full learner line for hardware ("as in simulation"); this one holds
-the page's `--offline-updates N` with --demos (its first weights are the demos' policy) and tiny networks."""
+the page's `--offline-updates N` with --demos (its first weights are the demos' policy), pixels (see PIXELS_WHY)
+and tiny networks."""
 
 EXEMPT: dict[str, str] = {
     "robot-rl sim": "the twin's all-in-one command, named for comparison (tests/test_sim_cli.py)",
@@ -171,6 +172,10 @@ EXEMPT: dict[str, str] = {
 }
 """Page lines the rehearsal does not run, and why."""
 
+PIXELS_WHY = ("the actor (and the learner) default to --obs-mode state, whose observation is the task's object poses: "
+              "zeros on hardware, and not the demos' observation (record-demos defaults to pixels), so the learner "
+              "refuses the page's demos; on hardware the actor and learner lines need --obs-mode pixels")
+
 DOC_FIXES: dict[str, tuple[str, str]] = {
     "robot-rl record-demos --task twin-pick-cube --robot ADDR --teleop spacemouse --episodes 20 --out demos/pick": (
         "robot-rl record-demos --task twin-pick-cube --robot ADDR --teleop spacemouse --device-config spacemouse.json "
@@ -178,6 +183,13 @@ DOC_FIXES: dict[str, tuple[str, str]] = {
         "a robot server on hardware reports no task success, so only the person's success button keeps an episode, "
         "and a two-button SpaceMouse binds none by default: the page's line is refused (it used to drop every "
         "episode); it needs the spacemouse.json the page quotes for record-labels"),
+    **{line: (line.replace("--task twin-pick-cube", "--task twin-pick-cube --obs-mode pixels"), PIXELS_WHY)
+       for line in (
+           "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward classifier:classifiers/pick",
+           "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward classifier:classifiers/pick "
+           "--intervene spacemouse",
+           "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward human --intervene spacemouse "
+           "--device-config spacemouse.json")},
 }
 """Page lines that cannot run as written: line -> (the line that does, why). Each entry fails the test once the
 page reads the fixed line (drop the entry then)."""
