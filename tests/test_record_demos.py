@@ -70,3 +70,41 @@ def test_bad_arguments_are_clear_errors(tmp_path) -> None:
         record_main(["--task", "no-such-task", "--out", str(tmp_path)])
     with pytest.raises(ConfigError, match="episodes"):
         record_main(["--task", "twin-reach", "--episodes", "0", "--out", str(tmp_path)])
+
+
+def test_the_success_button_ends_and_keeps_an_episode_and_hardware_needs_one(tmp_path, monkeypatch) -> None:
+    """The person's success button (a "success" event) ends the episode on that step and keeps it, over a robot
+    server as on hardware (here a twin server: the cube is far, the task's own success cannot be what kept it); over
+    a hardware backend, which reports no task success, a device binding no success button is refused up front."""
+    import json
+
+    from envs.robot_server import make_backend, serve_in_thread
+    from robot_rl.errors import ConfigError
+    from tests.virtual_devices import VirtualSpaceMouse
+
+    mouse = VirtualSpaceMouse()
+    mouse.install(monkeypatch)
+    cfg_file = tmp_path / "spacemouse.json"
+    cfg_file.write_text(json.dumps({"buttons": [[0, "gripper_toggle"], [1, "success"]]}))
+    handle = serve_in_thread(lambda: make_backend("twin", "twin-pick-cube", cameras=False))
+    try:
+        mouse.move(y=-350)  # the cap pushed away: +x
+        mouse.tap(1)  # and the success button, before the first poll
+        assert record_main(["--task", "twin-pick-cube", "--teleop", "spacemouse", "--device-config", str(cfg_file),
+                            "--robot", handle.address, "--obs-mode", "state", "--episodes", "1",
+                            "--out", str(tmp_path / "demos")]) == 0
+    finally:
+        handle.close()
+    eps, errors = load_dir(tmp_path / "demos")
+    assert errors == [] and len(eps) == 1
+    ep = eps[0]
+    assert ep.length == 1 and ep.success.tolist() == [True] and ep.is_success
+    np.testing.assert_allclose(ep.actions[0, :3], [1.0, 0.0, 0.0], atol=1e-3)
+    two_button = {}  # the SpaceMouse's defaults: gripper toggle and intervention toggle, no success
+    with pytest.raises(ConfigError, match=r"record-demos over a franky robot server .*no success button"):
+        record_lib.require_demo_success("spacemouse", two_button, "franky", keep_failures=False)
+    with pytest.raises(ConfigError, match=r"--teleop scripted over a ros2 robot server"):
+        record_lib.require_demo_success("scripted", {}, "ros2", keep_failures=False)
+    record_lib.require_demo_success("spacemouse", two_button, "franky", keep_failures=True)
+    record_lib.require_demo_success("spacemouse", two_button, "twin", keep_failures=False)
+    record_lib.require_demo_success("spacemouse", {"buttons": [[1, "success"]]}, "franky", keep_failures=False)

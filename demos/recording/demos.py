@@ -1,7 +1,10 @@
 """Recording demonstrations (`robot-rl record-demos`): a teleop device (or the scripted expert) drives the env,
 each finished episode is written at once, atomically, in the episode format of robot_rl.episodes (so Ctrl-C never
 loses a finished episode; recording appends to an existing directory). Failed episodes are dropped unless
-`keep_failures`.
+`keep_failures`. An episode succeeds when the env says so (the twin's task success) or when the person presses the
+device's success button (a "success" event), which also ends it: over a hardware robot server, which reports no
+task success, the button is the only way to keep an episode, so a device that binds none is refused there before
+anything is opened (`require_demo_success`), unless `keep_failures`.
 
 The env: the preset's twin in process (robot_rl.gym_env, the one env builder), or a RobotEnv over a robot server
 (`robot`, envs.remote.make_remote_env). `cube_start="tray"` (twin cube-relocate tasks): each episode's cube starts
@@ -27,8 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from demos.devices.operators import teleop_device_options
-from demos.devices.teleop import DEVICES, make_device
+from demos.devices.operators import require_success_binding, teleop_device_options
+from demos.devices.teleop import DEVICES, build_hardware_device, make_device
 from envs.devices import HumanDevice
 from robot_rl.config import Config, require
 from robot_rl.episodes import Episode, episode_paths, save_episode
@@ -144,14 +147,37 @@ def record_episode(env: Any, device: HumanDevice, seed: int, task: str,
         rewards.append(reward)
         terms.append(terminated)
         truncs.append(truncated)
-        succ.append(bool(info.get("success", False)))
+        pressed = "success" in cmd.events  # the person says the task is done: a successful end
+        succ.append(bool(info.get("success", False)) or pressed)
         interv.append(True)  # every step of a demo is a human (teleop) action
-        if terminated or truncated or "quit" in cmd.events:
+        if terminated or truncated or pressed or "quit" in cmd.events:
             break
     return Episode.from_steps(observations, actions, rewards, terms, truncs, intervention=interv, success=succ,
                               task=task, spec=env_spec_dict(env, task),
                               info={"seed": seed, "teleop": getattr(device, "name", "?"),
                                     "env_kwargs": dict(env_kwargs or {})})
+
+
+def served_backend(env: Any) -> str:
+    """The backend of the robot server `env` steps over ("franky", "ros2", "twin"), "" for an in-process twin."""
+    info = getattr(getattr(env.unwrapped, "robot", None), "info", None)
+    return str(info.get("backend", "")) if isinstance(info, dict) else ""
+
+
+def require_demo_success(teleop: str, options: dict[str, Any], backend: str, keep_failures: bool) -> None:
+    """ConfigError when the episodes recorded with `teleop` over `backend` could never be kept: a hardware backend
+    (envs.remote.HARDWARE_BACKENDS) reports no task success, so only the device's success button keeps an episode
+    (without `keep_failures`); checked on the unopened device."""
+    from envs.remote import HARDWARE_BACKENDS
+
+    if backend not in HARDWARE_BACKENDS or keep_failures:
+        return
+    if teleop == "scripted":
+        raise ConfigError(f"record-demos --teleop scripted over a {backend} robot server: the scripted expert steers "
+                          "by object poses only the twin reports; use spacemouse, gamepad or keyboard")
+    require_success_binding(teleop, build_hardware_device(teleop, **options).config,
+                            f"record-demos over a {backend} robot server (hardware reports no task success: the "
+                            "person's success button ends an episode and keeps it; or --keep-failures)")
 
 
 def record_demos(cfg: RecordDemosConfig) -> int:
@@ -168,6 +194,7 @@ def record_demos(cfg: RecordDemosConfig) -> int:
     options = teleop_device_options(cfg.teleop, cfg.device_config)
     env = make_recording_env(cfg.task, cfg.robot, cfg.keys, cfg.allow_twin_box, **env_kwargs)
     try:
+        require_demo_success(cfg.teleop, options, served_backend(env), cfg.keep_failures)
         device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise, **options)
     except BaseException:
         env.close()
