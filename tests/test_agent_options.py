@@ -273,7 +273,8 @@ def test_rlpd_with_cameras_is_serls_image_agent_and_the_encoder_default(tmp_path
     conv, resnet10 when a weights file is given (both commands)."""
     from learners.agents.config import drq_config
 
-    same = ["--no-recipe", "--device", "cuda"]  # no recipe, no device layer: the preset itself
+    # no recipe, no device layer, no task selection (`state_select=`: every leaf): the preset itself
+    same = ["--no-recipe", "--device", "cuda", "--set", "state_select="]
     rlpd = _three_ways(tmp_path, "pixels", ["--algo", "rlpd", *same], ["--agent", "rlpd", *same],
                        ["--learner-args=--agent rlpd " + " ".join(same)])
     drq = _three_ways(tmp_path, "pixels", ["--algo", "drq", *same], ["--agent", "drq", *same],

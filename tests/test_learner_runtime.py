@@ -539,7 +539,7 @@ def test_learner_cli_agent_options() -> None:
     assert {k: getattr(base, k) for k in CPU_STATE_DEFAULTS} == CPU_STATE_DEFAULTS and base.device == "cpu"
     assert (base.hidden_dims, base.batch_size, base.discount) == ((256, 256), 256, 0.99)
     assert cfg().device == "auto"  # cuda when available, as on robot-rl train
-    assert base.bc_weight == 0 and base.state_select == ()
+    assert base.bc_weight == 0 and base.state_select == ("object", "state[0:3]")  # the task file's, kept
     tuned = cfg()  # the task preset's recipe (robot_rl.presets), below explicit flags
     assert tuned.state_select == ("object", "state[0:3]") and tuned.discount == 0.9 and tuned.bc_weight == 30
     assert (tuned.hidden_dims, tuned.ensemble_size, tuned.ensemble_subsample) == ((256, 256), 4, 2)

@@ -72,7 +72,9 @@ def test_layers_file_then_recipe_then_flags_then_set(tmp_path: Path) -> None:
     select = resolve_agent(AgentFlags(task=own), False).state_select
     assert select == ("state[0:3]", "state[12]")
     assert resolve_agent(AgentFlags(task=own), True).state_select == ("state[12]",)
-    assert resolve_agent(AgentFlags(task=own, no_recipe=True), False).state_select == ()  # the preset as it is
+    # the selection is the task's, not the recipe's: --no-recipe keeps it; `--set state_select=` observes every leaf
+    assert resolve_agent(AgentFlags(task=own, no_recipe=True), False).state_select == ("state[0:3]", "state[12]")
+    assert resolve_agent(AgentFlags(task=own, no_recipe=True, set=("state_select=",)), False).state_select == ()
     assert resolve_agent(AgentFlags(task=own, state_select=("state",)), False).state_select == ("state",)
     assert resolve_agent(AgentFlags(task=own, state_select=("state",), set=("state_select=object",)),
                          False).state_select == ("object",)

@@ -14,8 +14,9 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
 3. this device's defaults (learners.agents.device_defaults.machine_defaults: the cheaper state RLPD agent and
    torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
 4. the task file's observation selection (`state_select` from `[observation] state`, or `pixels_state` with
-   cameras; robot_rl.task_file): which state leaves the task's policy observes (none with `--no-recipe`, which
-   keeps the algorithm's preset as it is: every state leaf); a faithful run drops the privileged leaves
+   cameras; robot_rl.task_file): which state leaves the task's policy observes, a property of the task (what its
+   observation holds and what matters), not a learner setting, so `--no-recipe` keeps it (`--set state_select=`
+   with nothing after the `=` observes every leaf); a faithful run drops the privileged leaves
    (learners.agents.recipes PRIVILEGED_LEAVES), and so does a lab's task (its box from the lab: the arm has no
    object state) that inherits its selection from the twin preset it extends;
 5. the task's recipe (learners.agents.recipes; none for an `--env-id` run or with `--no-recipe`; an offline phase
@@ -291,9 +292,9 @@ def algorithm_preset(algo: str, has_cameras: bool) -> Callable[..., AgentConfig]
 
 
 def task_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
-    """The task file's observation selection as {"state_select": ...} ({} for no task, --no-recipe, or a file that
-    gives none; the module docstring says when the privileged leaves leave it)."""
-    tf = None if flags.no_recipe else _task_file(flags.task)
+    """The task file's observation selection as {"state_select": ...} ({} for no task or a file that gives none; kept
+    with --no-recipe; the module docstring says when the privileged leaves leave it)."""
+    tf = _task_file(flags.task)
     select = None if tf is None else tf.state_selection("pixels" if has_cameras else "state")
     if tf is None or select is None:
         return {}
