@@ -37,7 +37,7 @@ from robot_rl.config import Config, require
 from robot_rl.errors import ProtocolError, RobotRLError, SpecMismatchError
 from robot_rl.gym_env import env_spec_of
 from robot_rl.operators import INTERVENE_CHOICES, check_intervene
-from robot_rl.presets import PRESETS, get_preset, task_reward
+from robot_rl.presets import PRESETS, ObsModeFromTaskParser, get_preset, task_reward
 from robot_rl.timing import add_timing_flags, timing_overrides
 
 WARMUP_CHOICES = ("auto", "hold", "random")
@@ -124,13 +124,14 @@ def actor_config(cfg: ActorRunConfig, backend: str) -> ActorConfig:
 
 def actor_arg_parser() -> argparse.ArgumentParser:
     """The `robot-rl actor` command line (one flag per `ActorRunConfig` field)."""
-    p = argparse.ArgumentParser(prog="robot-rl actor", description="`robot-rl actor`: one actor process (actors.actor "
+    p = ObsModeFromTaskParser(prog="robot-rl actor", description="`robot-rl actor`: one actor process (actors.actor "
                                 "over a ZeroMQ endpoint), or a policy evaluation.")
     p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--learner", default="tcp://127.0.0.1:5555", help="the learner's address")
     p.add_argument("--robot", default=None, help="robot server address (default: the twin in this process)")
     p.add_argument("--actor-id", default=None, help="unique name of this actor (default: host-pid)")
-    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
+    p.add_argument("--obs-mode", default=None, choices=("state", "pixels"),
+                   help="observation mode (default: the task file's [observation] mode, else state)")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
     p.add_argument("--task-config", default=None,
