@@ -58,6 +58,7 @@ import numpy as np
 from actors.chunks import ChunkBuilder
 from actors.weights import PolicySwap
 from robot_rl.config import Config, require
+from robot_rl.errors import ProtocolError
 from robot_rl.reward_source import SUCCESS_UNKNOWN_INFO_KEY
 from robot_rl.specs import EnvSpec
 from robot_rl.transport import ActorStats
@@ -139,6 +140,20 @@ class ActorEndpointLike(Protocol):
     def stats(self) -> ActorStats: ...
 
     def report(self, *, block: bool = True, **stats: Any) -> bool: ...
+
+
+def raise_if_endpoint_failed(endpoint: Any, st: ActorStats | None = None) -> None:
+    """Raise the endpoint's fatal error once it has failed (the learner refused this actor: spec_mismatch,
+    bad_version, unauthorized): `wait_connected(0)` raises it (e.g. SpecMismatchError naming the differing fields);
+    an endpoint without it gets a ProtocolError with its last error. Nothing is retried: a refused actor would
+    otherwise wait for a learner budget that never comes."""
+    st = st if st is not None else endpoint.stats()
+    if st.state != "failed":
+        return
+    check = getattr(endpoint, "wait_connected", None)
+    if callable(check):
+        check(0.0)
+    raise ProtocolError(f"the learner connection failed: {st.last_error or 'no reason given'}")
 
 
 def _percentile_ms(values: collections.deque[float], q: float) -> float | None:
@@ -250,7 +265,9 @@ class Actor:
         `learner_loss_hold_s`, wait (no env step) until it is back; False if `should_stop()` during the wait."""
         if self.cfg.on_learner_loss != "hold":
             return True
-        if self.endpoint.stats().state == "connected":
+        st = self.endpoint.stats()
+        raise_if_endpoint_failed(self.endpoint, st)
+        if st.state == "connected":
             self._heard_learner, self._lost_since = True, None
             return True
         if not self._heard_learner:  # never connected yet: nothing was lost (pacing waits for a first learner)
@@ -264,7 +281,8 @@ class Actor:
         self._send_partial_chunk()
         t0 = now
         try:
-            while self.endpoint.stats().state != "connected":
+            while (st := self.endpoint.stats()).state != "connected":
+                raise_if_endpoint_failed(self.endpoint, st)
                 if should_stop():
                     return False
                 self.sleep(self.cfg.pace_poll_s)
@@ -309,6 +327,7 @@ class Actor:
         """Whether this actor may take another step: its transitions the learner has not acknowledged yet stay
         below its share of the learner's headroom (budget - received, split over the live actors)."""
         st = self.endpoint.stats()
+        raise_if_endpoint_failed(self.endpoint, st)  # refused by the learner: its budget never comes
         learner = st.learner
         if st.state != "connected" or "env_step_budget" not in learner:
             # never heard from a learner: wait for it; it went away: keep going (the endpoint buffers)

@@ -34,9 +34,10 @@ from actors.actor import LEARNER_LOSS, Actor, ActorConfig
 from actors.actor_env import backend_of, make_actor_env
 from actors.evaluation import CheckpointEvalConfig, evaluate_checkpoint, write_json
 from robot_rl.config import Config, require
+from robot_rl.errors import ProtocolError, RobotRLError, SpecMismatchError
 from robot_rl.gym_env import env_spec_of
 from robot_rl.operators import INTERVENE_CHOICES, check_intervene
-from robot_rl.presets import PRESETS, get_preset, task_reward
+from robot_rl.presets import PRESETS, ObsModeFromTaskParser, get_preset, task_reward
 from robot_rl.timing import add_timing_flags, timing_overrides
 
 WARMUP_CHOICES = ("auto", "hold", "random")
@@ -123,13 +124,14 @@ def actor_config(cfg: ActorRunConfig, backend: str) -> ActorConfig:
 
 def actor_arg_parser() -> argparse.ArgumentParser:
     """The `robot-rl actor` command line (one flag per `ActorRunConfig` field)."""
-    p = argparse.ArgumentParser(prog="robot-rl actor", description="`robot-rl actor`: one actor process (actors.actor "
+    p = ObsModeFromTaskParser(prog="robot-rl actor", description="`robot-rl actor`: one actor process (actors.actor "
                                 "over a ZeroMQ endpoint), or a policy evaluation.")
     p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--learner", default="tcp://127.0.0.1:5555", help="the learner's address")
     p.add_argument("--robot", default=None, help="robot server address (default: the twin in this process)")
     p.add_argument("--actor-id", default=None, help="unique name of this actor (default: host-pid)")
-    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
+    p.add_argument("--obs-mode", default=None, choices=("state", "pixels"),
+                   help="observation mode (default: the task file's [observation] mode, else state)")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first reset and of the random warm-up")
     p.add_argument("--task-config", default=None,
@@ -223,18 +225,38 @@ def run_actor(cfg: ActorRunConfig) -> int:
     prev_int = signal.signal(signal.SIGINT, _on_signal)
     print(f"actor {actor_id}: {cfg.task} ({cfg.obs_mode}, {'robot ' + cfg.robot if cfg.robot else 'twin'}) -> "
           f"learner {cfg.learner} (pid {os.getpid()})", flush=True)
+    refused: RobotRLError | None = None
     try:
         _act(cfg, actor_id, actor, endpoint, stop)
+    except (SpecMismatchError, ProtocolError) as err:  # the learner refused this actor: stop now, exit 1
+        refused = err
     finally:  # the signal handlers stay until the end: a second SIGTERM must not cut the flush short
         try:
-            final = _finish(cfg, actor_id, actor, env, endpoint)
+            final = _finish(cfg, actor_id, actor, env, endpoint, quiet_errors=refused is not None)
         finally:
             signal.signal(signal.SIGTERM, prev_term)
             signal.signal(signal.SIGINT, prev_int)
+    if refused is not None:
+        code = refused.code if isinstance(refused, ProtocolError) else "spec_mismatch"
+        raise LearnerRefusedError(refused_message(cfg, refused, final["env_steps"]), code) from None
     unacked = "" if final["flushed"] else " (not all acknowledged)"
     print(f"actor {actor_id}: stopped after {final['env_steps']} steps, {final['episodes']} episodes; sent up to seq "
           f"{final['next_seq'] - 1}, acked {final['acked_upto']}{unacked}", flush=True)
     return 0
+
+
+class LearnerRefusedError(ProtocolError):
+    """The learner refused this actor (spec_mismatch, bad_version, unauthorized): the actor stops at once."""
+
+
+def refused_message(cfg: ActorRunConfig, err: RobotRLError, steps: int) -> str:
+    """One line for an actor the learner refused: who refused, why (the differing fields), what to check."""
+    hint = ""
+    if isinstance(err, SpecMismatchError):
+        hint = (f"; start the actor and the learner with the same --task, --obs-mode and --image-size (this actor: "
+                f"--task {cfg.task} --obs-mode {cfg.obs_mode}"
+                f"{'' if cfg.image_size is None else f' --image-size {cfg.image_size}'})")
+    return f"the learner at {cfg.learner} refused this actor ({err}){hint}; stopped after {steps} steps"
 
 
 def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
@@ -285,13 +307,16 @@ def _act(cfg: ActorRunConfig, actor_id: str, actor: Actor, endpoint: Any, stop: 
     actor.run(should_stop, max_steps=cfg.max_steps, max_episodes=cfg.max_episodes)
 
 
-def _finish(cfg: ActorRunConfig, actor_id: str, actor: Actor, env: Any, endpoint: Any) -> dict[str, Any]:
-    """Flush (bounded by `flush_timeout`), close the endpoint and the env, write `stats_out`; the final stats."""
+def _finish(cfg: ActorRunConfig, actor_id: str, actor: Actor, env: Any, endpoint: Any,
+            quiet_errors: bool = False) -> dict[str, Any]:
+    """Flush (bounded by `flush_timeout`), close the endpoint and the env, write `stats_out`; the final stats.
+    `quiet_errors`: the endpoint's failure is reported by the caller (not printed here)."""
     flushed = False
     try:
-        flushed = actor.close(flush_s=cfg.flush_timeout)
+        flushed = actor.close(flush_s=0.0 if quiet_errors else cfg.flush_timeout)
     except Exception as err:  # the endpoint failed (e.g. spec mismatch): report below, still clean up
-        print(f"actor {actor_id}: {err}", file=sys.stderr)
+        if not quiet_errors:
+            print(f"actor {actor_id}: {err}", file=sys.stderr)
     final = {**actor.stats(), "actor_id": actor_id, "flushed": flushed}
     if callable(getattr(env, "stats", None)):  # a reward model: episodes it ended, and without true success
         final["reward_model"] = env.stats()

@@ -149,7 +149,8 @@ def task_init_text(cfg: TaskInitConfig) -> str:
                        "robot-rl cameras strip shows the framing); unset: the centre square", commented=True)
         if "exposure_us" not in cam:
             lines += _line("exposure_us", 8000.0, "fixed exposure in us (unset: auto)", commented=True)
-    lines += ["", "[observation]"]
+    lines += ["", "[observation]", *_line("mode", "pixels", "the actor's and the learner's --obs-mode when not given: "
+                                           "pixels (cameras + proprio); a robot has no object state")]
     if cameras:
         lines += _line("cameras", list(cameras), "the cameras the policy sees, in order")
     lines += _line("image_size", int(size))

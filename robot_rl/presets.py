@@ -14,6 +14,7 @@ Usage::
     preset.make_kwargs(obs_mode="state")                  # env kwargs with overrides applied
     get_preset("configs/lab_pick.toml")                   # a lab's task file (extends a preset)
     task_reward("configs/lab_pick.toml")                  # ("classifier:/lab/cls", 4): the file's [reward]
+    task_obs_mode("configs/lab_pick.toml")                # "pixels": the file's [observation] mode, else "state"
 
 A task's training recipe (AgentConfig overrides, updates per env step) is not here: it lives beside AgentConfig
 in learners.agents.recipes, typed and checked against AgentConfig's fields (the kernel stays free of torch).
@@ -25,10 +26,12 @@ A task that can be trained reset-free (`robot-rl train --forward-backward`) name
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
-from robot_rl.errors import UnknownTaskError
+from robot_rl.errors import RobotRLError, UnknownTaskError
 from robot_rl.task_file import TaskFile, builtin, builtin_names, load_task_file, looks_like_task_file
 
 
@@ -107,3 +110,30 @@ def task_reward(task: str | None) -> tuple[str | None, int | None]:
         return None, None
     tf = get_preset(task).task_file
     return (None, None) if tf is None else (tf.reward_arg(), tf.reward_gate_k)
+
+
+def task_obs_mode(task: str | None, default: str = "state") -> str:
+    """The observation mode of the task `--task` names (its file's `[observation] mode`: a lab's task file says
+    "pixels", as a robot has no object state), `default` when it does not say, or when the task cannot be read
+    (the command reports that itself)."""
+    if task is None:
+        return default
+    try:
+        tf = get_preset(task).task_file
+    except RobotRLError:
+        return default
+    return default if tf is None else tf.obs_mode or default
+
+
+class ObsModeFromTaskParser(argparse.ArgumentParser):
+    """An argparse parser whose `--obs-mode` (dest obs_mode, default None) defaults to the `--task`'s
+    `[observation] mode` (task_obs_mode) after parsing: an explicit flag wins; args.obs_mode is always set."""
+
+    obs_mode_default = "state"
+
+    def parse_known_args(  # type: ignore[override]  # argparse overloads it on the namespace type
+            self, args: Sequence[str] | None = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        ns, rest = super().parse_known_args(args, namespace)
+        if getattr(ns, "obs_mode", "") is None:
+            ns.obs_mode = task_obs_mode(getattr(ns, "task", None), self.obs_mode_default)
+        return ns, rest

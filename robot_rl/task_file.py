@@ -30,8 +30,9 @@ Sections and keys (`SCHEMA` is the authority; `robot-rl task init` writes a comm
     [gripper]      mode ("free" | "locked_closed" | "locked_open")
     [cameras.NAME] kind ("realsense" | "opencv"), serial (realsense) | device (opencv), crop_xywh (4),
                    exposure_us, width, height, fps
-    [observation]  cameras (names, in order), image_size, object_state (twin only), state / pixels_state (the state
-                   leaves a policy observes with --obs-mode state / pixels: 'leaf', 'leaf[i]', 'leaf[a:b]')
+    [observation]  mode ("state" | "pixels": the --obs-mode of actor and learner when not given; a lab's file says
+                   pixels), cameras (names, in order), image_size, object_state (twin only), state / pixels_state
+                   (the state leaves a policy observes with --obs-mode state / pixels: 'leaf', 'leaf[i]', 'leaf[a:b]')
     [reward]       source ("env" | "classifier" | "human"), classifier (a directory; relative to the file), gate_k
     [control]      gains ("compliance" | "precision": the profile an episode runs with)
     [robot]        collision_torque_nm (7), collision_force_n (6)
@@ -80,7 +81,8 @@ _S: dict[str, dict[str, tuple[Any, ...]]] = {
     "box": {"pos_min_m": ("floats", 3), "pos_max_m": ("floats", 3), "rot_min_rad": ("floats", 3),
             "rot_max_rad": ("floats", 3), "source": ("choice", ("twin", "lab")), "recorded": ("table",)},
     "gripper": {"mode": ("choice", ("free", "locked_closed", "locked_open"))},
-    "observation": {"cameras": ("strs",), "image_size": ("int", 8), "object_state": ("bool",),
+    "observation": {"mode": ("choice", ("state", "pixels")), "cameras": ("strs",), "image_size": ("int", 8),
+                    "object_state": ("bool",),
                     "state": ("select",), "pixels_state": ("select",)},
     "reward": {"source": ("choice", ("env", "classifier", "human")), "classifier": ("str",), "gate_k": ("int", 1)},
     "control": {"gains": ("choice", ("compliance", "precision"))},
@@ -306,6 +308,12 @@ class TaskFile:
         while tf.base is not None and key not in tf.own.get(section, {}):
             tf = tf.base
         return tf
+
+    @property
+    def obs_mode(self) -> str | None:
+        """observation.mode: the --obs-mode of the actor and the learner when not given (None: not declared)."""
+        mode = self.sections.get("observation", {}).get("mode")
+        return None if mode is None else str(mode)
 
     def state_selection(self, obs_mode: str) -> tuple[str, ...] | None:
         """observation.state (`obs_mode` 'state') or observation.pixels_state ('pixels'): the state leaves a policy

@@ -73,3 +73,48 @@ def test_evaluate_refuses_a_missing_checkpoint_and_another_spec_in_one_line(
                  "--image-size", "32"]) == 1
     err = capsys.readouterr().err
     assert "was trained on another spec" in err and err.count("\n") == 1, err
+
+
+def test_an_actor_the_learner_refuses_stops_at_once_with_exit_1(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A learner that answers the actor's hello with spec_mismatch (here: it trains on pixels, the actor runs
+    state): the actor stops within seconds, exit 1, one line naming the learner and the differing fields (it used to
+    wait for a budget that never came, and exit 0 with no steps once stopped)."""
+    import time
+
+    from envs.presets import make_env
+    from robot_rl.gym_env import env_spec_of
+    from robot_rl.transport import bind_learner
+    from tests.test_runtime_faults import free_port
+
+    env = make_env("twin-reach", obs_mode="pixels", image_size=16)
+    spec = env_spec_of(env, "twin-reach")
+    env.close()
+    address = f"tcp://127.0.0.1:{free_port()}"
+    learner = bind_learner(spec, address)
+    stop = False
+
+    def serve() -> None:
+        while not stop:
+            learner.recv(timeout=0.05)
+
+    import threading
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        t0 = time.monotonic()
+        code = main(["actor", "--task", "twin-reach", "--learner", address, "--max-steps", "50", "--quiet",
+                     "--stats-out", str(tmp_path / "stats.json")])
+        took = time.monotonic() - t0
+    finally:
+        stop = True
+        thread.join(5)
+        learner.close()
+    err = capsys.readouterr().err
+    assert code == 1 and took < 30, (code, took, err)
+    assert f"the learner at {address} refused this actor" in err and "spec_mismatch" in err, err
+    assert "observation/" in err and "--obs-mode state" in err and "stopped after 0 steps" in err, err
+    assert err.count("robot-rl actor: error:") == 1 and "Traceback" not in err, err
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["env_steps"] == 0 and stats["state"] == "failed", stats

@@ -10,26 +10,31 @@ How the page and the rehearsal are kept together:
   `test_every_documented_line_is_rehearsed_or_exempt`. A short mention (`robot-rl estop`, `robot-rl learner`) counts
   as rehearsed when a rehearsed line contains its words in order (`COVERED_BY` names which).
 - The page's placeholders are replaced by `SUBSTITUTIONS` only (ADDR -> the servers' addresses, 172.16.0.2 -> the
-  simulator's, SERIAL and /dev/video0 -> the rehearsal's cameras, `--seconds 60` / `--episodes 20` / N -> small
-  numbers); what is left must not look like a placeholder (an all-capitals word, `...`): an unknown one fails the
-  test naming it. File names (configs/pick_box.json, demos/pick, ...) are used as written, relative to the
-  rehearsal's working directory, so each step reads what the one before it wrote.
+  simulator's, SERIAL and /dev/video0 -> the rehearsal's cameras, `check-hardware ...` -> the arm and the lab's
+  cameras, `--seconds 60` / `--episodes 20` / `--offline-updates` N or 1000 -> small numbers); what is left must
+  not look like a placeholder (an all-capitals word, `...`): an unknown one fails the test naming it. File names
+  (configs/box.json, configs/lab.toml, demos/pick, ...) are used as written, relative to the rehearsal's working
+  directory, so each step reads what the one before it wrote.
 - A step may append `EXTRA` flags: bounds a person gives with Ctrl-C (`--max-steps`, `--frames`), a free port
   instead of the default one (tests run in parallel), sizes that keep CI fast (`--max-steps` of
-  train-classifier). An extra may not repeat a flag the line gives (argparse would silently let it win).
+  train-classifier, the learner's tiny networks). An extra may not repeat a flag the line gives (argparse would
+  silently let it win); its {names} are filled in like the line's.
 - `DOC_FIXES`: a line that cannot run as the page writes it, with the line that does and why. Each entry fails the
   test once the page is corrected (then drop the entry).
 
-The rehearsal (`test_a_labs_first_week_against_franky_sim`, slow): check-hardware, cameras list / show,
-safety-box record, robot-server --backend franky with the recorded box, record-demos and record-labels with a
-virtual SpaceMouse, train-classifier, a learner, the actor lines (classifier reward; a person intervening; the
-person's success button as the reward), estop, and the robot server restarted (resume) for the last actor line.
+The rehearsal (`test_a_labs_first_week_against_franky_sim`, slow), the page's bring-up in its order: check-hardware,
+cameras list / show, safety-box record, check-hardware --report, task init (the lab's task file: the recorded box,
+the cameras, the home joints, pixels observations), robot-server --backend franky with that file, then with the same
+file record-demos and record-labels with a virtual SpaceMouse, train-classifier, the learner (from the demos), the
+actor lines (classifier reward; a person intervening; the person's success button as the reward), estop, and the
+robot server restarted (resume) for the last actor line.
 
 Choices (what stands in for the lab):
 - Cameras: franky-sim has none. check-hardware reads a RealSense recording (.db3, pyrealsense2's rs.recorder:
-  `realsense:FILE`, as tests/test_cameras.py makes one); the robot server and `cameras show` read OpenCV network
-  cameras, MJPEG streams this test serves on loopback at 15 fps (a recording or a video file ends, and a file is
-  read as fast as it decodes: neither stands in for a camera over minutes).
+  `realsense:FILE`, as tests/test_cameras.py makes one); `check-hardware --report` (and so the lab's task file
+  and the robot server) and `cameras show` read OpenCV network cameras, MJPEG streams this test serves on
+  loopback at 15 fps (a recording or a video file ends, and a file is read as fast as it decodes: neither stands
+  in for a camera over minutes).
 - The person: at the SpaceMouse, the stand-in hidraw module tests/virtual_hid/hidraw.py (scripted per poll: the cap
   pushed away, let go, the success button); guiding the arm for `safety-box record` (franky-sim cannot be
   hand-guided): a client moves the hand to the task's reset pose first, so the recorded box holds the poses the env
@@ -111,59 +116,56 @@ class Step:
     why: str = ""
 
 
+ACTOR_EXTRA = ("--quiet", "--threads", "1", "--flush-timeout", "60")
+ACTOR_WHY = "a person stops an actor with Ctrl-C (--max-steps here); the stats for the checks"
+
 REHEARSAL: dict[str, Step] = {
-    # TODO(task init): once docs/hardware.md shows `robot-rl task init ...` (the command is being written), the page
-    # test below fails naming that line: add it here as one entry (its placeholders to SUBSTITUTIONS) and run it
-    # first in test_a_labs_first_week_against_franky_sim (step 0, before check-hardware) with `r.run(line, capsys)`.
     "robot-rl check-hardware --robot-ip 172.16.0.2 --camera realsense:SERIAL=front --camera opencv:/dev/video0=wrist":
         Step(),
     "robot-rl cameras list": Step(),
     "robot-rl cameras show --camera ... --out framing.png": Step(),
-    "robot-rl safety-box record --robot-ip ... --task pick_cube --seconds 60 --out configs/pick_box.json": Step(),
-    "robot-rl robot-server --backend franky --robot-ip 172.16.0.2 --task pick_cube --task-config "
-    "configs/pick_box.json --camera realsense:SERIAL=front --camera opencv:/dev/video0=wrist --image-size 128":
+    "robot-rl safety-box record --robot-ip ... --task twin-pick-cube --seconds 60 --out configs/box.json": Step(),
+    "robot-rl check-hardware ... --report configs/hw.json": Step(),
+    "robot-rl task init --out configs/lab.toml --from-box configs/box.json --check-hardware configs/hw.json": Step(),
+    "robot-rl robot-server --backend franky --robot-ip 172.16.0.2 --task configs/lab.toml":
         Step(("--bind", "tcp://127.0.0.1:0", "--stats-every", "0"),
              "a free port (tests run in parallel; the default is a fixed one); no periodic counters"),
-    "robot-rl record-demos --task twin-pick-cube --robot ADDR --teleop spacemouse --episodes 20 --out demos/pick":
-        Step(),
-    "robot-rl record-labels --task twin-pick-cube --robot ADDR --teleop spacemouse --device-config spacemouse.json "
+    "robot-rl record-demos --task configs/lab.toml --robot ADDR --teleop spacemouse --device-config spacemouse.json "
+    "--episodes 20 --out demos/pick": Step(),
+    "robot-rl record-labels --task configs/lab.toml --robot ADDR --teleop spacemouse --device-config spacemouse.json "
     "--out labels/pick":
         Step(("--frames", "16"), "a person stops labelling at some point (600 frames by default)"),
     "robot-rl train-classifier --labels labels/pick --out classifiers/pick":
-        Step(("--min-episodes", "1", "--max-steps", "20", "--eval-every", "10", "--batch-size", "16",
+        Step(("--min-episodes", "1", "--max-steps", "10", "--eval-every", "10", "--batch-size", "8",
               "--threads", "1"),
              "two label episodes and a few gradient steps: the rehearsal checks the hand-over, not the accuracy"),
-    "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward classifier:classifiers/pick":
-        Step(("--max-steps", "3", "--quiet", "--threads", "1", "--flush-timeout", "60", "--stats-out",
-              "actor-classifier.json"), "a person stops an actor with Ctrl-C; the stats for the checks"),
-    "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward classifier:classifiers/pick "
+    "robot-rl learner --task configs/lab.toml --demos demos/pick --offline-updates 1000 --out runs/pick":
+        Step(("--bind", "{learner}", "--hidden", "32,32", "--ensemble", "2", "--batch", "8", "--critic-updates", "1",
+              "--learning-starts", "100000", "--log-every", "1", "--no-tensorboard", "--quiet", "--threads", "1"),
+             "a free port; tiny networks and batches, no online updates (CPU CI: the rehearsal checks the hand-over "
+             "from the demos' policy to the actors, not the learning)"),
+    "robot-rl actor --task configs/lab.toml --robot ADDR --learner ADDR --reward classifier:classifiers/pick":
+        Step(("--max-steps", "3", *ACTOR_EXTRA, "--stats-out", "actor-classifier.json"), ACTOR_WHY),
+    "robot-rl actor --task configs/lab.toml --robot ADDR --learner ADDR --reward classifier:classifiers/pick "
     "--intervene spacemouse":
-        Step(("--max-steps", "10", "--quiet", "--threads", "1", "--flush-timeout", "60", "--stats-out",
-              "actor-intervene.json"), "as above"),
+        Step(("--max-steps", "8", *ACTOR_EXTRA, "--stats-out", "actor-intervene.json"), ACTOR_WHY),
     "robot-rl estop ADDR": Step(),
-    "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward human --intervene spacemouse "
+    "robot-rl actor --task configs/lab.toml --robot ADDR --learner ADDR --reward human --intervene spacemouse "
     "--device-config spacemouse.json":
-        Step(("--max-steps", "10", "--quiet", "--threads", "1", "--flush-timeout", "60", "--stats-out",
-              "actor-human.json"), "as above"),
+        Step(("--max-steps", "8", *ACTOR_EXTRA, "--stats-out", "actor-human.json"), ACTOR_WHY),
 }
-"""The page's lines the rehearsal runs (with the placeholders substituted and `extra` appended)."""
+"""The page's lines the rehearsal runs (with the placeholders substituted and `extra` appended; an extra's {name}
+is filled in like the line's)."""
 
 COVERED_BY: dict[str, str] = {
     "robot-rl robot-server --backend franky": "robot-rl robot-server --backend franky --robot-ip 172.16.0.2",
-    "robot-rl actor --robot ADDR": "robot-rl actor --task twin-pick-cube --robot ADDR",
-    "robot-rl learner": "the learner the actors stream to (with the options of `robot-rl learner --offline-updates N`)",
-    "robot-rl learner --offline-updates N": "the rehearsal's learner: a fresh run with --demos demos/pick",
+    "robot-rl actor --robot ADDR": "robot-rl actor --task configs/lab.toml --robot ADDR",
+    "robot-rl learner": "robot-rl learner --task configs/lab.toml --demos demos/pick ...",
+    "robot-rl learner --offline-updates N": "the same learner line: a fresh run with --demos demos/pick",
     "robot-rl estop": "robot-rl estop ADDR",
     "robot-rl check-hardware": "robot-rl check-hardware --robot-ip 172.16.0.2 ...",
 }
 """Short mentions of a rehearsed command (the words of the mention, in order, are in what the rehearsal runs)."""
-
-LEARNER = ("robot-rl learner --task twin-pick-cube --obs-mode pixels --out run --demos demos/pick "
-           "--offline-updates N --bind LEARNER --hidden 32,32 --ensemble 2 --batch 8 --critic-updates 1 "
-           "--learning-starts 100000 --log-every 1 --no-tensorboard --quiet --threads 1")
-"""The rehearsal's learner: the page gives no full learner line for hardware ("as in simulation"); this one holds
-the page's `--offline-updates N` with --demos (its first weights are the demos' policy), pixels (see PIXELS_WHY)
-and tiny networks."""
 
 EXEMPT: dict[str, str] = {
     "robot-rl sim": "the twin's all-in-one command, named for comparison (tests/test_sim_cli.py)",
@@ -175,27 +177,11 @@ EXEMPT: dict[str, str] = {
 }
 """Page lines the rehearsal does not run, and why."""
 
-PIXELS_WHY = ("the actor (and the learner) default to --obs-mode state, whose observation is the task's object poses: "
-              "zeros on hardware, and not the demos' observation (record-demos defaults to pixels), so the learner "
-              "refuses the page's demos; on hardware the actor and learner lines need --obs-mode pixels")
-
-DOC_FIXES: dict[str, tuple[str, str]] = {
-    "robot-rl record-demos --task twin-pick-cube --robot ADDR --teleop spacemouse --episodes 20 --out demos/pick": (
-        "robot-rl record-demos --task twin-pick-cube --robot ADDR --teleop spacemouse --device-config spacemouse.json "
-        "--episodes 20 --out demos/pick",
-        "a robot server on hardware reports no task success, so only the person's success button keeps an episode, "
-        "and a two-button SpaceMouse binds none by default: the page's line is refused (it used to drop every "
-        "episode); it needs the spacemouse.json the page quotes for record-labels"),
-    **{line: (line.replace("--task twin-pick-cube", "--task twin-pick-cube --obs-mode pixels"), PIXELS_WHY)
-       for line in (
-           "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward classifier:classifiers/pick",
-           "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward classifier:classifiers/pick "
-           "--intervene spacemouse",
-           "robot-rl actor --task twin-pick-cube --robot ADDR --learner ADDR --reward human --intervene spacemouse "
-           "--device-config spacemouse.json")},
-}
+DOC_FIXES: dict[str, tuple[str, str]] = {}
 """Page lines that cannot run as written: line -> (the line that does, why). Each entry fails the test once the
-page reads the fixed line (drop the entry then)."""
+page reads the fixed line (drop the entry then). Empty: the page's lines run as written (the earlier entries,
+`--device-config` for record-demos and `--obs-mode pixels` for the actor and learner lines, were fixed on the page
+and by the lab task file's `[observation] mode = "pixels"`)."""
 
 PLACEHOLDER = re.compile(r"(?:^|[\s:=/])([A-Z][A-Z_]*|\.\.\.)(?=$|[\s:=/])")
 """An all-capitals word (ADDR, SERIAL, N) or `...` in a command line, alone or between `:`, `=`, `/`."""
@@ -205,7 +191,9 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
     ("*", "--robot-ip 172.16.0.2", "--robot-ip {robot_ip}"),
     ("*", "--robot-ip ...", "--robot-ip {robot_ip}"),
     ("check-hardware", "realsense:SERIAL=front", "realsense:{recording}=front"),
-    ("robot-server", "realsense:SERIAL=front", "opencv:{front_stream}=front"),
+    ("check-hardware", "check-hardware ... --report",
+     "check-hardware --robot-ip {robot_ip} --camera opencv:{front_stream}=front --camera opencv:{wrist_stream}=wrist "
+     "--report"),
     ("*", "opencv:/dev/video0=wrist", "opencv:{wrist_stream}=wrist"),
     ("cameras", "--camera ...", "--camera opencv:{front_stream}=front"),
     ("safety-box", "--seconds 60", "--seconds 1"),
@@ -214,7 +202,7 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
     ("*", "--learner ADDR", "--learner {learner}"),
     ("estop", "estop ADDR", "estop {server}"),
     ("learner", "--offline-updates N", "--offline-updates 3"),
-    ("learner", "--bind LEARNER", "--bind {learner}"),
+    ("learner", "--offline-updates 1000", "--offline-updates 3"),
 ]
 """The page's placeholders -> the rehearsal's values ({name}: filled in at run time)."""
 
@@ -262,7 +250,7 @@ def test_every_documented_line_is_rehearsed_or_exempt() -> None:
                         f"{Path(__file__).name}): {unknown}"
     stale = [ln for ln in [*REHEARSAL, *COVERED_BY, *EXEMPT, *DOC_FIXES] if ln not in lines]
     assert not stale, f"entries for lines docs/hardware.md no longer has: {stale}"
-    rehearsed = [shlex.split(runnable(ln)) for ln in REHEARSAL] + [shlex.split(runnable(LEARNER))]
+    rehearsed = [shlex.split(runnable(ln)) for ln in REHEARSAL]
     for mention in COVERED_BY:
         words = shlex.split(runnable(mention))
         assert any(_words_in_order(words, argv) for argv in rehearsed), f"{mention!r}: no rehearsed line holds it"
@@ -290,8 +278,8 @@ def test_every_rehearsed_line_parses_with_its_commands_parser() -> None:
     values = {"robot_ip": "127.0.0.1", "recording": "/x.db3", "front_stream": "http://127.0.0.1:1/f.mjpg",
               "wrist_stream": "http://127.0.0.1:1/w.mjpg", "server": "tcp://127.0.0.1:2",
               "learner": "tcp://127.0.0.1:3"}
-    for line in [*REHEARSAL, LEARNER]:
-        argv = [*shlex.split(runnable(line).format(**values)), *REHEARSAL.get(line, Step()).extra]
+    for line in REHEARSAL:
+        argv = [*shlex.split(runnable(line).format(**values)), *(e.format(**values) for e in REHEARSAL[line].extra)]
         if argv[1] in parsers:
             parsers[argv[1]]().parse_args(argv[2:])
 
@@ -363,7 +351,7 @@ class Rehearsal:
 
     def argv(self, line: str) -> list[str]:
         argv = shlex.split(runnable(line).format(**self.values))
-        return [*argv[1:], *REHEARSAL.get(line, Step()).extra]
+        return [*argv[1:], *(e.format(**self.values) for e in REHEARSAL[line].extra)]
 
     def run(self, line: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
         """`line` through robot_rl.cli.main in this process (cwd: the rehearsal's); (exit code, stdout+stderr)."""
@@ -454,6 +442,7 @@ def test_a_labs_first_week_against_franky_sim(tmp_path: Path, streams: str, monk
     from envs.remote import RemoteRobot, RemoteRobotConfig
     from robot_rl.episodes import load_dir
     from robot_rl.errors import RobotError
+    from robot_rl.task_file import load_task_file
     from tests.test_runtime_faults import free_port, status
 
     sim = FrankySim.start()
@@ -468,12 +457,18 @@ def test_a_labs_first_week_against_franky_sim(tmp_path: Path, streams: str, monk
     t0 = time.monotonic()
     took: dict[str, float] = {}
 
+    def line(start: str, end: str = "") -> str:
+        """The one REHEARSAL line that starts with `start` and ends with `end`."""
+        found = [ln for ln in REHEARSAL if ln.startswith(start) and ln.endswith(end)]
+        assert len(found) == 1, (start, end, found)
+        return found[0]
+
     def lap(name: str) -> None:
         took[name] = round(time.monotonic() - t0 - sum(took.values()), 1)
 
     try:
         # 1. check-hardware: the arm and the cameras read, nothing moved
-        code, out = r.run(next(ln for ln in REHEARSAL if ln.startswith("robot-rl check-hardware")), capsys)
+        code, out = r.run(line("robot-rl check-hardware --robot-ip"), capsys)
         assert code == 0 and "all good" in out and "camera front (realsense" in out, out
         assert "camera wrist (opencv" in out, out
         # 2. the framing
@@ -482,24 +477,38 @@ def test_a_labs_first_week_against_franky_sim(tmp_path: Path, streams: str, monk
         code, out = r.run("robot-rl cameras show --camera ... --out framing.png", capsys)
         assert code == 0 and (tmp_path / "framing.png").stat().st_size > 0, out
         lap("check-hardware, cameras")
-        # 3. the lab's box: the person guides the arm (to the reset pose), the recorder writes a task config
+        # 3. the lab's box: the person guides the arm (to the reset pose), the recorder writes a task config; then
+        # check-hardware's report (the joints there, the lab's cameras)
         _guide_to_reset_pose(sim.ip)
-        code, out = r.run(next(ln for ln in REHEARSAL if ln.startswith("robot-rl safety-box")), capsys)
+        code, out = r.run(line("robot-rl safety-box"), capsys)
         assert code == 0, out
-        box = load_task_config(tmp_path / "configs" / "pick_box.json")
+        box = load_task_config(tmp_path / "configs" / "box.json")
         assert box.name == "pick_cube"
         np.testing.assert_allclose(box.pos_min_m, box.pos_max_m, atol=2e-3)  # the arm rested where it was guided
-        lap("safety-box record")
-        # 4. the robot server with the lab's box and the cameras
-        server_line = next(ln for ln in REHEARSAL if ln.startswith("robot-rl robot-server"))
+        code, out = r.run(line("robot-rl check-hardware ... --report"), capsys)
+        assert code == 0 and "all good" in out, out
+        report = json.loads((tmp_path / "configs" / "hw.json").read_text())
+        assert [c["name"] for c in report["cameras"]] == ["front", "wrist"] and len(report["robot"]["q_rad"]) == 7
+        lap("safety-box record, check-hardware --report")
+        # 4. the lab's task file: the box, the cameras, the home joints; pixels observations
+        code, out = r.run(line("robot-rl task init"), capsys)
+        assert code == 0 and "the lab's box" in out, out
+        lab = load_task_file(tmp_path / "configs" / "lab.toml")
+        assert (lab.name, lab.box_source, lab.obs_mode) == ("lab", "lab", "pixels"), lab.sections
+        assert lab.sections["cameras"]["front"]["device"] == r.values["front_stream"]
+        np.testing.assert_allclose(lab.value("box", "pos_min_m"), box.pos_min_m)
+        lap("task init")
+        # 5. the robot server with the lab's task file: its box and its cameras
+        server_line = line("robot-rl robot-server")
         server, r.values["server"] = r.serve(server_line)
         with RemoteRobot(RemoteRobotConfig(address=r.values["server"])) as probe:
+            # the task the lab's file resolves to (its base's twin scene, with the lab's values)
             assert probe.info["backend"] == "franky" and probe.info["task"] == "pick_cube", probe.info
             assert sorted(probe.info["cameras"]) == ["front", "wrist"]
         lap("robot-server")
-        # 5. demonstrations: the cap pushed away for two polls, then the success button: one kept episode
+        # 6. demonstrations: the cap pushed away for two polls, then the success button: one kept episode
         r.person(_person(tmp_path / "demo-person.json", 100, {2: [PUSH], 4: [LET_GO], 6: RIGHT_BUTTON}))
-        code, out = r.run(next(ln for ln in REHEARSAL if ln.startswith("robot-rl record-demos")), capsys)
+        code, out = r.run(line("robot-rl record-demos"), capsys)
         assert code == 0, out
         demos, errors = load_dir(tmp_path / "demos" / "pick")
         assert not errors and len(demos) == 1 and demos[0].is_success and demos[0].success[-1], out
@@ -507,43 +516,44 @@ def test_a_labs_first_week_against_franky_sim(tmp_path: Path, streams: str, monk
         assert demos[0].observations["images/front"].shape[1:] == demos[0].observations["images/wrist"].shape[1:] \
             == (128, 128, 3)
         lap("record-demos")
-        # 6. labels: per segment, success labelling on (button) and off again, then --after-success frames
+        # 7. labels: per segment, success labelling on (button) and off again, then --after-success frames
         r.person(_person(tmp_path / "label-person.json", 1000, {2: RIGHT_BUTTON, 5: RIGHT_BUTTON,
                                                                 14: RIGHT_BUTTON, 17: RIGHT_BUTTON}))
-        code, out = r.run(next(ln for ln in REHEARSAL if ln.startswith("robot-rl record-labels")), capsys)
+        code, out = r.run(line("robot-rl record-labels"), capsys)
         assert code == 0, out
         labels, errors = load_dir(tmp_path / "labels" / "pick")
         assert not errors and len(labels) >= 2 and all(e.success.any() and not e.success.all() for e in labels), out
         lap("record-labels")
-        # 7. the classifier
-        code, out = r.run("robot-rl train-classifier --labels labels/pick --out classifiers/pick", capsys)
+        # 8. the classifier
+        code, out = r.run(line("robot-rl train-classifier"), capsys)
         assert code == 0, out
         assert (tmp_path / "classifiers" / "pick").is_dir()
         lap("train-classifier")
-        # 8. the learner (the demos' policy first), then the actors
-        learner = r.start("learner", r.argv(LEARNER))
+        # 9. the learner (the demos' policy first: --offline-updates), then the actors
+        learner_line = line("robot-rl learner")
+        r.ran.append(learner_line)
+        learner = r.start("learner", r.argv(learner_line))
         r.person(None)
-        code, out = r.run(next(ln for ln in REHEARSAL if ln.endswith("--reward classifier:classifiers/pick")),
-                          capsys)
+        code, out = r.run(line("robot-rl actor", "--reward classifier:classifiers/pick"), capsys)
         assert code == 0, out + (tmp_path / "learner.log").read_text()[-3000:]
         stats = json.loads((tmp_path / "actor-classifier.json").read_text())
         assert stats["env_steps"] == 3 and stats["flushed"], stats
         lap("learner + actor (classifier)")
-        # 9. a person intervening: the cap pushed on polls 2-4 of every 10
+        # 10. a person intervening: the cap pushed on polls 2-4 of every 10
         r.person(_person(tmp_path / "intervene-person.json", 10, {2: [PUSH], 5: [LET_GO]}))
-        code, out = r.run(next(ln for ln in REHEARSAL if ln.endswith("classifiers/pick --intervene spacemouse")),
-                          capsys)
+        code, out = r.run(line("robot-rl actor", "--intervene spacemouse"), capsys)
         assert code == 0, out
         stats = json.loads((tmp_path / "actor-intervene.json").read_text())
-        assert stats["env_steps"] == 10 and stats["flushed"], stats
+        assert stats["env_steps"] == 8 and stats["flushed"], stats
         seen: dict[str, Any] = {}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not seen:
-            seen = {k: a for k, a in status(tmp_path / "run").get("actors", {}).items() if a.get("interventions")}
+            seen = {k: a for k, a in status(tmp_path / "runs" / "pick").get("actors", {}).items()
+                    if a.get("interventions")}
             time.sleep(0.2)
-        assert seen and all(a["interventions"] >= 3 for a in seen.values()), status(tmp_path / "run")
+        assert seen and all(a["interventions"] >= 3 for a in seen.values()), status(tmp_path / "runs" / "pick")
         lap("actor (intervene)")
-        # 10. e-stop: the server refuses everything until it restarts
+        # 11. e-stop: the server refuses everything until it restarts
         code, out = r.run("robot-rl estop ADDR", capsys)
         assert code == 0, out
         with RemoteRobot(RemoteRobotConfig(address=r.values["server"])) as client:
@@ -552,14 +562,13 @@ def test_a_labs_first_week_against_franky_sim(tmp_path: Path, streams: str, monk
                 client.command(s.pos_base_ee, s.quat_base_ee, 0.0)
         assert r.stop(server) == 0, (tmp_path / "robot-server.log").read_text()[-3000:]
         lap("estop")
-        # 11. resume: the robot server restarted, the person's success button as the reward
+        # 12. resume: the robot server restarted, the person's success button as the reward
         server, r.values["server"] = r.serve(server_line)
         r.person(_person(tmp_path / "human-person.json", 100, {2: [PUSH], 4: [LET_GO], 6: RIGHT_BUTTON}))
-        code, out = r.run(next(ln for ln in REHEARSAL if ln.endswith("--device-config spacemouse.json")
-                               and ln.startswith("robot-rl actor")), capsys)
+        code, out = r.run(line("robot-rl actor", "--device-config spacemouse.json"), capsys)
         assert code == 0, out
         stats = json.loads((tmp_path / "actor-human.json").read_text())
-        assert stats["env_steps"] == 10 and stats["flushed"], stats
+        assert stats["env_steps"] == 8 and stats["flushed"], stats
         assert stats["reward_model"]["ended_by_model"] >= 1, stats  # the success button ended an episode
         lap("restart + actor (human reward)")
         assert r.stop(learner) == 0, (tmp_path / "learner.log").read_text()[-3000:]

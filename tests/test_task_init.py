@@ -53,6 +53,14 @@ def test_task_init_writes_the_labs_task_from_the_box_and_the_report(tmp_path: Pa
          "width": 640, "height": 480, "fps": 30},
         {"name": "wrist", "kind": "opencv", "image_size": 96, "device": "/dev/video0", "width": 640, "height": 480}]
     require_lab_box("franky", str(out))  # a hardware backend takes it
+    # a lab's file observes pixels (a robot has no object state): the actor's and the learner's default --obs-mode
+    from actors.run import parse_actor_args
+    from learners.distributed.flags import build_learner_parser
+
+    assert tf.obs_mode == "pixels" and parse_actor_args(["--task", str(out)]).obs_mode == "pixels"
+    assert build_learner_parser().parse_args(["--task", str(out), "--out", "run"]).obs_mode == "pixels"
+    assert parse_actor_args(["--task", str(out), "--obs-mode", "state"]).obs_mode == "state"  # a flag wins
+    assert parse_actor_args(["--task", "twin-peg-insert"]).obs_mode == "state"  # the presets do not say
     # an existing file is kept unless --force
     assert main(["task", "init", "--out", str(out), "--from-box", str(box)]) == 1
     assert "exists; pass --force" in capsys.readouterr().err

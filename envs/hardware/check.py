@@ -12,6 +12,7 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from typing import Any
 
@@ -127,9 +128,38 @@ def _check_robot(ip: str, gripper: bool, report: dict[str, Any]) -> list[str]:
 
 def _check_cameras(specs: list[str], size: int, exposure: float | None, seconds: float,
                    report: dict[str, Any]) -> list[str]:
-    from envs.hardware.cameras import CameraError, make_cameras
+    from envs.hardware.cameras import make_cameras
 
-    cams = make_cameras(specs, image_size=size, options={"exposure_us": exposure})
+    notes = _CameraNotes()  # the reader threads' warnings, printed as lines of the table (not interleaved)
+    cam_log = logging.getLogger("robot_rl.cameras")
+    cam_log.addHandler(notes)
+    propagate, cam_log.propagate = cam_log.propagate, False
+    try:
+        cams = make_cameras(specs, image_size=size, options={"exposure_us": exposure})
+        problems = _read_cameras(cams, seconds, report)
+    finally:
+        cam_log.removeHandler(notes)
+        cam_log.propagate = propagate
+    for line in dict.fromkeys(notes.lines):  # each once, in order
+        print(f"  note: {line}", flush=True)
+    return problems
+
+
+class _CameraNotes(logging.Handler):
+    """Collects the camera readers' warnings during the check (they come from the readers' threads, on stderr,
+    and landed in the middle of the table's lines: e.g. glued to "all good")."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def _read_cameras(cams: Any, seconds: float, report: dict[str, Any]) -> list[str]:
+    from envs.hardware.cameras import CameraError
+
     problems = []
     try:
         counts = {n: 0 for n in cams.names}

@@ -23,7 +23,7 @@ from learners.agents.options import ALGOS, AgentFlags, add_set_option, resolve_a
 from learners.distributed.learner import LearnerConfig
 from learners.distributed.process import LearnerProcessConfig
 from robot_rl.errors import ConfigError
-from robot_rl.presets import PRESETS, get_preset
+from robot_rl.presets import PRESETS, ObsModeFromTaskParser, get_preset
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -35,13 +35,14 @@ def _ints(text: str) -> tuple[int, ...]:
 
 def build_learner_parser(description: str | None = None) -> argparse.ArgumentParser:
     """`robot-rl learner`'s parser; `description`: the command's summary for --help."""
-    p = argparse.ArgumentParser(prog="robot-rl learner", description=description)
+    p = ObsModeFromTaskParser(prog="robot-rl learner", description=description)
     p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--bind", default="tcp://127.0.0.1:5555", help="endpoint address (port 0: a free port)")
     p.add_argument("--out", required=True, type=Path, help="run directory (checkpoints, metrics, status)")
     p.add_argument("--demos", type=Path, default=None, help="episode directory loaded into the demo buffer")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
+    p.add_argument("--obs-mode", default=None, choices=("state", "pixels"),
+                   help="observation mode (default: the task file's [observation] mode, else state)")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--faithful", action="store_true",
                    help="the actors run hardware-faithful (no object observation: proprio + cameras only)")
