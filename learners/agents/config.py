@@ -38,6 +38,7 @@ BACKENDS = ("torch", "jax")
 CRITIC_LOSSES = ("mse", "hl_gauss")
 MIXED_PRECISION = ("off", "bf16")
 FEATURE_CACHE_MODES = ("auto", "on", "off")
+FEATURE_CACHE_DEVICES = ("auto", "host", "device")
 FEATURE_CACHE_DTYPES = ("float16", "float32")
 CUDA_GRAPHS_MODES = ("auto", "on", "off")
 BACKBONE_PRECISIONS = ("float32", "bf16")
@@ -195,6 +196,10 @@ class AgentConfig(Config):
     for the heads) or 'float32' (bit-equal to running the backbone on the same crops)."""
     feature_cache_budget_gb: float = 8.0
     """Memory budget of the feature cache in GB (1e9 bytes), over the frames the run can store in both buffers."""
+    feature_cache_device: str = "auto"
+    """Where the cached outputs live: 'device' = torch tensors on the agent's device (on a GPU a batch's rows are
+    gathered there: the update touches no image or feature bytes on the host), 'host' = numpy arrays (copied per
+    batch), 'auto' = the device on a CUDA agent when the estimate also fits half the GPU's free memory, else host."""
     backbone_precision: str = "float32"
     """Frozen backbones only: 'bf16' runs their forward pass (the per-batch one, and the feature cache's encoding)
     under torch.autocast(bfloat16) and casts the output back to float32 for the trainable heads; 'float32' = as the
@@ -296,6 +301,8 @@ class AgentConfig(Config):
                 self.feature_cache_crops, "must be an int >= 1")
         require(self.feature_cache_dtype in FEATURE_CACHE_DTYPES, "feature_cache_dtype", self.feature_cache_dtype,
                 f"must be one of {FEATURE_CACHE_DTYPES}")
+        require(self.feature_cache_device in FEATURE_CACHE_DEVICES, "feature_cache_device",
+                self.feature_cache_device, f"must be one of {FEATURE_CACHE_DEVICES}")
         require(math.isfinite(self.feature_cache_budget_gb) and self.feature_cache_budget_gb > 0,
                 "feature_cache_budget_gb", self.feature_cache_budget_gb, "must be a finite number > 0")
         require(math.isfinite(self.residual_scale) and 0 < self.residual_scale <= 2, "residual_scale",

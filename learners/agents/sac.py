@@ -266,7 +266,7 @@ class SACAgent:
         without cameras, in minibatch order."""
         cfg = self.cfg
         b = to_update_batch(batch, self.policy.layout, self.policy.action_dim, cfg, self.device)
-        if b.images and "obs_features" in batch:  # a feature cache's crops (learners.replay.feature_cache)
+        if self.policy.layout.cameras and "obs_features" in batch:  # a feature cache's crops (no images in b)
             n = b.actions.shape[0]
             b = dataclasses.replace(
                 b, backbone=cached_backbone(batch["obs_features"], self.encoder, n, self.device),
@@ -280,7 +280,7 @@ class SACAgent:
                                     next_backbone=self.encoder.backbone_features(b.next_images))
         b = dataclasses.replace(b, base=self.policy.base_actions(batch["obs"]),
                                 next_base=self.policy.base_actions(batch["next_obs"]))
-        return b if b.images else b.in_minibatch_order()
+        return b if self.policy.layout.cameras else b.in_minibatch_order()
 
     def _critic_phase(self, b: UpdateBatch, rows: slice, members: torch.Tensor, alpha: torch.Tensor,
                       shared_next: _NextActions | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -11,7 +11,8 @@ holds a lock). An error in the thread (an empty buffer, a corrupt row) is raised
 returned that batch, and the thread stops; `next()` on a stopped prefetcher raises again.
 
 Only the columns the torch agent reads become tensors: obs / next_obs leaves, actions, rewards, terminated,
-grasp_penalty, intervention, n_rewards, n_grasp_penalty, n_steps; anything else (mc_returns, mc_valid) stays numpy.
+grasp_penalty, intervention, n_rewards, n_grasp_penalty, n_steps, a host feature cache's obs_features /
+next_obs_features; anything else (mc_returns, mc_valid, crop ids) stays numpy.
 
 Usage::
 
@@ -36,7 +37,7 @@ import torch
 from learners.agents.config import AgentConfig
 
 TENSOR_COLUMNS = ("actions", "rewards", "terminated", "grasp_penalty", "intervention", "n_rewards", "n_grasp_penalty",
-                  "n_steps")
+                  "n_steps", "obs_features", "next_obs_features")
 """Batch columns moved to the device (besides the obs / next_obs leaves)."""
 
 
