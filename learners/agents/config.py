@@ -37,6 +37,7 @@ ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
 BACKENDS = ("torch", "jax")
 CRITIC_LOSSES = ("mse", "hl_gauss")
 MIXED_PRECISION = ("off", "bf16")
+MATMUL_PRECISIONS = ("default", "high", "highest")
 FEATURE_CACHE_MODES = ("auto", "on", "off")
 FEATURE_CACHE_DEVICES = ("auto", "host", "device")
 FEATURE_CACHE_DTYPES = ("float16", "float32")
@@ -236,6 +237,10 @@ class AgentConfig(Config):
     bf16; losses, targets, log-probabilities, weights and optimizer state stay float32; bf16 needs no loss
     scaling). For a GPU with bf16 (Ampere or newer); allowed on a CPU, where it is slow unless the CPU has AMX.
     Torch backend only. Not a default: on an H100 it was slower (0.82x state, 0.87x image; README "On a GPU")."""
+    matmul_precision: str = "default"
+    """Float32 matmuls and convolutions of the torch update on a CUDA device (learners.agents.precision): 'high' =
+    TF32 tensor cores for both, 'highest' = true float32 for both, 'default' = as torch has them (float32 matmuls,
+    TF32 convolutions). Applied for each update and restored after; no effect on a CPU."""
     prefetch: bool | None = None
     """Draw the next batch in a background thread while the current update runs, into pinned memory, copied to the
     device on a side stream (learners.replay.prefetch). None = where it helps: the torch backend on a CUDA device,
@@ -343,6 +348,8 @@ class AgentConfig(Config):
                 f"must be one of {BACKBONE_PRECISIONS}")
         require(self.mixed_precision in MIXED_PRECISION, "mixed_precision", self.mixed_precision,
                 f"must be one of {MIXED_PRECISION}")
+        require(self.matmul_precision in MATMUL_PRECISIONS, "matmul_precision", self.matmul_precision,
+                f"must be one of {MATMUL_PRECISIONS}")
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")
                 or self.device == "mps", "device", self.device, "must be 'auto', 'cpu', 'cuda[:N]' or 'mps'")
 
