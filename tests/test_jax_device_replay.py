@@ -20,7 +20,7 @@ pytest.importorskip("torch")
 
 from learners.agents.config import AgentConfig
 from learners.agents.jax.agent import JaxSACAgent
-from learners.agents.jax.device_replay import DeviceReplay
+from learners.agents.jax.device_replay import TABLE_COLUMNS, DeviceReplay
 from learners.replay.buffer import MixedSampler, ReplayBuffer
 from robot_rl.errors import ConfigError
 from robot_rl.specs import ArraySpec, EnvSpec
@@ -83,13 +83,47 @@ def test_tables_hold_the_host_rows_and_refresh_on_new_transitions() -> None:
     table = {c: np.asarray(v) for c, v in replay._tables["online"].items()}
     assert table["state"].shape == (sampler.online.capacity, 5)
     host = agent._batch(sampler.online.gather(np.flatnonzero(sampler.online.valid), 3), any_rows=True)
+    valid = np.flatnonzero(sampler.online.valid)  # one table row per slot
+    assert valid.size == n
     for c in ("state", "next_state", "actions", "returns", "bootstrap"):
-        np.testing.assert_allclose(table[c][:n], host[c], rtol=1e-6)
-        assert not table[c][n:].any()  # padding
+        np.testing.assert_allclose(table[c][valid], host[c], rtol=1e-6)
+        assert not np.delete(table[c], valid, axis=0).any()  # padding
     assert not replay.refresh()  # nothing new
     _fill(sampler.online, 5, 9)
     assert replay.refresh()
     assert replay.sizes()["online"] == len(sampler.online)
+
+
+def _assert_table_is_the_host_rows(replay: DeviceReplay, agent: JaxSACAgent, buf: ReplayBuffer, name: str) -> None:
+    slots = np.flatnonzero(buf.valid)
+    table = {c: np.asarray(v) for c, v in replay._tables[name].items()}
+    np.testing.assert_array_equal(table["slots"][: slots.size], slots)
+    host = agent._batch(buf.gather(slots, replay.sampler.n_step), any_rows=True)
+    for c in TABLE_COLUMNS:
+        np.testing.assert_allclose(table[c][slots], np.asarray(host[c], np.float32), rtol=1e-6, atol=1e-7,
+                                   err_msg=c)
+
+
+def test_refresh_copies_only_changed_rows_and_equals_a_full_rebuild() -> None:
+    """Incremental refreshes (new transitions, a wrap-around over old slots, a relabelled last transition,
+    Monte-Carlo returns that become known when an episode terminates) leave every valid row equal to the host's."""
+    sampler = _sampler()
+    for buf in (sampler.online, sampler.demo):
+        buf.track_returns(0.9)
+    agent = JaxSACAgent(_spec(), _cfg(mc_lower_bound=True))
+    replay = DeviceReplay(agent, sampler)
+    full = replay.rows_copied
+    for step, seed in enumerate((11, 12, 13, 14)):
+        _fill(sampler.online, 3 + 5 * step, seed)  # 3, 8, 13, 18 more: wraps the 64 slots
+        if step == 1:
+            sampler.online.terminate_last()
+        before = replay.rows_copied
+        assert replay.refresh()
+        assert replay.rows_copied - before < len(sampler.online)  # not a full copy
+        _assert_table_is_the_host_rows(replay, agent, sampler.online, "online")
+        _assert_table_is_the_host_rows(replay, agent, sampler.demo, "demo")
+    assert replay.rows_copied > full
+    assert np.isfinite(replay.update()["critic_loss"])
 
 
 def test_update_on_given_rows_equals_the_host_update_of_the_same_rows() -> None:
