@@ -38,6 +38,7 @@ BACKENDS = ("torch", "jax")
 CRITIC_LOSSES = ("mse", "hl_gauss")
 MIXED_PRECISION = ("off", "bf16")
 MATMUL_PRECISIONS = ("default", "high", "highest")
+DEVICE_REPLAY_MODES = ("auto", "on", "off")
 FEATURE_CACHE_MODES = ("auto", "on", "off")
 FEATURE_CACHE_DEVICES = ("auto", "host", "device")
 FEATURE_CACHE_DTYPES = ("float16", "float32")
@@ -256,6 +257,13 @@ class AgentConfig(Config):
     without mixed_precision; 'on' = also with cameras (the frozen backbone and DrQ shifts stay outside the graph);
     'off' = eager. Without a CUDA device, or when the capture fails, the update runs eager (one warning). Not with
     mixed_precision=bf16."""
+    device_replay: str = "auto"
+    """JAX backend, state observations: the training loops (`robot-rl train`, the learner) keep the replay buffers'
+    rows on the JAX device and draw each batch inside the jitted update (learners.agents.jax.device_replay; new
+    transitions appended incrementally before each update). 'auto' = on for the JAX backend on a GPU without
+    cameras, 'on' = also on a CPU (ConfigError with cameras), 'off' = batches sampled on the host. The torch backend
+    ignores it (it samples on the host, with prefetch). Its draws come
+    from the agent's JAX key instead of the buffers' numpy generators: other batches than a host-sampled run."""
     seed: int = 0
     """Seed of the network initialisation and of the agent's own random streams."""
 
@@ -348,6 +356,8 @@ class AgentConfig(Config):
                 f"must be one of {BACKBONE_PRECISIONS}")
         require(self.mixed_precision in MIXED_PRECISION, "mixed_precision", self.mixed_precision,
                 f"must be one of {MIXED_PRECISION}")
+        require(self.device_replay in DEVICE_REPLAY_MODES, "device_replay", self.device_replay,
+                f"must be one of {DEVICE_REPLAY_MODES}")
         require(self.matmul_precision in MATMUL_PRECISIONS, "matmul_precision", self.matmul_precision,
                 f"must be one of {MATMUL_PRECISIONS}")
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")

@@ -98,7 +98,7 @@ class DeviceReplay:
             if fresh:
                 table = self._table(rows, dirty, buf.capacity)
                 self._tables[name] = self._jax.device_put(table, self.agent.device)
-            elif dirty.size:
+            elif rows is not None:
                 self._tables[name] = self._scatter(self._tables[name], dirty, self._rows(rows))
             padded = np.zeros(buf.capacity, np.int32)
             padded[: slots.size] = slots
