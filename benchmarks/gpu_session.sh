@@ -5,13 +5,16 @@
 #   OUT=/tmp/out bash benchmarks/gpu_session.sh            # on the GPU machine, from the repository root
 #   bash benchmarks/gpu_session.sh --dry                   # here: the same steps on the CPU, tiny sizes
 #
-# Steps (each time-bounded: at most 45 + 100 + 225 + 170 s = 540 s in all; typically ~5 minutes):
+# Steps (each time-bounded: at most 30 + 110 + 240 + 200 s = 580 s in all; typically ~5 minutes):
 #   1. nvidia-smi and the versions of torch / jax (and whether jax sees the GPU);
-#   2. pytest tests/test_cuda_graphs.py (graphed update == eager update, re-capture, fallback);
+#   2. pytest tests/test_cuda_graphs.py (graphed update == eager update, re-capture, fallback), the feature cache on
+#      the GPU (tests/test_feature_cache_device.py) and TF32 (tests/test_matmul_precision.py);
 #   3. benchmarks/learner_speed.py, state: eager vs CUDA graphs (+ prefetch) for torch, the JAX backend with host
-#      batches and with device replay, the independent JAX reference on its config (-> learner_speed_cuda_<gpu>_graphs);
+#      batches and with device replay, CUDA graphs with TF32, the independent JAX reference on its config
+#      (-> learner_speed_cuda_<gpu>_graphs);
 #   4. benchmarks/learner_speed.py, images (batch 256, two 128x128 cameras, frozen ResNet-10): eager, sampling +
-#      prefetch, bf16 backbone, + channels-last, feature cache (-> learner_speed_cuda_<gpu>_images);
+#      prefetch, bf16 backbone, + channels-last, feature cache (on the GPU, no images in its batches), graphs, and
+#      each with TF32 (-> learner_speed_cuda_<gpu>_images);
 #   STEPS="env cuda_tests compile" runs only the named steps (a second session on the same code).
 #   5. optional (WITH_COMPILE=1): the state cases with torch.compile, with and without graphs (-> ..._compile2).
 #
@@ -61,12 +64,13 @@ else
     IMAGE=(--image-batch 256 --image-size 128 --prefetch-transitions 2000 --seconds 2 --rounds 2)
 fi
 
-step env 45 bash -c "nvidia-smi || true; $PY -c 'import sys, torch; print(sys.version); print(\"torch\", torch.__version__, \"cuda\", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else \"\")'; $PY -c 'import jax; print(\"jax\", jax.__version__, jax.devices())' || true; echo reference: ${REF:-none}"
-step cuda_tests 100 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_graphs.py
-step state 225 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch,jax --skip-image --graphs \
+step env 30 bash -c "nvidia-smi || true; $PY -c 'import sys, torch; print(sys.version); print(\"torch\", torch.__version__, \"cuda\", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else \"\")'; $PY -c 'import jax; print(\"jax\", jax.__version__, jax.devices())' || true; echo reference: ${REF:-none}"
+step cuda_tests 110 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_graphs.py tests/test_feature_cache_device.py \
+    tests/test_matmul_precision.py
+step state 240 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch,jax --skip-image --graphs --tf32 \
     --device-replay --skip-first-update "${REF_ARGS[@]}" "${STATE[@]}" --tag "${TAG}_graphs" --out "$OUT"
-step images 170 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch --skip-state --prefetch \
-    --image-fast --graphs "${IMAGE[@]}" --tag "${TAG}_images" --out "$OUT"
+step images 200 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch --skip-state --prefetch \
+    --image-fast --graphs --tf32 "${IMAGE[@]}" --tag "${TAG}_images" --out "$OUT"
 if [ "${WITH_COMPILE:-0}" = 1 ]; then
     step compile 240 "$PY" benchmarks/learner_speed.py --device "$DEV" --backends torch --skip-image --graphs \
         --compile --reference none "${STATE[@]}" --tag "${TAG}_compile2" --out "$OUT"

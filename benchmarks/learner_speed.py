@@ -48,7 +48,11 @@ The GPU-speed twins (every base torch row is eager: cuda_graphs=off):
   the same with channels-last weights (" [bf16 backbone+channels-last]"), and the feature-cache path (" [feature
   cache]": replay buffers with learners.replay.feature_cache attached, batches through the prefetcher, so the
   backbone runs once per stored frame, not per update); with `--graphs` also the plain and the feature-cache image
-  cases as CUDA graphs (" [graphs]", " [feature cache+graphs]").
+  cases as CUDA graphs (" [graphs]", " [feature cache+graphs]"); the feature cache lives where
+  AgentConfig.feature_cache_device=auto puts it (the GPU on CUDA) and its batches carry no images;
+- `--tf32` (with the above): TF32 twins (AgentConfig.matmul_precision=high, learners.agents.precision): state
+  " [graphs+tf32]"; images " [tf32]", " [feature cache+tf32]" and with --graphs " [graphs+tf32]",
+  " [feature cache+graphs+tf32]".
 A case that fails (to build or to time) prints its error and is listed under "failures" in the JSON; the others
 still run and are written. `--skip-state` / `--skip-image` leave a workload out; `--skip-first-update` skips the
 JAX cold/cached first-update timing (two extra compilations per JAX case).
@@ -103,6 +107,10 @@ DEVICE_REPLAY = " [device replay]"  # ... the JAX agent sampling on the device (
 BF16_BACKBONE = " [bf16 backbone]"  # ... image twins (--image-fast)
 BF16_CL_BACKBONE = " [bf16 backbone+channels-last]"
 FEATURE_CACHE = " [feature cache]"
+TF32 = " [tf32]"  # ... TF32 twins (--tf32, AgentConfig.matmul_precision=high): images
+GRAPHS_TF32 = " [graphs+tf32]"  # ... state and image cases as CUDA graphs with TF32 (--tf32 --graphs)
+CACHE_TF32 = " [feature cache+tf32]"  # ... (--tf32 --image-fast)
+CACHE_GRAPHS_TF32 = " [feature cache+graphs+tf32]"  # ... (--tf32 --image-fast --graphs)
 
 
 def base_case(name: str) -> str:
@@ -351,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also time the JAX reference-config case with its replay on the device")
     p.add_argument("--image-fast", action="store_true",
                    help="also time image twins: bf16 frozen backbone, + channels-last, the feature-cache path")
+    p.add_argument("--tf32", action="store_true",
+                   help="with --graphs / --image-fast: also their TF32 twins (AgentConfig.matmul_precision=high)")
     p.add_argument("--reference", default=str(ROOT / ".venv-jaxref" / "bin" / "python"),
                    help="python of the JAX reference's venv ('none': skip the reference case)")
     p.add_argument("--reference-script", default=str(REFERENCE), help="the reference's bench_jax.py")
@@ -446,12 +456,13 @@ def main(argv: list[str] | None = None) -> int:
             build(c.name + PREFETCHED, partial(Case, c.name + PREFETCHED, c.spec, c.cfg, sampler,
                                                  prefetch=True))
     if args.graphs:  # CUDA-graph twins of the torch state cases
-        _graph_twins(build, eager_torch, args.compile)
+        _graph_twins(build, eager_torch, args.compile, args.tf32)
     if args.device_replay and ref_sampler is not None and "jax" in backends:
         build(ref_name + DEVICE_REPLAY, partial(Case, ref_name + DEVICE_REPLAY, ref_spec, ref_cfg.replace(
             backend="jax", **_torch_only("jax")), ref_sampler, device_replay=True, first_update=False))
     if args.image_fast and img_cfg is not None and "torch" in backends:
-        _image_twins(build, img_name, image_spec(args.image_size), img_cfg, args.prefetch_transitions, args.graphs)
+        _image_twins(build, img_name, image_spec(args.image_size), img_cfg, args.prefetch_transitions, args.graphs,
+                     args.tf32)
     refs: list[dict[str, Any]] = []
     for rnd in range(args.rounds):  # interleaved: every case (and the reference) once per round
         if ref_python is not None and "jax" in backends:
@@ -541,7 +552,7 @@ def _torch_only(backend: str) -> dict[str, Any]:
         return {}
     default = AgentConfig()
     return {name: getattr(default, name) for name in ("cuda_graphs", "feature_cache", "backbone_precision",
-                                                       "channels_last")}
+                                                       "channels_last", "matmul_precision", "feature_cache_device")}
 
 
 def _record_failure(failures: list[dict[str, str]], name: str, stage: str, err: BaseException) -> None:
@@ -562,9 +573,11 @@ def _reference_python(given: str) -> str | None:
     return shutil.which(given)
 
 
-def _graph_twins(build: Callable[[str, Callable[[], Case]], None], eager_torch: list[Case], compiled: bool) -> None:
+def _graph_twins(build: Callable[[str, Callable[[], Case]], None], eager_torch: list[Case], compiled: bool,
+                 tf32: bool = False) -> None:
     """CUDA-graph twins (cuda_graphs=on) of the torch state cases; on a case timed with sampling, also one drawing
-    through the prefetcher; with `compiled` also graphs over the compiled losses."""
+    through the prefetcher; with `compiled` also graphs over the compiled losses; with `tf32` also graphs with
+    TF32 matmuls (matmul_precision=high)."""
     for c in eager_torch:
         if c.spec.cameras:
             continue
@@ -576,24 +589,38 @@ def _graph_twins(build: Callable[[str, Callable[[], Case]], None], eager_torch: 
         if compiled:
             build(c.name + GRAPHS_COMPILED, partial(Case, c.name + GRAPHS_COMPILED, c.spec,
                                                     on.replace(compile=True), c.sampler))
+        if tf32:
+            build(c.name + GRAPHS_TF32, partial(Case, c.name + GRAPHS_TF32, c.spec,
+                                                on.replace(matmul_precision="high"), c.sampler))
 
 
 def _image_twins(build: Callable[[str, Callable[[], Case]], None], name: str, spec: EnvSpec, cfg: AgentConfig,
-                 transitions: int, graphs: bool = False) -> None:
+                 transitions: int, graphs: bool = False, tf32: bool = False) -> None:
     """The image case with a bf16 frozen backbone, + channels-last weights, and through feature caches; with
-    `graphs` also the plain and the feature-cache case as CUDA graphs (cuda_graphs=on)."""
+    `graphs` also the plain and the feature-cache case as CUDA graphs (cuda_graphs=on); with `tf32` each of the
+    plain, feature-cache (and graphs) cases again with TF32 matmuls and convolutions (matmul_precision=high)."""
     bf = cfg.replace(backbone_precision="bf16")
     build(name + BF16_BACKBONE, partial(Case, name + BF16_BACKBONE, spec, bf))
     build(name + BF16_CL_BACKBONE, partial(Case, name + BF16_CL_BACKBONE, spec, bf.replace(channels_last=True)))
     sampler = synthetic_sampler(spec, transitions, cfg.n_step, seed=3)
     frames = 2 * (transitions + transitions // 100 + 2)
-    build(name + FEATURE_CACHE, partial(Case, name + FEATURE_CACHE, spec, cfg.replace(feature_cache="on"), sampler,
-                                        prefetch=True, feature_cache_frames=frames))
+    cached = cfg.replace(feature_cache="on")
+    twins = [(FEATURE_CACHE, cached, True)]
     if graphs:
-        build(name + GRAPHS, partial(Case, name + GRAPHS, spec, cfg.replace(cuda_graphs="on")))
-        on = cfg.replace(feature_cache="on", cuda_graphs="on")
-        build(name + CACHE_GRAPHS, partial(Case, name + CACHE_GRAPHS, spec, on, sampler, prefetch=True,
-                                           feature_cache_frames=frames))
+        twins += [(GRAPHS, cfg.replace(cuda_graphs="on"), False),
+                  (CACHE_GRAPHS, cached.replace(cuda_graphs="on"), True)]
+    if tf32:
+        tf = {"matmul_precision": "high"}
+        twins += [(TF32, cfg.replace(**tf), False), (CACHE_TF32, cached.replace(**tf), True)]
+        if graphs:
+            twins += [(GRAPHS_TF32, cfg.replace(cuda_graphs="on", **tf), False),
+                      (CACHE_GRAPHS_TF32, cached.replace(cuda_graphs="on", **tf), True)]
+    for suffix, c, cache in twins:
+        if cache:  # replay buffers with feature caches, batches through the prefetcher
+            build(name + suffix, partial(Case, name + suffix, spec, c, sampler, prefetch=True,
+                                         feature_cache_frames=frames))
+        else:
+            build(name + suffix, partial(Case, name + suffix, spec, c))
 
 
 def _jax_version(backends: list[str]) -> str | None:

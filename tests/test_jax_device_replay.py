@@ -20,7 +20,7 @@ pytest.importorskip("torch")
 
 from learners.agents.config import AgentConfig
 from learners.agents.jax.agent import JaxSACAgent
-from learners.agents.jax.device_replay import DeviceReplay
+from learners.agents.jax.device_replay import TABLE_COLUMNS, DeviceReplay
 from learners.replay.buffer import MixedSampler, ReplayBuffer
 from robot_rl.errors import ConfigError
 from robot_rl.specs import ArraySpec, EnvSpec
@@ -83,13 +83,47 @@ def test_tables_hold_the_host_rows_and_refresh_on_new_transitions() -> None:
     table = {c: np.asarray(v) for c, v in replay._tables["online"].items()}
     assert table["state"].shape == (sampler.online.capacity, 5)
     host = agent._batch(sampler.online.gather(np.flatnonzero(sampler.online.valid), 3), any_rows=True)
+    valid = np.flatnonzero(sampler.online.valid)  # one table row per slot
+    assert valid.size == n
     for c in ("state", "next_state", "actions", "returns", "bootstrap"):
-        np.testing.assert_allclose(table[c][:n], host[c], rtol=1e-6)
-        assert not table[c][n:].any()  # padding
+        np.testing.assert_allclose(table[c][valid], host[c], rtol=1e-6)
+        assert not np.delete(table[c], valid, axis=0).any()  # padding
     assert not replay.refresh()  # nothing new
     _fill(sampler.online, 5, 9)
     assert replay.refresh()
     assert replay.sizes()["online"] == len(sampler.online)
+
+
+def _assert_table_is_the_host_rows(replay: DeviceReplay, agent: JaxSACAgent, buf: ReplayBuffer, name: str) -> None:
+    slots = np.flatnonzero(buf.valid)
+    table = {c: np.asarray(v) for c, v in replay._tables[name].items()}
+    np.testing.assert_array_equal(table["slots"][: slots.size], slots)
+    host = agent._batch(buf.gather(slots, replay.sampler.n_step), any_rows=True)
+    for c in TABLE_COLUMNS:
+        np.testing.assert_allclose(table[c][slots], np.asarray(host[c], np.float32), rtol=1e-6, atol=1e-7,
+                                   err_msg=c)
+
+
+def test_refresh_copies_only_changed_rows_and_equals_a_full_rebuild() -> None:
+    """Incremental refreshes (new transitions, a wrap-around over old slots, a relabelled last transition,
+    Monte-Carlo returns that become known when an episode terminates) leave every valid row equal to the host's."""
+    sampler = _sampler()
+    for buf in (sampler.online, sampler.demo):
+        buf.track_returns(0.9)
+    agent = JaxSACAgent(_spec(), _cfg(mc_lower_bound=True))
+    replay = DeviceReplay(agent, sampler)
+    full = replay.rows_copied
+    for step, seed in enumerate((11, 12, 13, 14)):
+        _fill(sampler.online, 3 + 5 * step, seed)  # 3, 8, 13, 18 more: wraps the 64 slots
+        if step == 1:
+            sampler.online.terminate_last()
+        before = replay.rows_copied
+        assert replay.refresh()
+        assert replay.rows_copied - before < len(sampler.online)  # not a full copy
+        _assert_table_is_the_host_rows(replay, agent, sampler.online, "online")
+        _assert_table_is_the_host_rows(replay, agent, sampler.demo, "demo")
+    assert replay.rows_copied > full
+    assert np.isfinite(replay.update()["critic_loss"])
 
 
 def test_update_on_given_rows_equals_the_host_update_of_the_same_rows() -> None:
@@ -140,3 +174,40 @@ def test_images_are_refused() -> None:
     on = ReplayBuffer(spec, 16)
     with pytest.raises(ConfigError, match="state observations only"):
         DeviceReplay(agent, MixedSampler(on))
+
+
+def test_train_online_with_device_replay_learns_like_host_sampling() -> None:
+    """`train_online` with device_replay=on (CPU JAX): the loop's updates draw on the device from incrementally
+    refreshed tables. Its batches come from the agent's JAX key, not the buffers' numpy generators, so the run is not
+    equal to the host-sampled one; it matches it statistically: same env steps and update count, finite metrics
+    of the same scale, and both off and on reproduce themselves exactly."""
+    from learners.replay.prefetch import BatchSource
+    from learners.training.online import LoopConfig, train_online
+    from tests.point_reach import PointReachEnv, point_reach_spec
+
+    spec = point_reach_spec()
+    loop = LoopConfig(total_steps=60, start_steps=20, learning_starts=20, updates_per_step=1, seed=0)
+
+    def run(mode: str) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+        agent = JaxSACAgent(spec, _cfg(device_replay=mode, n_step=1))
+        online = ReplayBuffer(spec, 200, seed=0)
+        rows = list(train_online(PointReachEnv(), agent, online, loop))
+        return rows, agent.trainable_state()
+
+    assert not BatchSource(lambda: {}, JaxSACAgent(spec, _cfg(n_step=1)), object()).device_replay  # auto on a CPU
+    off, on, on2 = run("off"), run("on"), run("on")
+    assert [r["updates"] for r in on[0]] == [r["updates"] for r in off[0]] and on[0][-1]["updates"] == 41
+    for k in on2[1]:
+        np.testing.assert_array_equal(on2[1][k], on[1][k])  # reproducible
+    assert any(not np.array_equal(on[1][k], off[1][k]) for k in on[1])  # other batches
+    mean = {name: {key: float(np.mean([r[key] for r in rows if key in r])) for key in ("critic_loss", "q_mean")}
+            for name, (rows, _) in (("on", on), ("off", off))}
+    assert all(np.isfinite(v) for m in mean.values() for v in m.values())
+    assert 1 / 3 <= mean["on"]["critic_loss"] / mean["off"]["critic_loss"] <= 3  # same scale (41 updates: coarse)
+    assert abs(mean["on"]["q_mean"]) < 1 and abs(mean["off"]["q_mean"]) < 1
+
+
+def test_device_replay_option_is_validated() -> None:
+    with pytest.raises(ConfigError, match="device_replay"):
+        AgentConfig(device_replay="yes")
+    assert _cfg(device_replay="on").device_replay == "on"

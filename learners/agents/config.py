@@ -37,7 +37,10 @@ ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
 BACKENDS = ("torch", "jax")
 CRITIC_LOSSES = ("mse", "hl_gauss")
 MIXED_PRECISION = ("off", "bf16")
+MATMUL_PRECISIONS = ("default", "high", "highest")
+DEVICE_REPLAY_MODES = ("auto", "on", "off")
 FEATURE_CACHE_MODES = ("auto", "on", "off")
+FEATURE_CACHE_DEVICES = ("auto", "host", "device")
 FEATURE_CACHE_DTYPES = ("float16", "float32")
 CUDA_GRAPHS_MODES = ("auto", "on", "off")
 BACKBONE_PRECISIONS = ("float32", "bf16")
@@ -195,6 +198,10 @@ class AgentConfig(Config):
     for the heads) or 'float32' (bit-equal to running the backbone on the same crops)."""
     feature_cache_budget_gb: float = 8.0
     """Memory budget of the feature cache in GB (1e9 bytes), over the frames the run can store in both buffers."""
+    feature_cache_device: str = "auto"
+    """Where the cached outputs live: 'device' = torch tensors on the agent's device (on a GPU a batch's rows are
+    gathered there: the update touches no image or feature bytes on the host), 'host' = numpy arrays (copied per
+    batch), 'auto' = the device on a CUDA agent when the estimate also fits half the GPU's free memory, else host."""
     backbone_precision: str = "float32"
     """Frozen backbones only: 'bf16' runs their forward pass (the per-batch one, and the feature cache's encoding)
     under torch.autocast(bfloat16) and casts the output back to float32 for the trainable heads; 'float32' = as the
@@ -231,6 +238,10 @@ class AgentConfig(Config):
     bf16; losses, targets, log-probabilities, weights and optimizer state stay float32; bf16 needs no loss
     scaling). For a GPU with bf16 (Ampere or newer); allowed on a CPU, where it is slow unless the CPU has AMX.
     Torch backend only. Not a default: on an H100 it was slower (0.82x state, 0.87x image; README "On a GPU")."""
+    matmul_precision: str = "default"
+    """Float32 matmuls and convolutions of the torch update on a CUDA device (learners.agents.precision): 'high' =
+    TF32 tensor cores for both, 'highest' = true float32 for both, 'default' = as torch has them (float32 matmuls,
+    TF32 convolutions). Applied for each update and restored after; no effect on a CPU."""
     prefetch: bool | None = None
     """Draw the next batch in a background thread while the current update runs, into pinned memory, copied to the
     device on a side stream (learners.replay.prefetch). None = where it helps: the torch backend on a CUDA device,
@@ -246,6 +257,13 @@ class AgentConfig(Config):
     without mixed_precision; 'on' = also with cameras (the frozen backbone and DrQ shifts stay outside the graph);
     'off' = eager. Without a CUDA device, or when the capture fails, the update runs eager (one warning). Not with
     mixed_precision=bf16."""
+    device_replay: str = "auto"
+    """JAX backend, state observations: the training loops (`robot-rl train`, the learner) keep the replay buffers'
+    rows on the JAX device and draw each batch inside the jitted update (learners.agents.jax.device_replay; new
+    transitions appended incrementally before each update). 'auto' = on for the JAX backend on a GPU without
+    cameras, 'on' = also on a CPU (ConfigError with cameras), 'off' = batches sampled on the host. The torch backend
+    ignores it (it samples on the host, with prefetch). Its draws come
+    from the agent's JAX key instead of the buffers' numpy generators: other batches than a host-sampled run."""
     seed: int = 0
     """Seed of the network initialisation and of the agent's own random streams."""
 
@@ -296,6 +314,8 @@ class AgentConfig(Config):
                 self.feature_cache_crops, "must be an int >= 1")
         require(self.feature_cache_dtype in FEATURE_CACHE_DTYPES, "feature_cache_dtype", self.feature_cache_dtype,
                 f"must be one of {FEATURE_CACHE_DTYPES}")
+        require(self.feature_cache_device in FEATURE_CACHE_DEVICES, "feature_cache_device",
+                self.feature_cache_device, f"must be one of {FEATURE_CACHE_DEVICES}")
         require(math.isfinite(self.feature_cache_budget_gb) and self.feature_cache_budget_gb > 0,
                 "feature_cache_budget_gb", self.feature_cache_budget_gb, "must be a finite number > 0")
         require(math.isfinite(self.residual_scale) and 0 < self.residual_scale <= 2, "residual_scale",
@@ -336,6 +356,10 @@ class AgentConfig(Config):
                 f"must be one of {BACKBONE_PRECISIONS}")
         require(self.mixed_precision in MIXED_PRECISION, "mixed_precision", self.mixed_precision,
                 f"must be one of {MIXED_PRECISION}")
+        require(self.device_replay in DEVICE_REPLAY_MODES, "device_replay", self.device_replay,
+                f"must be one of {DEVICE_REPLAY_MODES}")
+        require(self.matmul_precision in MATMUL_PRECISIONS, "matmul_precision", self.matmul_precision,
+                f"must be one of {MATMUL_PRECISIONS}")
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")
                 or self.device == "mps", "device", self.device, "must be 'auto', 'cpu', 'cuda[:N]' or 'mps'")
 

@@ -48,6 +48,7 @@ import torch
 
 from learners.agents.config import AgentConfig
 from learners.agents.graphs import graphs_wanted
+from learners.agents.precision import precision_note
 
 CPU_STATE_DEFAULTS: dict[str, Any] = {
     "ensemble_size": 2, "ensemble_subsample": None, "critic_updates_per_actor_update": 4,
@@ -57,7 +58,8 @@ actor update (SERL on a GPU: ensemble 10 / subset 2, 8 critic updates per actor 
 
 
 GPU_CHOICES: dict[str, Any] = {"backend": "torch", "cuda_graphs": "auto", "mixed_precision": "off",
-                               "backbone_precision": "float32", "channels_last": False, "feature_cache": "auto"}
+                               "matmul_precision": "default", "backbone_precision": "float32", "channels_last": False,
+                               "feature_cache": "auto", "feature_cache_device": "auto"}
 """What an agent on a CUDA device trains with unless told otherwise (all AgentConfig defaults, so no layer is
 needed): the torch backend with its update captured as a CUDA graph (cuda_graphs=auto: state agents), float32
 (bf16 autocast was slower on an H100: 0.82x state, 0.87x image), the frozen backbone in float32 and the feature
@@ -149,8 +151,9 @@ def notice(cfg: AgentConfig, layer: dict[str, Any]) -> str | None:
 def gpu_notice(cfg: AgentConfig, has_cameras: bool) -> str | None:
     """One line for an agent on a CUDA device (None elsewhere), printed when `robot-rl train` / `robot-rl learner`
     start: the GPU speed settings in effect (backend; for torch the CUDA-graph capture of the update, mixed
-    precision, batch prefetch and, with cameras, the frozen backbone's precision and layout and the feature cache)
-    and that `--set FIELD=VALUE` or `--backend` changes any of them. The GPU choices are AgentConfig's defaults
+    precision, the float32 matmul precision (TF32 or not: learners.agents.precision), batch prefetch and, with
+    cameras, the frozen backbone's precision and layout and the feature cache and where it lives) and that
+    `--set FIELD=VALUE` or `--backend` changes any of them. The GPU choices are AgentConfig's defaults
     (`GPU_CHOICES`); nothing changes by itself."""
     if resolved_device_type(cfg.device) != "cuda":
         return None
@@ -160,8 +163,8 @@ def gpu_notice(cfg: AgentConfig, has_cameras: bool) -> str | None:
     graphs = "on" if graphs_wanted(cfg, has_cameras) else "off"
     prefetch = "on" if cfg.prefetch is not False and cfg.residual_base is None else "off"
     parts = [f"CUDA graphs {graphs} (cuda_graphs={cfg.cuda_graphs})", f"mixed_precision={cfg.mixed_precision}",
-             f"prefetch {prefetch}"]
+             precision_note(cfg), f"prefetch {prefetch}"]
     if has_cameras:
         parts += [f"backbone_precision={cfg.backbone_precision}", f"channels_last={str(cfg.channels_last).lower()}",
-                  f"feature_cache={cfg.feature_cache}"]
+                  f"feature_cache={cfg.feature_cache} (on {cfg.feature_cache_device})"]
     return f"GPU learner (torch): {', '.join(parts)}; --set FIELD=VALUE or --backend jax changes any of them"

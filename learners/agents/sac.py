@@ -54,6 +54,7 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import math
 import time
@@ -70,6 +71,7 @@ from learners.agents.encoders import random_shift
 from learners.agents.graphs import GraphedUpdate, graphs_mode
 from learners.agents.nets import EnsembleMLP, HLGauss, soft_update
 from learners.agents.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
+from learners.agents.precision import matmul_precision
 from learners.agents.sac_batch import UpdateBatch, cached_backbone, to_update_batch
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
@@ -219,7 +221,7 @@ class SACAgent:
         minibatch i = rows i::k), then one actor + temperature update on the last; returns float metrics (critic
         metrics averaged)."""
         t0 = time.perf_counter()
-        with self._autocast():
+        with self._autocast(), matmul_precision(self.cfg, self.device):  # learners.agents.precision
             out = self._update(batch)
         if self.compile_s is None and self.cfg.compile:  # the first compiled update: timed (tracing + inductor)
             self.compile_s = time.perf_counter() - t0
@@ -266,7 +268,7 @@ class SACAgent:
         without cameras, in minibatch order."""
         cfg = self.cfg
         b = to_update_batch(batch, self.policy.layout, self.policy.action_dim, cfg, self.device)
-        if b.images and "obs_features" in batch:  # a feature cache's crops (learners.replay.feature_cache)
+        if self.policy.layout.cameras and "obs_features" in batch:  # a feature cache's crops (no images in b)
             n = b.actions.shape[0]
             b = dataclasses.replace(
                 b, backbone=cached_backbone(batch["obs_features"], self.encoder, n, self.device),
@@ -280,7 +282,7 @@ class SACAgent:
                                     next_backbone=self.encoder.backbone_features(b.next_images))
         b = dataclasses.replace(b, base=self.policy.base_actions(batch["obs"]),
                                 next_base=self.policy.base_actions(batch["next_obs"]))
-        return b if b.images else b.in_minibatch_order()
+        return b if self.policy.layout.cameras else b.in_minibatch_order()
 
     def _critic_phase(self, b: UpdateBatch, rows: slice, members: torch.Tensor, alpha: torch.Tensor,
                       shared_next: _NextActions | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -588,8 +590,6 @@ def _adam(params: Sequence[torch.Tensor], lr: float) -> torch.optim.Optimizer:
 
 
 def _frozen_copy(module: nn.Module) -> nn.Module:
-    import copy
-
     clone = copy.deepcopy(module)
     clone.requires_grad_(False)
     return clone

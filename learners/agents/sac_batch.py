@@ -4,7 +4,8 @@ the update's minibatches.
 `to_update_batch` turns a replay batch (learners.replay.buffer.ReplayBuffer.sample / MixedSampler.sample: a dict of
 numpy arrays or tensors, see learners.agents.sac) into an `UpdateBatch` of B rows, or raises a one-line
 ShapeError naming the first column that does not fit: obs / next_obs -> camera images and the state vector
-(learners.agents.obs.ObsLayout), actions (B, A), and per row (B,): the discounted reward sum up to the bootstrap
+(learners.agents.obs.ObsLayout; with a feature cache's `obs_features` no images: they may be left out), actions
+(B, A), and per row (B,): the discounted reward sum up to the bootstrap
 (`returns`, and `grasp_penalty_returns` for the gripper head), the bootstrap's weight gamma^k (1 - terminated)
 (`bootstrap`; k = 1, or the row's n_steps for multi-step rows), the lower bound of the critic target
 (`target_floor`: the Monte-Carlo return with cfg.mc_lower_bound, else -inf) and the human-row mask
@@ -104,6 +105,8 @@ def to_update_batch(batch: Mapping[str, Any], layout: ObsLayout, action_dim: int
     for key in ("obs", "next_obs", "actions", "rewards", "terminated"):
         if key not in batch:
             raise ShapeError(f"batch is missing '{key}' (has {sorted(batch)})")
+    if "obs_features" in batch:  # a feature cache's rows: the update reads the cached features, not the images
+        layout = dataclasses.replace(layout, cameras=())
     images, state = layout.to_torch(batch["obs"], device, batched=True)
     next_images, next_state = layout.to_torch(batch["next_obs"], device, batched=True)
     actions = torch.as_tensor(batch["actions"]).to(device, torch.float32)

@@ -220,7 +220,7 @@ class Learner:
         self.demo = ReplayBuffer(spec, cfg.demo_capacity, seed=cfg.seed + 1)
         self.sampler = sampler_for(self.online, self.demo, cfg.demo_ratio, self.agent.cfg)
         rows = self.agent.cfg.samples_per_update
-        self.batches = BatchSource(lambda: self.sampler.sample(rows), self.agent)  # prefetched on a GPU
+        self.batches = BatchSource(lambda: self.sampler.sample(rows), self.agent, self.sampler)  # GPU: prefetch
         self.inbox = Inbox(self.out / INBOX_DIR, fsync=cfg.inbox_fsync)
         self.outputs = LearnerOutputs(self.out, title=f"{spec.task} (learner)", tensorboard=cfg.tensorboard)
         self.ledger = SeqLedger()
@@ -420,13 +420,12 @@ class Learner:
 
     # ------------------------------------------------------------------ learning
     def _update(self) -> None:
-        batch = self.batches.next()
         cfg = self.agent.cfg
         if self.updates == 0 and (cfg.compile or cfg.backend == "jax"):
             # the first update compiles (seconds to a minute) and blocks this loop: say so in status.json first
             self.compiling = True
             self.write_status()
-        metrics = self.agent.update(batch)
+        metrics = self.batches.update()  # a host batch, or one drawn on the JAX device (device_replay)
         self.compiling = False
         self.updates += 1
         if self.first_update_s is None:  # the JAX agent's first update traces and compiles

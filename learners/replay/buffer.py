@@ -292,7 +292,7 @@ class ReplayBuffer:
         return ok if self.feature_cache is None else ok & self.feature_cache.ready(idx)
 
     @_locked
-    def gather(self, idx: np.ndarray, n_step: int = 1) -> Batch:
+    def gather(self, idx: np.ndarray, n_step: int = 1, images: bool = True) -> Batch:
         """The transitions at slots `idx` as a batch dict of numpy arrays.
 
         n_step > 1 adds multi-step returns: each row follows its episode for up to `n_step` transitions (fewer where
@@ -301,12 +301,16 @@ class ReplayBuffer:
         `n_grasp_penalty` (B, n_step) float32 (0 past the chain's end) and `n_steps` (B,) int64 (1..n_step). The
         first-step `rewards`, `grasp_penalty`, `truncated` and `intervention` are kept as they are.
         After `track_returns(discount)`: `mc_returns` (B,) float32, each row's Monte-Carlo return, and `mc_valid`
-        (B,) bool, whether its episode has terminated (else mc_returns is meaningless)."""
+        (B,) bool, whether its episode has terminated (else mc_returns is meaningless).
+        images=False leaves the feature cache's cameras out of obs / next_obs (it adds their cached features)."""
         if n_step < 1:
             raise ShapeError(f"n_step must be >= 1, got {n_step}")
         idx = np.asarray(idx)
         f = self.fields
-        batch: Batch = {"obs": {name: arr[idx] for name, arr in self.frames.items()}, "actions": self.actions[idx]}
+        frames = self.frames
+        if not images and self.feature_cache is not None:  # the cached update never reads the cameras' images
+            frames = {k: v for k, v in frames.items() if k not in self.feature_cache.plan.shapes}
+        batch: Batch = {"obs": {name: arr[idx] for name, arr in frames.items()}, "actions": self.actions[idx]}
         for name, arr in f.items():
             batch[name] = arr[idx]
         last = idx.copy()
@@ -332,14 +336,18 @@ class ReplayBuffer:
         if self.mc_discount is not None:  # track_returns(): each row's Monte-Carlo return, where known
             batch["mc_returns"], batch["mc_valid"] = self.mc_returns[idx], self.mc_valid[idx]
         nxt = (last + 1) % self.capacity
-        batch["next_obs"] = {name: arr[nxt] for name, arr in self.frames.items()}
+        batch["next_obs"] = {name: arr[nxt] for name, arr in frames.items()}
         if self.feature_cache is not None:
             batch.update(self.feature_cache.lookup(idx, nxt))
         return batch
 
     @_locked
-    def sample(self, n: int, n_step: int = 1) -> Batch:
-        return self.gather(self.sample_indices(n), n_step)
+    def sample(self, n: int, n_step: int = 1, images: bool | None = None) -> Batch:
+        """`n` random transitions (sample_indices + gather); images=None: without the feature cache's cameras when
+        a cache is attached (a training batch: learners.replay.feature_cache), unless the cache keeps them."""
+        if images is None:
+            images = self.feature_cache is None or bool(self.feature_cache.keep_images)
+        return self.gather(self.sample_indices(n), n_step, images)
 
     # ------------------------------------------------------------------ memory / state
     def nbytes(self) -> int:
@@ -420,16 +428,25 @@ class ReplayBuffer:
 
 
 def concat_batches(parts: list[Batch]) -> Batch:
-    """Row-wise concatenation of batches with the same keys (nested obs dicts included)."""
+    """Row-wise concatenation of batches with the same keys (nested obs dicts included; torch tensors stay tensors)."""
     if len(parts) == 1:
         return parts[0]
     out: Batch = {}
     for key, val in parts[0].items():
         if isinstance(val, Mapping):
-            out[key] = {k: np.concatenate([p[key][k] for p in parts]) for k in val}
+            out[key] = {k: _concat([p[key][k] for p in parts]) for k in val}
         else:
-            out[key] = np.concatenate([p[key] for p in parts])
+            out[key] = _concat([p[key] for p in parts])
     return out
+
+
+def _concat(arrays: list[Any]) -> Any:
+    """np.concatenate, or torch.cat for tensors (a feature cache on the device: they stay there)."""
+    if hasattr(arrays[0], "device") and hasattr(arrays[0], "dim"):
+        import torch
+
+        return torch.cat(arrays)
+    return np.concatenate(arrays)
 
 
 class MixedSampler:

@@ -11,7 +11,11 @@ until its batch is encoded a new transition is not drawn (ReplayBuffer.sample_in
 of delay, like a learner that receives transitions in chunks). `ReplayBuffer.gather` then adds `obs_features` /
 `next_obs_features` ({camera: (B, C, h, w)}) to the batch, each row's crop drawn uniformly from its K (independently
 for obs and next_obs, like DrQ's two shifts), and the agent (learners.agents.sac) feeds them to the trainable heads
-instead of shifting and encoding the images.
+instead of shifting and encoding the images. Training batches (`ReplayBuffer.sample`) then leave the cached cameras'
+raw images out (the cached update never reads them; kept only for a residual base, whose base policy reads the raw
+observation): a 256 x 4 batch of two 128x128 cameras no longer gathers ~200 MB of images on the host per update.
+With AgentConfig.feature_cache_device on the GPU (`cache_on_device`) the features are torch tensors there and a
+batch's rows are gathered on the device from its slot and crop indices, so the host handles no image or feature bytes.
 
 The cache is learner-side and derived: actors still run the backbone on live frames, checkpoints and the weights sent
 to actors are unchanged, a loaded replay state is re-encoded on the next sample. The augmentation differs from the
@@ -132,17 +136,22 @@ class FeatureCache:
     backbones; `device`: where they run; `seed`: the crops' shifts and the per-row crop draws."""
 
     def __init__(self, buffer: ReplayBuffer, encode: Encode, plan: CachePlan, device: torch.device | str = "cpu",
-                 seed: int = 0, chunk: int = 128, min_batch: int = 16) -> None:
+                 seed: int = 0, chunk: int = 128, min_batch: int = 16, on_device: bool = False,
+                 keep_images: bool = False) -> None:
         missing = sorted(set(plan.shapes) - set(buffer.frames))
         if missing:
             raise ShapeError(f"feature cache: cameras {missing} are not in the buffer's observation")
         self.buffer, self.encode, self.plan, self.device, self.chunk = buffer, encode, plan, torch.device(device), chunk
         self.min_batch = min_batch
+        self.on_device = on_device
+        """The features are torch tensors on `device` (looked up there), else numpy arrays on the host."""
+        self.keep_images = keep_images
+        """Training batches (ReplayBuffer.sample) still carry the cached cameras' raw images (a residual base reads
+        them); False leaves them out: the cached update never reads them."""
         self.rng = np.random.default_rng(seed)
         self.dtype = np.dtype(plan.dtype)
         self.rows = 0  # allocated slots (the arrays grow with the buffer's filled part, up to its capacity)
-        self.features: dict[str, np.ndarray] = {
-            k: np.zeros((0, plan.crops, *s), self.dtype) for k, s in plan.shapes.items()}
+        self.features: dict[str, Any] = {k: self._zeros((0, plan.crops, *s)) for k, s in plan.shapes.items()}
         self.shifts = np.zeros((0, len(plan.shapes), plan.crops, 2), np.int8)  # per slot, camera, crop
         self.gen = np.zeros(0, np.int64)  # the buffer's frame_gen when each slot was encoded (-1: never)
         self.frames_encoded = 0
@@ -150,13 +159,19 @@ class FeatureCache:
         self.encode_cpu_s = 0.0
         """CPU seconds (time.process_time) spent encoding so far."""
 
+    def _zeros(self, shape: tuple[int, ...]) -> Any:
+        if self.on_device:
+            return torch.zeros(shape, dtype=getattr(torch, self.dtype.name), device=self.device)
+        return np.zeros(shape, self.dtype)
+
     def _grow(self, rows: int) -> None:
         if rows <= self.rows:
             return
         new = min(self.buffer.capacity, max(rows, 2 * self.rows, 64))
 
-        def grown(a: np.ndarray, fill: int = 0) -> np.ndarray:
-            out = np.full((new, *a.shape[1:]), fill, a.dtype)
+        def grown(a: Any, fill: int = 0) -> Any:
+            out = np.full((new, *a.shape[1:]), fill, a.dtype) if isinstance(a, np.ndarray) else \
+                self._zeros((new, *a.shape[1:]))
             out[: self.rows] = a[: self.rows]
             return out
 
@@ -211,9 +226,13 @@ class FeatureCache:
             frames = frames.repeat_interleave(k, dim=0)  # row i * k + j: crop j of frame i
             images[cam] = shift_images(frames, torch.as_tensor(shifts[:, c].reshape(-1, 2))) if pad > 0 else frames
         out = self.encode(images)
+        where = torch.as_tensor(slots, device=self.device) if self.on_device else None
         for cam in cams:
             feats = out[cam].float().reshape(slots.size, k, *plan.shapes[cam])
-            self.features[cam][slots] = feats.cpu().numpy().astype(self.dtype, copy=False)
+            if where is not None:
+                self.features[cam][where] = feats.to(self.features[cam].dtype)
+            else:
+                self.features[cam][slots] = feats.cpu().numpy().astype(self.dtype, copy=False)
         self.shifts[slots] = shifts.astype(np.int8)
         self.gen[slots] = self.buffer.frame_gen[slots]
 
@@ -228,34 +247,57 @@ class FeatureCache:
 
     def lookup(self, idx: np.ndarray, nxt: np.ndarray) -> dict[str, Any]:
         """{"obs_features": {camera: (B, C, h, w)}, "next_obs_features": ...} for the rows whose obs is slot
-        idx[i] and next_obs slot nxt[i], a uniformly random crop each; "obs_crops" / "next_obs_crops" (B,) say which."""
+        idx[i] and next_obs slot nxt[i], a uniformly random crop each; "obs_crops" / "next_obs_crops" (B,) say which.
+        On the device (`on_device`) the rows are gathered there: only the slot and crop indices cross from the host."""
         if not (self.encoded(idx).all() and self.encoded(nxt).all()):
             self.refresh()  # a row drawn without the buffer's rejection, or an n-step row reaching a new frame
         out: dict[str, Any] = {}
         for key, slots in (("obs", idx), ("next_obs", nxt)):
             crop = self.rng.integers(0, self.plan.crops, size=slots.size)
-            out[f"{key}_features"] = {cam: arr[slots, crop] for cam, arr in self.features.items()}
+            if self.on_device:
+                at = torch.as_tensor(np.stack([slots, crop]), device=self.device)  # one small copy
+                out[f"{key}_features"] = {cam: arr[at[0], at[1]] for cam, arr in self.features.items()}
+            else:
+                out[f"{key}_features"] = {cam: arr[slots, crop] for cam, arr in self.features.items()}
             out[f"{key}_crops"] = crop
         return out
 
     def nbytes(self) -> int:
         """Bytes the cache holds now (its allocated rows)."""
-        return int(sum(a.nbytes for a in self.features.values()) + self.shifts.nbytes + self.gen.nbytes)
+        feats = sum(a.nbytes if isinstance(a, np.ndarray) else a.numel() * a.element_size()
+                    for a in self.features.values())
+        return int(feats + self.shifts.nbytes + self.gen.nbytes)
 
 
 def attach_feature_caches(agent: Any, buffers: Sequence[ReplayBuffer | None], frames: int, seed: int = 0,
                           ) -> str:
     """Attach a FeatureCache to each buffer when AgentConfig.feature_cache resolves to on for `agent` (a torch
-    SACAgent; any other agent gets none) and `frames` (the frames the buffers can store in this run) fits the budget;
-    returns the one-line note plan_feature_cache gave. ConfigError as plan_feature_cache."""
+    SACAgent; any other agent gets none) and `frames` (the frames the buffers can store in this run) fits the budget,
+    kept where `cache_on_device` says; returns the one-line note plan_feature_cache gave (+ where the cache lives).
+    ConfigError as plan_feature_cache."""
     encoder = getattr(agent, "encoder", None)
     plan, note = plan_feature_cache(agent.cfg, encoder if isinstance(encoder, ObservationEncoder) else None, frames)
     if plan is None:
         return note
     assert isinstance(encoder, ObservationEncoder)
+    on_device, where = cache_on_device(agent.cfg, agent.device, plan.nbytes(frames))
+    keep = agent.cfg.residual_base is not None  # the base policy reads the raw observation, images included
     for i, buf in enumerate(b for b in buffers if b is not None):
-        buf.feature_cache = FeatureCache(buf, encoder.backbone_features, plan, device=agent.device, seed=seed + 17 * i)
-    return note
+        buf.feature_cache = FeatureCache(buf, encoder.backbone_features, plan, device=agent.device, seed=seed + 17 * i,
+                                         on_device=on_device, keep_images=keep)
+    return f"{note}, {where}"
+
+
+def cache_on_device(cfg: AgentConfig, device: torch.device, need_bytes: int) -> tuple[bool, str]:
+    """(keep the cache as tensors on `device`?, 'kept on ...' for the note): AgentConfig.feature_cache_device;
+    'auto' = on a CUDA device when `need_bytes` fits half its free memory."""
+    mode = cfg.feature_cache_device
+    if mode == "auto" and device.type == "cuda":
+        free = torch.cuda.mem_get_info(device)[0]
+        mode = "device" if need_bytes <= free // 2 else "host"
+    elif mode == "auto":
+        mode = "host"
+    return mode == "device", (f"kept on {device}" if mode == "device" else "kept on the host")
 
 
 def run_frames(buffers: Sequence[ReplayBuffer | None], env_steps: int) -> int:
@@ -265,5 +307,6 @@ def run_frames(buffers: Sequence[ReplayBuffer | None], env_steps: int) -> int:
     return int(sum(min(b.capacity, b._filled + 2 * max(0, env_steps)) for b in buffers if b is not None))
 
 
-__all__ = ["CachePlan", "FeatureCache", "attach_feature_caches", "backbone_shapes", "plan_feature_cache",
+__all__ = ["CachePlan", "FeatureCache", "attach_feature_caches", "backbone_shapes", "cache_on_device",
+           "plan_feature_cache",
            "run_frames", "shift_images"]

@@ -11,7 +11,8 @@ holds a lock). An error in the thread (an empty buffer, a corrupt row) is raised
 returned that batch, and the thread stops; `next()` on a stopped prefetcher raises again.
 
 Only the columns the torch agent reads become tensors: obs / next_obs leaves, actions, rewards, terminated,
-grasp_penalty, intervention, n_rewards, n_grasp_penalty, n_steps; anything else (mc_returns, mc_valid) stays numpy.
+grasp_penalty, intervention, n_rewards, n_grasp_penalty, n_steps, a host feature cache's obs_features /
+next_obs_features; anything else (mc_returns, mc_valid, crop ids) stays numpy.
 
 Usage::
 
@@ -36,7 +37,7 @@ import torch
 from learners.agents.config import AgentConfig
 
 TENSOR_COLUMNS = ("actions", "rewards", "terminated", "grasp_penalty", "intervention", "n_rewards", "n_grasp_penalty",
-                  "n_steps")
+                  "n_steps", "obs_features", "next_obs_features")
 """Batch columns moved to the device (besides the obs / next_obs leaves)."""
 
 
@@ -48,6 +49,17 @@ def prefetch_enabled(cfg: AgentConfig, device: torch.device) -> bool:
     if cfg.prefetch is not None:
         return bool(cfg.prefetch)
     return device.type == "cuda" and cfg.residual_base is None
+
+
+def device_replay_enabled(agent: Any) -> bool:
+    """AgentConfig.device_replay resolved for `agent`: only the JAX agent; 'on', or 'auto' on a GPU JAX device
+    without cameras."""
+    cfg = agent.cfg
+    if cfg.backend != "jax" or cfg.device_replay == "off":
+        return False
+    if cfg.device_replay == "on":
+        return True
+    return not agent.spec.cameras and getattr(agent.device, "platform", "cpu") != "cpu"
 
 
 def batch_to_device(batch: Mapping[str, Any], device: torch.device, pin: bool) -> dict[str, Any]:
@@ -161,8 +173,11 @@ class BatchSource:
         source.close()
     """
 
-    def __init__(self, sample: Callable[[], Mapping[str, Any]], agent: Any) -> None:
-        self._sample = sample
+    def __init__(self, sample: Callable[[], Mapping[str, Any]], agent: Any, sampler: Any = None) -> None:
+        self._sample, self.agent, self.sampler = sample, agent, sampler
+        self.device_replay = sampler is not None and device_replay_enabled(agent)
+        """The JAX agent draws its batches on the device (`update()`; AgentConfig.device_replay)."""
+        self._replay: Any = None
         device = getattr(agent, "device", None)
         self.device = device if isinstance(device, torch.device) else None
         self.enabled = self.device is not None and prefetch_enabled(agent.cfg, self.device)
@@ -175,6 +190,19 @@ class BatchSource:
             assert self.device is not None
             self._prefetcher = BatchPrefetcher(self._sample, self.device)
         return self._prefetcher.next()
+
+    def update(self) -> dict[str, float]:
+        """One agent update: on a batch from `next()`, or with device replay a batch drawn on the device (the
+        buffers' new rows appended to the device tables first: learners.agents.jax.device_replay)."""
+        if not self.device_replay:
+            return dict(self.agent.update(self.next()))
+        if self._replay is None:
+            from learners.agents.jax.device_replay import DeviceReplay
+
+            self._replay = DeviceReplay(self.agent, self.sampler)
+        else:
+            self._replay.refresh()
+        return self._replay.update()
 
     def close(self) -> None:
         if self._prefetcher is not None:

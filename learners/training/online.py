@@ -146,7 +146,7 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
     prev_intervention = False
     sums: dict[str, float] = {}
     n_metrics = 0
-    source = BatchSource(lambda: sampler.sample(rows), agent)  # prefetched on a GPU (learners.replay.prefetch)
+    source = BatchSource(lambda: sampler.sample(rows), agent, sampler)  # GPU: prefetch / JAX device replay
     try:
         for step in range(c.env_step + 1, cfg.total_steps + 1):
             c.env_step = step
@@ -171,7 +171,7 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                 if c.updates == 0 and on_learning_start is not None and cfg.updates_per_step > 0:
                     on_learning_start()
                 for _ in range(cfg.updates_per_step):
-                    metrics = agent.update(source.next())
+                    metrics = source.update()
                     c.updates += 1
                     n_metrics += 1
                     for k, v in metrics.items():
@@ -220,10 +220,10 @@ def train_offline(agent: Agent, demo: ReplayBuffer, updates: int, counters: Loop
         on_learning_start()
     sums: dict[str, float] = {}
     n = 0
-    source = BatchSource(lambda: sampler.sample(rows), agent)  # prefetched on a GPU (learners.replay.prefetch)
+    source = BatchSource(lambda: sampler.sample(rows), agent, sampler)  # GPU: prefetch / JAX device replay
     try:
         while c.offline_updates < updates:
-            metrics = agent.update(source.next())
+            metrics = source.update()
             c.updates += 1
             c.offline_updates += 1
             n += 1

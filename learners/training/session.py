@@ -283,7 +283,7 @@ class TrainSession:
         from learners.agents.sac import SACAgent
 
         assert isinstance(run.agent, SACAgent)  # obs_norm is a torch-only option: the JAX backend refuses it
-        parts = [buf.sample(min(len(buf) * 4, 20_000))["obs"] for buf in (run.demo, run.online)
+        parts = [buf.sample(min(len(buf) * 4, 20_000), images=True)["obs"] for buf in (run.demo, run.online)
                  if buf is not None and len(buf) > 0]
         obs = concat_batches([{"obs": p} for p in parts])["obs"]
         mean, std = run.agent.set_state_normalization(obs)

@@ -67,7 +67,7 @@ SUPPORTED_OPTIONS = frozenset({
     "learn_temperature", "backup_entropy", "grad_clip_norm", "bc_weight", "encoder", "encoder_weights",
     "freeze_encoder", "conv_channels", "num_spatial_features", "encoder_dropout", "image_latent_dim",
     "proprio_latent_dim", "augment_pad", "gripper_head", "gripper_hidden_dims", "gripper_flip_penalty",
-    "gripper_epsilon", "backend", "device", "seed", "bc_q_filter", "mc_lower_bound",
+    "gripper_epsilon", "backend", "device", "seed", "bc_q_filter", "mc_lower_bound", "device_replay",
 })
 """AgentConfig options the JAX agent implements; any other option set away from its default is refused."""
 

@@ -10,13 +10,16 @@ indices with jax.random (uniform over each buffer's valid transitions, with repl
 ReplayBuffer.sample_indices; online rows then demo rows in MixedSampler's proportions), gathers them on the device
 and runs the agent's update (learners.agents.jax.update.update_core) on them. Per update only the metrics come back.
 
-Tables: one per buffer, padded to the buffer's capacity (shapes never change, so the function compiles once; the
-row count is a traced scalar). `refresh()` rebuilds a buffer's table from the host buffer when it has taken
-transitions since the last refresh (ReplayBuffer.total_added), re-gathering every valid row: n-step windows and
-Monte-Carlo returns of unfinished episodes change as the episode goes on, so rows are not final when added. A
-learner calls it every so many updates (each refresh is one gather + one host-to-device copy of the buffer's valid
-rows, not of one batch); between refreshes new transitions are not drawn (the same delay a learner that receives
-transitions in chunks has). State observations only (images stay on the host: ConfigError).
+Tables: one per buffer, one row per buffer slot, padded to the buffer's capacity (shapes never change, so the function
+compiles once; the row count is a traced scalar), with the list of valid slots the draws index. `refresh()` brings a
+buffer's table up to date when it has taken transitions since the last refresh (ReplayBuffer.total_added): the first
+time it copies every valid row; later it compares per-slot copies of what a row reads (valid flags, frame write
+counters, actions, rewards and flags, Monte-Carlo returns) with the buffer's, and re-gathers and copies only the rows
+that can have changed, scattered into the device table in place: a new transition, the n_step rows before it
+(their n-step windows reach it), a relabelled one (terminate_last) and an episode's rows whose Monte-Carlo return
+became known. The training loops (learners.replay.prefetch.BatchSource with AgentConfig.device_replay) refresh
+before every update; between refreshes new transitions are not drawn. State observations only (images stay on
+the host: ConfigError).
 
 Random draws come from the agent's key (checkpointed with the agent), split for the indices, so a run is
 reproducible, but its batches differ from a host sampler's. `update_rows(idx, draws)` takes the rows and the
@@ -64,6 +67,11 @@ class DeviceReplay:
         self._added: dict[str, int] = {}
         self._fns: dict[tuple[int, int], Callable[..., Any]] = {}
         self._given: dict[tuple[int, int], Callable[..., Any]] = {}
+        self._snaps: dict[str, dict[str, np.ndarray]] = {}
+        self._scatter_fn: Callable[..., Any] | None = None
+        self.rows_copied = 0
+        """Rows gathered on the host and copied to the device so far (all valid rows at the first refresh, then
+        only those that can have changed)."""
         self.refresh()
 
     def _buffers(self) -> dict[str, ReplayBuffer]:
@@ -73,7 +81,9 @@ class DeviceReplay:
         return bufs
 
     def refresh(self) -> bool:
-        """Rebuild the table of every buffer that took transitions since the last refresh; True when any did."""
+        """Bring every buffer's table up to date with its host buffer; True when any changed. The first call copies
+        the whole table; later ones re-gather and copy only the rows that can have changed (`_dirty`), scattered into
+        the device table in place, plus the list of valid slots the draws index."""
         changed = False
         for name, buf in self._buffers().items():
             if name in self._tables and self._added.get(name) == buf.total_added:
@@ -81,27 +91,67 @@ class DeviceReplay:
             with buf.lock:
                 slots = np.flatnonzero(buf.valid)
                 added = buf.total_added
-                rows = buf.gather(slots, self.sampler.n_step) if slots.size else None
-            table = self._table(rows, buf.capacity)
-            self._tables[name] = self._jax.device_put(table, self.agent.device)
+                snap = _snapshot(buf)
+                fresh = name not in self._tables
+                dirty = slots if fresh else np.intersect1d(self._dirty(self._snaps[name], snap, buf.capacity), slots)
+                rows = buf.gather(dirty, self.sampler.n_step) if dirty.size else None
+            if fresh:
+                table = self._table(rows, dirty, buf.capacity)
+                self._tables[name] = self._jax.device_put(table, self.agent.device)
+            elif rows is not None:
+                self._tables[name] = self._scatter(self._tables[name], dirty, self._rows(rows))
+            padded = np.zeros(buf.capacity, np.int32)
+            padded[: slots.size] = slots
+            self._tables[name]["slots"] = self._jax.device_put(padded, self.agent.device)
             self._counts[name] = self._jax.device_put(np.asarray(max(slots.size, 1), np.int32), self.agent.device)
             self._sizes[name], self._slots[name], self._added[name] = int(slots.size), slots, added
+            self._snaps[name] = snap
+            self.rows_copied += int(dirty.size)
             changed = True
         return changed
 
-    def _table(self, rows: Mapping[str, Any] | None, capacity: int) -> dict[str, np.ndarray]:
-        """The finished rows of a gathered batch, padded with zero rows to `capacity` (None: all zeros)."""
+    def _dirty(self, old: Mapping[str, np.ndarray], new: Mapping[str, np.ndarray], capacity: int) -> np.ndarray:
+        """Slots whose row can differ from the table's: a row reads its own slot and the next n_step slots
+        (n-step chain, next frame), so every slot whose stored data changed and the n_step slots before it."""
+        touched = np.zeros(capacity, bool)
+        for key, arr in new.items():
+            diff = old[key] != arr
+            touched |= diff.reshape(capacity, -1).any(1) if diff.ndim > 1 else diff
+        changed = np.flatnonzero(touched)
+        back = np.arange(self.sampler.n_step + 1)
+        return np.unique((changed[:, None] - back[None, :]) % capacity)
+
+    def _rows(self, rows: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        cols = self.agent._batch(rows, any_rows=True)
+        return {c: np.asarray(cols[c], np.float32) for c in TABLE_COLUMNS}
+
+    def _scatter(self, table: dict[str, Any], slots: np.ndarray, rows: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """table[c][slots] = rows[c] on the device, the slots padded to a power of two (one compilation per size
+        bucket; the padding repeats the first row, an idempotent write)."""
+        n = 1 << max(6, int(slots.size - 1).bit_length())
+        pad = np.full(n, slots[0], np.int32)
+        pad[: slots.size] = slots
+        vals = {c: np.concatenate([v, np.repeat(v[:1], n - slots.size, 0)]) for c, v in rows.items()}
+        if self._scatter_fn is None:
+            def scatter(cols: dict[str, Any], at: Any, new: dict[str, Any]) -> dict[str, Any]:
+                return {c: cols[c].at[at].set(new[c]) for c in cols}
+
+            self._scatter_fn = self._jax.jit(scatter, donate_argnums=(0,))
+        cols = {c: table[c] for c in TABLE_COLUMNS}
+        return dict(self._scatter_fn(cols, pad, vals))
+
+    def _table(self, rows: Mapping[str, Any] | None, slots: np.ndarray, capacity: int) -> dict[str, np.ndarray]:
+        """The finished rows of a gathered batch at their slots, zero rows elsewhere (None: all zeros)."""
         dim, act = self.agent.layout.state_dim, self.agent.policy.action_dim
         shapes = {"state": (dim,), "next_state": (dim,), "actions": (act,)}
         out = {c: np.zeros((capacity, *shapes.get(c, ())), np.float32) for c in TABLE_COLUMNS}
         if rows is None:
             return out
         cols = self.agent._batch(rows, any_rows=True)
-        n = cols["actions"].shape[0]
         if cols["state"] is None or cols["next_state"] is None:
             raise ShapeError("device replay needs a state vector in the observation")
         for c in TABLE_COLUMNS:
-            out[c][:n] = cols[c]
+            out[c][slots] = cols[c]
         return out
 
     def counts(self) -> tuple[int, int]:
@@ -115,7 +165,8 @@ class DeviceReplay:
     def _gather(self, tables: Mapping[str, Any], idx: Mapping[str, Any]) -> dict[str, Any]:
         """The batch of rows idx[name] of each table, online rows first (MixedSampler's order)."""
         jnp = self._jax.numpy
-        parts = [{c: tables[name][c][idx[name]] for c in TABLE_COLUMNS} for name in ("online", "demo") if name in idx]
+        parts = [{c: tables[name][c][tables[name]["slots"][idx[name]]] for c in TABLE_COLUMNS}
+                 for name in ("online", "demo") if name in idx]
         batch: dict[str, Any] = {c: jnp.concatenate([p[c] for p in parts]) for c in TABLE_COLUMNS}
         return dict(batch, images={}, next_images={})
 
@@ -174,6 +225,14 @@ class DeviceReplay:
         parts = [bufs[name].gather(self._slots[name][np.asarray(idx[name])], self.sampler.n_step)
                  for name in ("online", "demo") if name in idx and len(idx[name])]
         return concat_batches(parts)
+
+
+def _snapshot(buf: ReplayBuffer) -> dict[str, np.ndarray]:
+    """Copies of everything a gathered state row reads per slot, except the frames (their write counter instead)."""
+    out = {"valid": buf.valid.copy(), "frame_gen": buf.frame_gen.copy(), "actions": buf.actions.copy(),
+           "mc_returns": buf.mc_returns.copy(), "mc_valid": buf.mc_valid.copy()}
+    out.update({f"fields/{k}": v.copy() for k, v in buf.fields.items()})
+    return out
 
 
 __all__ = ["TABLE_COLUMNS", "DeviceReplay"]
