@@ -99,13 +99,13 @@ def test_option_validation() -> None:
         AgentConfig(backbone_precision="fp8")
 
 
-def test_auto_is_off_on_a_cpu_and_with_cameras() -> None:
+def test_auto_is_off_on_a_cpu_and_on_with_cuda_with_or_without_cameras() -> None:
     assert graphs_mode(_cfg(), torch.device("cpu"), has_cameras=False) == (False, None)
     assert graphs_mode(_cfg(cuda_graphs="off"), torch.device("cpu"), has_cameras=False) == (False, None)
     if CUDA:
         dev = torch.device("cuda")
         assert graphs_mode(_cfg(), dev, has_cameras=False) == (True, None)
-        assert graphs_mode(_cfg(), dev, has_cameras=True) == (False, None)
+        assert graphs_mode(_cfg(), dev, has_cameras=True) == (True, None)
         assert graphs_mode(_cfg(mixed_precision="bf16"), dev, has_cameras=False) == (False, None)
         assert graphs_mode(_cfg(cuda_graphs="on"), dev, has_cameras=True) == (True, None)
 

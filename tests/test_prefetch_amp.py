@@ -218,7 +218,7 @@ def test_the_gpu_notice_prints_the_gpu_settings_in_effect_on_cuda_only() -> None
     assert gpu_notice(AgentConfig(device="cuda:1"), has_cameras=False) == msg
     assert gpu_notice(AgentConfig(device="cpu"), has_cameras=False) is None
     images = gpu_notice(AgentConfig(device="cuda"), has_cameras=True)
-    assert images is not None and "CUDA graphs off" in images and "backbone_precision=float32" in images
+    assert images is not None and "CUDA graphs on" in images and "backbone_precision=float32" in images
     off = gpu_notice(AgentConfig(device="cuda", cuda_graphs="off"), has_cameras=False)
     assert off is not None and "CUDA graphs off (cuda_graphs=off)" in off
     jax_msg = gpu_notice(AgentConfig(device="cuda", backend="jax"), has_cameras=False)
