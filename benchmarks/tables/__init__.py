@@ -32,6 +32,7 @@ from .learning import (
     insertion_diagnosis,
     interventions,
     main_command,
+    no_recipe,
     residual,
     se_peg_insert_state,
     se_pick_cube_jax,
@@ -93,6 +94,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "learned_reward": learned_reward,
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,
+    "no_recipe": no_recipe,
     "insertion_diagnosis": insertion_diagnosis,
     "pixel_diagnosis": pixel_diagnosis,
 }

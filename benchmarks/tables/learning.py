@@ -291,3 +291,36 @@ def insertion_diagnosis(res: Results) -> str:
         "Policy probes every 1,000 env steps (10 episodes each, seed 0):",
         table(["variant", "policy", *[ksteps(s).replace(".0k", "k") for s in probes]], p_rows),
         note + " " + source(*(n for n, _ in DIAGNOSIS_RUNS))])
+
+
+# ---- the agent a new task gets: probes without the twin recipes -------------------------------------------------
+
+NO_RECIPE_RUNS = [
+    ("sample_efficiency_twin-pick-cube_state_norecipe_cand.json", "twin-pick-cube_state.json",
+     "pick-cube: every state leaf, the CPU defaults + 5-step, Q-filtered BC 30, demo normalisation, discount 0.95"),
+    ("sample_efficiency_twin-pick-cube_state_norecipe_sel.json", "twin-pick-cube_state.json",
+     "pick-cube: the same + the task file's state selection"),
+    ("sample_efficiency_twin-pick-cube_state_norecipe_sel_utd2.json", "twin-pick-cube_state.json",
+     "pick-cube: the same + the recipe's networks and updates (ensemble 4, batch 128, 2 updates/step, 1 critic per "
+     "actor update)"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_cand.json", "twin-peg-insert_state.json",
+     "peg-insert: task selection, recipe's networks/updates, 5-step, Q-filtered BC 30, demo normalisation"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_nofilter.json", "twin-peg-insert_state.json",
+     "peg-insert: the same with the BC term unfiltered"),
+]
+
+
+def no_recipe(res: Results) -> str:
+    """One-seed probes of generic settings (no task recipe; flags in each file) beside the tuned recipe's 3 seeds."""
+    rows = []
+    for name, recipe_name, label in NO_RECIPE_RUNS:
+        d, base = res(name), res("sample_efficiency_" + recipe_name)
+        r = d["runs"][0]
+        curve = ", ".join(pct(p["success_rate"]).removesuffix(" %") for p in r["curve"]) + " %"
+        recipe_firsts = [b["first_step_at_90"] for b in base["runs"]]
+        recipe = " / ".join(ksteps(f) for f in recipe_firsts)
+        rows.append([label, curve, ksteps(r["first_step_at_90"]), recipe, f"`{name}`"])
+    return "\n\n".join([table(["probe (seed 0, 20 evaluation episodes every 1k env steps)", "evaluation success",
+                               "first >= 90 %", "the recipe's first >= 90 % (3 seeds)", "file"], rows),
+                        source(*sorted({n for n, _, _ in NO_RECIPE_RUNS}),
+                               *sorted({"sample_efficiency_" + b for _, b, _ in NO_RECIPE_RUNS}))])
