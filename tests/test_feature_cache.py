@@ -43,12 +43,17 @@ def _cfg(weights: Path, **kw: object) -> AgentConfig:
     return AgentConfig(**base)
 
 
-@pytest.fixture()
-def weights(tmp_path: Path) -> Path:
+def write_weights(folder: Path) -> Path:
+    """A random frozen ResNet-10 (seed 0) as a weights file in `folder`."""
     torch.manual_seed(0)
-    path = tmp_path / "resnet10.safetensors"
+    path = folder / "resnet10.safetensors"
     save_backbone_weights(ResNet10(), path)
     return path
+
+
+@pytest.fixture()
+def weights(tmp_path: Path) -> Path:
+    return write_weights(tmp_path)
 
 
 def _fill(buf: ReplayBuffer, steps: int, seed: int = 0, ep_len: int = 7) -> None:

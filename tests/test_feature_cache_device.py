@@ -9,56 +9,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_feature_cache import CAMS, _cfg, _fill, _spec, write_weights
 
 from learners.agents.config import AgentConfig
-from learners.agents.encoders import ResNet10, save_backbone_weights
 from learners.agents.sac import SACAgent
 from learners.replay.buffer import MixedSampler, ReplayBuffer
 from learners.replay.feature_cache import FeatureCache, attach_feature_caches, cache_on_device
 from learners.replay.prefetch import batch_to_device
 from robot_rl.errors import ConfigError
-from robot_rl.specs import ArraySpec, EnvSpec
 
 torch.set_num_threads(1)
-CAMS = ("images/front", "images/wrist")
-
-
-def _spec(h: int = 32) -> EnvSpec:
-    obs = [ArraySpec(c, (h, h, 3), "uint8", 0, 255) for c in CAMS] + [ArraySpec("state", (5,), "float32")]
-    return EnvSpec("img", tuple(sorted(obs, key=lambda s: s.name)), ArraySpec("action", (3,), "float32", -1, 1),
-                   10.0)
-
-
-def _cfg(weights: Path, **kw: object) -> AgentConfig:
-    base: dict = dict(encoder="resnet10", encoder_weights=str(weights), freeze_encoder=True, hidden_dims=(32,),
-                      ensemble_size=2, batch_size=8, critic_updates_per_actor_update=2, image_latent_dim=16,
-                      proprio_latent_dim=8, augment_pad=3, feature_cache="on", feature_cache_crops=3,
-                      feature_cache_dtype="float32", device="cpu", seed=3)
-    base.update(kw)
-    return AgentConfig(**base)
 
 
 @pytest.fixture()
 def weights(tmp_path: Path) -> Path:
-    torch.manual_seed(0)
-    path = tmp_path / "resnet10.safetensors"
-    save_backbone_weights(ResNet10(), path)
-    return path
-
-
-def _fill(buf: ReplayBuffer, steps: int, seed: int = 0, ep_len: int = 7) -> None:
-    rng = np.random.default_rng(seed)
-
-    def obs() -> dict:
-        return {"images": {c.split("/")[1]: rng.integers(0, 256, (32, 32, 3), dtype=np.uint8) for c in CAMS},
-                "state": rng.normal(size=5).astype(np.float32)}
-
-    o = obs()
-    for t in range(steps):
-        nxt = obs()
-        end = (t + 1) % ep_len == 0
-        buf.add(o, rng.uniform(-1, 1, 3), float(rng.random()), nxt, end, False, intervention=bool(t % 2))
-        o = obs() if end else nxt
+    return write_weights(tmp_path)
 
 
 def _pair(weights: Path, device: str, dtype: str = "float32") -> tuple[SACAgent, SACAgent, MixedSampler,
