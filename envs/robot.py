@@ -69,6 +69,21 @@ class RobotState:
         return dataclasses.replace(self, **changes)
 
 
+@dataclasses.dataclass(frozen=True)
+class StateSample:
+    """What a safety check needs of one state message, as a backend receives it (no pose, no objects): robot clock
+    `time_s`, q_rad / dq_rad_per_s (7,), force_ee_n / torque_ee_nm (3,) in the TCP frame. Backends that receive
+    states in a thread of their own (ROS 2: one per joint-state or wrench message) hand each one to the callbacks
+    registered with their optional `add_state_listener(callback)`; the callback runs in that thread and must be
+    quick (a few vector norms)."""
+
+    time_s: float
+    q_rad: np.ndarray
+    dq_rad_per_s: np.ndarray
+    force_ee_n: np.ndarray
+    torque_ee_nm: np.ndarray
+
+
 @runtime_checkable
 class Robot(Protocol):
     """A compliant arm with a parallel gripper, commanded by Cartesian targets at the env rate.

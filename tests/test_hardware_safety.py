@@ -528,3 +528,52 @@ def test_the_guard_checks_within_its_period_and_slicing_changes_no_physics() -> 
     assert np.array_equal(free[0].state().pos_base_ee, free[1].state().pos_base_ee)
     for r in free:
         r.stop()
+
+
+def test_a_state_the_backend_receives_trips_the_guard_in_the_backend_thread() -> None:
+    """A backend with add_state_listener (ROS 2) hands every received state to the guard: a force above the limit in
+    one sample trips at that sample's time and re-targets the measured pose, with no state() / wait() call between;
+    the trip latches once, and the polled checks report it."""
+    import threading
+
+    from envs.robot import StateSample
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.twin import TwinRobot, TwinRobotConfig
+    from robot_rl.errors import RobotError
+
+    class ListeningTwin(TwinRobot):
+        def __init__(self) -> None:
+            super().__init__(TwinRobotConfig(task="reach", render=False))
+            self.listeners: list[Any] = []
+            self.commands: list[np.ndarray] = []
+
+        def add_state_listener(self, callback: Any) -> None:
+            self.listeners.append(callback)
+
+        def command(self, pos: np.ndarray, quat: np.ndarray, gripper_closed: float) -> None:
+            self.commands.append(np.array(pos))
+            super().command(pos, quat, gripper_closed)
+
+    robot = ListeningTwin()
+    guard = SafetyGuard(robot, ServerSafetyConfig(max_force_n=20.0))
+    try:
+        assert len(robot.listeners) == 1  # the guard registered itself
+        s = guard.state()
+        guard.command(s.pos_base_ee + np.array([0.03, 0.0, 0.0]), s.quat_base_ee, 0.0)
+        q, dq = np.asarray(s.q_rad), np.zeros(7)
+        calm = StateSample(1.0, q, dq, np.array([0.0, 0.0, 5.0]), np.zeros(3))
+        push = StateSample(1.001, q, dq, np.array([0.0, 0.0, 25.0]), np.zeros(3))
+        robot.listeners[0](calm)
+        assert guard.stats()["trips"] == 0 and len(robot.commands) == 1
+        # the listener runs in the backend's thread (as rclpy's executor calls it)
+        worker = threading.Thread(target=lambda: [robot.listeners[0](push) for _ in range(3)])
+        worker.start()
+        worker.join(10)
+        assert guard.stats()["trips"] == 1 and guard.trip_time_s == 1.001  # once, at the sample's clock
+        assert len(robot.commands) == 2 and np.allclose(robot.commands[-1], robot.state().pos_base_ee)  # the hold
+        assert guard.checked_samples == 4
+        assert "external force 25.0 N > 20.0 N" in guard.state().error
+        with pytest.raises(RobotError, match="safety stop"):
+            guard.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+    finally:
+        guard.stop()

@@ -255,3 +255,25 @@ def test_fzi_profile_streams_interpolated_targets(ros_env: dict[str, str]) -> No
         robot.stop()
         spy.shutdown()
         t.close()
+
+
+def test_the_guard_checks_every_state_the_ros2_backend_receives(twin: TwinThread) -> None:
+    """The server's guard registers with Ros2Robot.add_state_listener: each joint-state message is checked in the
+    executor thread, so a limit trips and the hold is commanded with no call from the control thread."""
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+
+    robot = Ros2Robot(Ros2RobotConfig.for_twin(connect_timeout_s=60.0))
+    try:
+        seen: list[float] = []
+        robot.add_state_listener(lambda sample: seen.append(sample.time_s))
+        guard = SafetyGuard(robot, ServerSafetyConfig(max_joint_speed_fraction=0.002))
+        wait_until(lambda: guard.checked_samples >= 5 and len(seen) >= 5, 20, "joint states reaching the listeners")
+        assert guard.stats()["trips"] == 0  # the arm holds still: nothing above the limit yet
+        s = robot.state()
+        guard.command(s.pos_base_ee + np.array([0.05, 0.0, 0.0]), s.quat_base_ee, 0.0)  # a move: joints speed up
+        wait_until(lambda: guard.stats()["trips"] == 1, 20, "a trip from the listener thread")  # no state() call
+        assert "moves at" in guard.stats()["tripped"] and guard.trip_time_s is not None
+        with pytest.raises(RobotError, match="safety stop"):
+            guard.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+    finally:
+        robot.stop()

@@ -20,8 +20,10 @@ the joint margins: the way out of a joint-limit trip) until `clear_errors()`, wh
 condition is gone (it waits up to `clear_settle_s` holding the measured pose; a wrench still above the limit, a
 joint still in its margin: it raises). The e-stop latches
 until the server restarts. Checks run on every state(), every `check_period_s` during a wait() (the wait is served
-in slices of that length, a check after each: on the twin sim time, on hardware real time), and on `tick()` (the
-server's idle loop, every `check_period_s`). The robot's own reflexes (libfranka's collision thresholds, checked at
+in slices of that length, a check after each: on the twin sim time, on hardware real time), on `tick()` (the
+server's idle loop, every `check_period_s`), and, for a backend that receives its states in a thread of its own and
+offers `add_state_listener` (ROS 2: every joint-state and wrench message), on every state it receives, in that
+thread, the hold commanded from there. The robot's own reflexes (libfranka's collision thresholds, checked at
 1 kHz in the controller) stay the fastest layer.
 
 Usage::
@@ -45,7 +47,7 @@ import numpy as np
 
 from controllers.arms import ARMS, arm_limits
 from controllers.safety import SafetyBox, clip_pose
-from envs.robot import Robot, RobotState
+from envs.robot import Robot, RobotState, StateSample
 from robot_rl.config import Config, require
 from robot_rl.errors import RobotError, RobotRLError
 
@@ -132,6 +134,12 @@ class SafetyGuard:
         self._q_lo = np.asarray(self.limits.q_min_rad) + self.config.joint_margin_rad
         self._q_hi = np.asarray(self.limits.q_max_rad) - self.config.joint_margin_rad
         self._dq_max = np.asarray(self.limits.dq_max_rad_per_s) * self.config.max_joint_speed_fraction
+        self._trip_lock = threading.Lock()  # a backend's listener thread and the control thread may both trip
+        self.checked_samples = 0
+        """States checked as the backend received them (add_state_listener), beside the polled checks."""
+        listen = getattr(robot, "add_state_listener", None)
+        if self.config.enabled and callable(listen):
+            listen(self._on_sample)
 
     # ------------------------------------------------------------------------------------------------------
     # Robot protocol
@@ -277,7 +285,7 @@ class SafetyGuard:
             return s
         return dataclasses.replace(s, error=f"{mine}; {s.error}" if s.error else mine)
 
-    def _violation(self, s: RobotState) -> str:
+    def _violation(self, s: RobotState | StateSample) -> str:
         cfg = self.config
         f, t = float(np.linalg.norm(s.force_ee_n)), float(np.linalg.norm(s.torque_ee_nm))
         if f > cfg.max_force_n:
@@ -301,13 +309,29 @@ class SafetyGuard:
         if self._trip or self._estop.is_set():
             return
         why = self._violation(s)
-        if not why:
+        if why:
+            self._trip_and_hold(why, float(s.time_s), s)
+
+    def _on_sample(self, sample: StateSample) -> None:
+        """A state as the backend received it (its thread): the same limits, the hold commanded from here."""
+        self.checked_samples += 1
+        if self._trip or self._estop.is_set():
             return
-        self._trip = why
-        self._trips += 1
-        self.trip_time_s = float(s.time_s)
+        why = self._violation(sample)
+        if why:
+            self._trip_and_hold(why, float(sample.time_s), None)
+
+    def _trip_and_hold(self, why: str, time_s: float, s: RobotState | None) -> None:
+        """Latch the trip (once, whichever thread sees it first) and re-target the measured pose."""
+        with self._trip_lock:
+            if self._trip:
+                return
+            self._trip = why
+            self._trips += 1
+            self.trip_time_s = time_s
         log.warning("safety: STOP: %s; holding the pose", why)
         try:
+            s = s if s is not None else self.robot.state()
             self.robot.command(s.pos_base_ee, s.quat_base_ee, self._last_gripper)
         except RobotRLError as err:  # the backend is in its own error state: it holds by itself
             log.info("safety: hold after the trip failed (%s)", err)

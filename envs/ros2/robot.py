@@ -46,7 +46,7 @@ import numpy as np
 from controllers.gains import gain_profile
 from controllers.kinematics import panda_fk
 from controllers.transforms import mat_to_quat
-from envs.robot import RobotState, check_command, check_duration, check_joint_target
+from envs.robot import RobotState, StateSample, check_command, check_duration, check_joint_target
 from envs.ros2.adapters import (
     choose_gripper,
     choose_recovery,
@@ -121,6 +121,7 @@ class Ros2Robot:
         self._objects: dict[str, np.ndarray] = {}
         self._error = ""
         self._stopped = False
+        self._listeners: list[Callable[[StateSample], None]] = []
         required = ["current_pose", "joint_states"]
         if cfg.twist_topic:
             required.append("twist")
@@ -212,6 +213,7 @@ class Ros2Robot:
         with self._lock:
             self._joints = (q, dq, effort)
             self._watch.seen("joint_states", time.monotonic())
+        self._notify()
 
     def _on_twist(self, msg: Any) -> None:
         v, w = msg.twist.linear, msg.twist.angular
@@ -224,6 +226,29 @@ class Ros2Robot:
         with self._lock:
             self._wrench = np.array([f.x, f.y, f.z, t.x, t.y, t.z], np.float64)
             self._watch.seen("wrench", time.monotonic())
+        self._notify()
+
+    def _notify(self) -> None:
+        """Hand the state as it stands after a joint-state or wrench message to the state listeners (the server's
+        safety guard checks every state this way, in this executor thread)."""
+        if not self._listeners:
+            return
+        with self._lock:
+            if self._pose is None or self._joints is None:
+                return
+            _, quat, t = self._pose
+            q, dq, _ = self._joints
+            wrench = self._wrench if self._wrench is not None else np.zeros(6)
+        if self._config.wrench_frame == "base":
+            force, torque = vector_to_ee(wrench[:3], quat), vector_to_ee(wrench[3:], quat)
+        else:
+            force, torque = wrench[:3].copy(), wrench[3:].copy()
+        sample = StateSample(t, q.copy(), dq.copy(), force, torque)
+        for listener in list(self._listeners):
+            try:
+                listener(sample)
+            except Exception as err:  # a listener's bug must not stop the executor that feeds every other stream
+                self._log(f"ros2: a state listener failed: {type(err).__name__}: {err}")
 
     def _on_objects(self, msg: Any) -> None:
         try:
@@ -266,6 +291,11 @@ class Ros2Robot:
     def recovery_path(self) -> str:
         """'franka', 'trigger' or 'none': the error-recovery adapter in use."""
         return self._recovery_path
+
+    def add_state_listener(self, callback: Callable[[StateSample], None]) -> None:
+        """Call `callback(StateSample)` for every joint-state and wrench message from now on (in the executor
+        thread; envs.robot.StateSample)."""
+        self._listeners.append(callback)
 
     def stale(self) -> str:
         """'' when every required stream is fresh, else a line naming the stale ones."""
