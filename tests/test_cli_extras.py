@@ -71,7 +71,8 @@ MISSING: list[tuple[str, str, tuple[str, ...]]] = [
     ("audit-labels", "learn", ("--audit", "{tmp}/audit", "--classifier", "{tmp}/cls", "--out", "{tmp}/al",
                                "--true-success")),
     ("robot-server", "sim", ("--backend", "twin", "--task", "twin-reach", "--bind", "tcp://127.0.0.1:0")),
-    ("robot-server", "ros", ("--backend", "ros2", "--task", "twin-reach", "--bind", "tcp://127.0.0.1:0")),
+    ("robot-server", "ros", ("--backend", "ros2", "--task", "twin-reach", "--bind", "tcp://127.0.0.1:0",
+                             "--allow-twin-box")),
     ("ros2-twin", "ros", ("--task", "twin-reach", "--max-seconds", "1")),
     ("ros2-twin", "sim", ("--task", "twin-reach", "--max-seconds", "1")),
     ("learner", "learn", ("--task", "twin-reach", "--out", "{tmp}/learner")),
@@ -86,6 +87,7 @@ MISSING: list[tuple[str, str, tuple[str, ...]]] = [
 # commands that need no extra at all: (subcommand, arguments, text expected on stdout)
 NO_EXTRA: list[tuple[str, tuple[str, ...], str]] = [
     ("tasks", (), "twin-reach"),
+    ("task", ("init", "--base", "twin-pick-cube", "--out", "{tmp}/lab.toml"), "lab.toml"),
     ("keys", ("generate", "{tmp}/keys"), ""),
     ("episodes", ("inspect", "{episodes}"), "episode_000000"),
     ("cameras", ("list",), install_hint("real")),  # lists each camera library's state, names the extra
