@@ -41,8 +41,8 @@ Choices (what stands in for the lab):
   walks through (it is stretched to the home pose by the server).
 - Commands run in this process through robot_rl.cli.main (the `robot-rl` entry point) except the robot server and
   the learner, which run beside the others as `python -m robot_rl.cli` processes.
-- The ROS 2 twin half (`robot-server --backend ros2 --ros-twin`) is not rehearsed here: ROS 2 is not installed in
-  this environment (tests/test_ros2_dds.py covers that backend where it is).
+- The ROS 2 half (docs/ros2.md's plain commands against `robot-rl ros2-twin`) is tests/test_first_week_ros2.py, with
+  this module's reader, `Step` and `Rehearsal` and a table of its own.
 """
 
 from __future__ import annotations
@@ -207,12 +207,14 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
 """The page's placeholders -> the rehearsal's values ({name}: filled in at run time)."""
 
 
-def runnable(line: str) -> str:
-    """The line the rehearsal runs for a page line: DOC_FIXES applied, placeholders substituted (still with the
-    {name} fields of the run's values); AssertionError naming any placeholder left."""
-    line = DOC_FIXES.get(line, (line, ""))[0]
+def runnable(line: str, substitutions: list[tuple[str, str, str]] | None = None,
+             fixes: dict[str, tuple[str, str]] | None = None) -> str:
+    """The line the rehearsal runs for a page line: `fixes` (default DOC_FIXES) applied, placeholders substituted
+    by `substitutions` (default SUBSTITUTIONS; still with the {name} fields of the run's values); AssertionError
+    naming any placeholder left."""
+    line = (DOC_FIXES if fixes is None else fixes).get(line, (line, ""))[0]
     command = line.split()[1]
-    for cmd, old, new in SUBSTITUTIONS:
+    for cmd, old, new in SUBSTITUTIONS if substitutions is None else substitutions:
         if cmd in ("*", command):
             line = line.replace(old, new)
     left = PLACEHOLDER.findall(line)
@@ -348,10 +350,14 @@ class Rehearsal:
     monkeypatch: pytest.MonkeyPatch
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
+    steps: dict[str, Step] = field(default_factory=lambda: REHEARSAL)
+    substitutions: list[tuple[str, str, str]] = field(default_factory=lambda: SUBSTITUTIONS)
+    fixes: dict[str, tuple[str, str]] = field(default_factory=lambda: DOC_FIXES)
+    """The page's table (another page's rehearsal, e.g. tests/test_first_week_ros2.py, passes its own)."""
 
     def argv(self, line: str) -> list[str]:
-        argv = shlex.split(runnable(line).format(**self.values))
-        return [*argv[1:], *(e.format(**self.values) for e in REHEARSAL[line].extra)]
+        argv = shlex.split(runnable(line, self.substitutions, self.fixes).format(**self.values))
+        return [*argv[1:], *(e.format(**self.values) for e in self.steps[line].extra)]
 
     def run(self, line: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
         """`line` through robot_rl.cli.main in this process (cwd: the rehearsal's); (exit code, stdout+stderr)."""
@@ -389,9 +395,12 @@ class Rehearsal:
         self.ran.append(line)
         proc = self.start("robot-server", self.argv(line))
         assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert "serving franky" in first, first + (self.cwd / "robot-server.log").read_text()[-3000:]
-        return proc, first.split(" on ")[1].split()[0]
+        seen = ""
+        for first in iter(proc.stdout.readline, ""):  # a backend may say a line first (ros2: its controller)
+            seen += first
+            if first.startswith("robot-server: serving "):
+                return proc, first.split(" on ")[1].split()[0]
+        raise AssertionError(seen + (self.cwd / "robot-server.log").read_text()[-3000:])
 
     def stop(self, proc: subprocess.Popen[str], timeout: float = 60.0) -> int:
         proc.terminate()
