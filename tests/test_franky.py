@@ -357,7 +357,8 @@ def test_env_episode_over_robot_server_backend_franky(sim: FrankySim, tmp_path: 
 
     proc = subprocess.Popen([sys.executable, "-m", "robot_rl.cli", "robot-server", "--backend", "franky",
                              "--robot-ip", sim.ip, "--task", "reach", "--bind", "tcp://127.0.0.1:0",
-                             "--stats-every", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--stats-every", "0", "--allow-twin-box"],  # (the lab's own box: test_first_week)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
