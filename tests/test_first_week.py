@@ -330,6 +330,29 @@ def streams() -> Iterator[str]:
         server.server_close()
 
 
+def wait_for_interventions(run_dir: Path, at_least: int = 3, timeout_s: float = 60.0) -> None:
+    """Until the learner's status in `run_dir` shows an actor with interventions; each such actor has >= at_least."""
+    from tests.test_runtime_faults import status
+
+    seen: dict[str, Any] = {}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not seen:
+        seen = {k: a for k, a in status(run_dir).get("actors", {}).items() if a.get("interventions")}
+        time.sleep(0.2)
+    assert seen and all(a["interventions"] >= at_least for a in seen.values()), status(run_dir)
+
+
+def assert_estopped(address: str) -> None:
+    """The robot server at `address` answers its state and refuses commands as e-stopped."""
+    from envs.remote import RemoteRobot, RemoteRobotConfig
+    from robot_rl.errors import RobotError
+
+    with RemoteRobot(RemoteRobotConfig(address=address)) as client:
+        s = client.state()
+        with pytest.raises(RobotError, match="e-stopped"):
+            client.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+
+
 def _person(path: Path, cycle: int, polls: dict[int, list[bytes]]) -> Path:
     """A script for tests/virtual_hid/hidraw.py: poll K % cycle delivers polls[K] (HID reports)."""
     path.write_text(json.dumps({"cycle": cycle, "polls": {str(k): [r.hex() for r in v] for k, v in polls.items()}}))
@@ -450,9 +473,8 @@ def test_a_labs_first_week_against_franky_sim(tmp_path: Path, streams: str, monk
     from envs.hardware.safety_box import load_task_config
     from envs.remote import RemoteRobot, RemoteRobotConfig
     from robot_rl.episodes import load_dir
-    from robot_rl.errors import RobotError
     from robot_rl.task_file import load_task_file
-    from tests.test_runtime_faults import free_port, status
+    from tests.test_runtime_faults import free_port
 
     sim = FrankySim.start()
     monkeypatch.chdir(tmp_path)
@@ -554,21 +576,12 @@ def test_a_labs_first_week_against_franky_sim(tmp_path: Path, streams: str, monk
         assert code == 0, out
         stats = json.loads((tmp_path / "actor-intervene.json").read_text())
         assert stats["env_steps"] == 8 and stats["flushed"], stats
-        seen: dict[str, Any] = {}
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not seen:
-            seen = {k: a for k, a in status(tmp_path / "runs" / "pick").get("actors", {}).items()
-                    if a.get("interventions")}
-            time.sleep(0.2)
-        assert seen and all(a["interventions"] >= 3 for a in seen.values()), status(tmp_path / "runs" / "pick")
+        wait_for_interventions(tmp_path / "runs" / "pick")
         lap("actor (intervene)")
         # 11. e-stop: the server refuses everything until it restarts
         code, out = r.run("robot-rl estop ADDR", capsys)
         assert code == 0, out
-        with RemoteRobot(RemoteRobotConfig(address=r.values["server"])) as client:
-            s = client.state()
-            with pytest.raises(RobotError, match="e-stopped"):
-                client.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+        assert_estopped(r.values["server"])
         assert r.stop(server) == 0, (tmp_path / "robot-server.log").read_text()[-3000:]
         lap("estop")
         # 12. resume: the robot server restarted, the person's success button as the reward

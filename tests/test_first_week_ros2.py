@@ -44,8 +44,10 @@ from tests.test_first_week import (
     Step,
     _person,
     _words_in_order,
+    assert_estopped,
     documented_lines,
     runnable,
+    wait_for_interventions,
 )
 from tests.test_first_week import (
     PAGE as HARDWARE_PAGE,
@@ -147,9 +149,8 @@ def test_a_ros2_labs_first_week_against_the_ros2_twin(tmp_path: Path, monkeypatc
     from envs.tasks import get_task
     from robot_rl import cli
     from robot_rl.episodes import load_dir
-    from robot_rl.errors import RobotError
     from robot_rl.task_file import load_task_file
-    from tests.test_runtime_faults import free_port, status
+    from tests.test_runtime_faults import free_port
 
     # a DDS domain of this test's own (apart from tests/test_ros2_dds.py's), discovery on this machine only
     for k, v in {"ROS_DOMAIN_ID": str(10 + (os.getpid() * 7 + 45 + next(_DOMAINS)) % 90),
@@ -231,21 +232,12 @@ def test_a_ros2_labs_first_week_against_the_ros2_twin(tmp_path: Path, monkeypatc
         assert code == 0, out + log("learner")
         stats = json.loads((tmp_path / "actor-1.json").read_text())
         assert stats["env_steps"] == 8 and stats["flushed"], stats
-        seen: dict[str, Any] = {}
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not seen:
-            seen = {k: a for k, a in status(tmp_path / "runs" / "pick").get("actors", {}).items()
-                    if a.get("interventions")}
-            time.sleep(0.2)
-        assert seen and all(a["interventions"] >= 3 for a in seen.values()), status(tmp_path / "runs" / "pick")
+        wait_for_interventions(tmp_path / "runs" / "pick")
         lap("learner + actor (intervene)")
         # 5. e-stop: the server refuses everything until it restarts
         code, out = r.run(line("robot-rl estop"), capsys)
         assert code == 0, out
-        with RemoteRobot(RemoteRobotConfig(address=r.values["server"])) as client:
-            s = client.state()
-            with pytest.raises(RobotError, match="e-stopped"):
-                client.command(s.pos_base_ee, s.quat_base_ee, 0.0)
+        assert_estopped(r.values["server"])
         assert r.stop(server) == 0, log("robot-server")
         lap("estop")
         # 6. resume: the same server line, the actor again (the learner kept running)
