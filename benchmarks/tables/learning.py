@@ -90,7 +90,9 @@ PIXEL_RUNS = [("sample_efficiency_twin-pick-cube_pixels64.json", "pick-cube, tru
               ("sample_efficiency_twin-pick-cube_pixels64_faithful.json",
                "pick-cube, faithful: classifier reward, robot resets, no object state"),
               ("sample_efficiency_twin-pick-cube_pixels64_timing.json",
-               "pick-cube, true reward, teleported resets, simulated timing (frames 100 ms, targets 20 ms late)")]
+               "pick-cube, true reward, teleported resets, simulated timing (frames 100 ms, targets 20 ms late)"),
+              ("sample_efficiency_twin-pick-cube_pixels64_r10cache3k.json",
+               "pick-cube, true reward, teleported resets, a frozen random ResNet-10 via the feature cache (4 crops)")]
 
 
 def se_pixels(res: Results) -> str:
