@@ -99,15 +99,14 @@ def test_option_validation() -> None:
         AgentConfig(backbone_precision="fp8")
 
 
-def test_auto_is_off_on_a_cpu_and_on_with_cuda_with_or_without_cameras() -> None:
-    assert graphs_mode(_cfg(), torch.device("cpu"), has_cameras=False) == (False, None)
-    assert graphs_mode(_cfg(cuda_graphs="off"), torch.device("cpu"), has_cameras=False) == (False, None)
+def test_auto_is_off_on_a_cpu_and_on_with_cuda() -> None:
+    assert graphs_mode(_cfg(), torch.device("cpu")) == (False, None)
+    assert graphs_mode(_cfg(cuda_graphs="off"), torch.device("cpu")) == (False, None)
     if CUDA:
         dev = torch.device("cuda")
-        assert graphs_mode(_cfg(), dev, has_cameras=False) == (True, None)
-        assert graphs_mode(_cfg(), dev, has_cameras=True) == (True, None)
-        assert graphs_mode(_cfg(mixed_precision="bf16"), dev, has_cameras=False) == (False, None)
-        assert graphs_mode(_cfg(cuda_graphs="on"), dev, has_cameras=True) == (True, None)
+        assert graphs_mode(_cfg(), dev) == (True, None)  # cameras or not: the agent does not ask
+        assert graphs_mode(_cfg(mixed_precision="bf16"), dev) == (False, None)
+        assert graphs_mode(_cfg(cuda_graphs="on"), dev) == (True, None)
 
 
 def test_on_without_cuda_runs_eager_with_one_warning() -> None:

@@ -164,7 +164,7 @@ def gpu_notice(cfg: AgentConfig, has_cameras: bool) -> str | None:
     if cfg.backend != "torch":
         return (f"GPU learner: backend {cfg.backend} (the whole update is one compiled XLA program); --backend torch "
                 f"runs the torch update as one CUDA graph instead")
-    graphs = "on" if graphs_wanted(cfg, has_cameras) else "off"
+    graphs = "on" if graphs_wanted(cfg) else "off"
     prefetch = "on" if cfg.prefetch is not False and cfg.residual_base is None else "off"
     parts = [f"CUDA graphs {graphs} (cuda_graphs={cfg.cuda_graphs})", f"mixed_precision={cfg.mixed_precision}",
              precision_note(cfg), f"prefetch {prefetch}"]

@@ -58,19 +58,18 @@ WARMUP_UPDATES = 3
 """Updates run (and then undone) on a side stream before the capture."""
 
 
-def graphs_wanted(cfg: AgentConfig, has_cameras: bool) -> bool:
+def graphs_wanted(cfg: AgentConfig) -> bool:
     """cfg.cuda_graphs resolved for an agent on a CUDA device: 'auto' = the torch backend without mixed precision
-    (with or without cameras: measured faster in both cases), 'on' = the torch backend, 'off' = never.
-    `has_cameras` is kept for callers that name it; it no longer changes the answer."""
+    (with or without cameras: measured faster in both cases), 'on' = the torch backend, 'off' = never."""
     if cfg.cuda_graphs == "off" or cfg.backend != "torch":
         return False
     return cfg.cuda_graphs == "on" or cfg.mixed_precision == "off"
 
 
-def graphs_mode(cfg: AgentConfig, device: torch.device, has_cameras: bool) -> tuple[bool, str | None]:
+def graphs_mode(cfg: AgentConfig, device: torch.device) -> tuple[bool, str | None]:
     """(capture the update?, a one-line reason when cfg.cuda_graphs='on' cannot be honoured, else None):
     `graphs_wanted` on a CUDA device, never elsewhere."""
-    if not graphs_wanted(cfg, has_cameras):
+    if not graphs_wanted(cfg):
         return False, None
     cuda = device.type == "cuda" and torch.cuda.is_available()
     if cfg.cuda_graphs == "auto":

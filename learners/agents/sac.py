@@ -162,7 +162,7 @@ class SACAgent:
             self._actor_loss = torch.compile(self._actor_loss_eager)
             self._unproven = {"critic", "actor"}
             self.compile_status = "compiled"
-        graphs, why = graphs_mode(cfg, self.device, bool(spec.cameras))  # CUDA graphs (learners.agents.graphs)
+        graphs, why = graphs_mode(cfg, self.device)  # CUDA graphs (learners.agents.graphs)
         self._graphs = GraphedUpdate(self._update_tensors, self.generator, list(self._optimizers().values()),
                                      self.state_dict, self.load_state_dict) if graphs else None
         self._graphs_off = f"eager ({why})" if why else "off"
