@@ -239,10 +239,7 @@ class Ros2Robot:
             _, quat, t = self._pose
             q, dq, _ = self._joints
             wrench = self._wrench if self._wrench is not None else np.zeros(6)
-        if self._config.wrench_frame == "base":
-            force, torque = vector_to_ee(wrench[:3], quat), vector_to_ee(wrench[3:], quat)
-        else:
-            force, torque = wrench[:3].copy(), wrench[3:].copy()
+        force, torque = self._wrench_ee(wrench, quat)
         sample = StateSample(t, q.copy(), dq.copy(), force, torque)
         for listener in list(self._listeners):
             try:
@@ -292,6 +289,12 @@ class Ros2Robot:
         """'franka', 'trigger' or 'none': the error-recovery adapter in use."""
         return self._recovery_path
 
+    def _wrench_ee(self, wrench: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Force (3,) N and torque (3,) Nm in the TCP frame from the wrench message's (6,) in `wrench_frame`."""
+        if self._config.wrench_frame == "base":
+            return vector_to_ee(wrench[:3], quat), vector_to_ee(wrench[3:], quat)
+        return wrench[:3].copy(), wrench[3:].copy()
+
     def add_state_listener(self, callback: Callable[[StateSample], None]) -> None:
         """Call `callback(StateSample)` for every joint-state and wrench message from now on (in the executor
         thread; envs.robot.StateSample)."""
@@ -318,10 +321,7 @@ class Ros2Robot:
             else:
                 twist = np.zeros(6)
             wrench = self._wrench if self._wrench is not None else np.zeros(6)
-            if cfg.wrench_frame == "base":
-                force, torque = vector_to_ee(wrench[:3], quat), vector_to_ee(wrench[3:], quat)
-            else:
-                force, torque = wrench[:3], wrench[3:]
+            force, torque = self._wrench_ee(wrench, quat)
             objects = dict(self._objects)
             error = self._error or self._watch.describe(now)
         width = self._gripper.width_m()
