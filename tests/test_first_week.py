@@ -342,6 +342,20 @@ def wait_for_interventions(run_dir: Path, at_least: int = 3, timeout_s: float = 
     assert seen and all(a["interventions"] >= at_least for a in seen.values()), status(run_dir)
 
 
+def record_one_demo(r: Rehearsal, demo_line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[Any]:
+    """Run the page's record-demos line with the person pushing the cap away for two polls, then pressing the
+    success button: exactly one kept, successful episode, all of it the person's +x. Returns the episodes."""
+    from robot_rl.episodes import load_dir
+
+    r.person(_person(tmp_path / "demo-person.json", 100, {2: [PUSH], 4: [LET_GO], 6: RIGHT_BUTTON}))
+    code, out = r.run(demo_line, capsys)
+    assert code == 0, out
+    demos, errors = load_dir(tmp_path / "demos" / "pick")
+    assert not errors and len(demos) == 1 and demos[0].is_success and demos[0].success[-1], out
+    assert demos[0].intervention.all() and demos[0].actions[:, 0].max() > 0.5  # the person's +x
+    return demos
+
+
 def assert_estopped(address: str) -> None:
     """The robot server at `address` answers its state and refuses commands as e-stopped."""
     from envs.remote import RemoteRobot, RemoteRobotConfig
@@ -538,12 +552,7 @@ def test_a_labs_first_week_against_franky_sim(tmp_path: Path, streams: str, monk
             assert sorted(probe.info["cameras"]) == ["front", "wrist"]
         lap("robot-server")
         # 6. demonstrations: the cap pushed away for two polls, then the success button: one kept episode
-        r.person(_person(tmp_path / "demo-person.json", 100, {2: [PUSH], 4: [LET_GO], 6: RIGHT_BUTTON}))
-        code, out = r.run(line("robot-rl record-demos"), capsys)
-        assert code == 0, out
-        demos, errors = load_dir(tmp_path / "demos" / "pick")
-        assert not errors and len(demos) == 1 and demos[0].is_success and demos[0].success[-1], out
-        assert demos[0].intervention.all() and demos[0].actions[:, 0].max() > 0.5  # the person's +x
+        demos = record_one_demo(r, line("robot-rl record-demos"), tmp_path, capsys)
         assert demos[0].observations["images/front"].shape[1:] == demos[0].observations["images/wrist"].shape[1:] \
             == (128, 128, 3)
         lap("record-demos")

@@ -39,13 +39,13 @@ from tests.test_first_week import (
     ACTOR_WHY,
     LET_GO,
     PUSH,
-    RIGHT_BUTTON,
     Rehearsal,
     Step,
     _person,
     _words_in_order,
     assert_estopped,
     documented_lines,
+    record_one_demo,
     runnable,
     wait_for_interventions,
 )
@@ -148,7 +148,6 @@ def test_a_ros2_labs_first_week_against_the_ros2_twin(tmp_path: Path, monkeypatc
     from envs.remote import RemoteRobot, RemoteRobotConfig
     from envs.tasks import get_task
     from robot_rl import cli
-    from robot_rl.episodes import load_dir
     from robot_rl.task_file import load_task_file
     from tests.test_runtime_faults import free_port
 
@@ -211,12 +210,7 @@ def test_a_ros2_labs_first_week_against_the_ros2_twin(tmp_path: Path, monkeypatc
             assert probe.info["task"] == "pick_cube" and sorted(probe.info["cameras"]) == ["front", "wrist"]
         lap("robot-server")
         # 3. demonstrations: the cap pushed away for two polls, then the success button: one kept episode
-        r.person(_person(tmp_path / "demo-person.json", 100, {2: [PUSH], 4: [LET_GO], 6: RIGHT_BUTTON}))
-        code, out = r.run(line("robot-rl record-demos"), capsys)
-        assert code == 0, out
-        demos, errors = load_dir(tmp_path / "demos" / "pick")
-        assert not errors and len(demos) == 1 and demos[0].is_success and demos[0].success[-1], out
-        assert demos[0].intervention.all() and demos[0].actions[:, 0].max() > 0.5  # the person's +x
+        demos = record_one_demo(r, line("robot-rl record-demos"), tmp_path, capsys)
         assert demos[0].observations["images/front"].shape[1:] == (128, 128, 3)
         front = demos[0].observations["images/front"]
         assert np.ptp(front.astype(np.float32)) > 0  # rendered frames over the ROS image topics, not blanks
