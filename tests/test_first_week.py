@@ -241,6 +241,22 @@ def test_the_page_parser_reads_spans_blocks_and_continuations() -> None:
         runnable("robot-rl estop tcp://HOST:5560")
 
 
+def check_mentions_and_extras(rehearsal: dict[str, Step], covered_by: Any, to_argv_line: Any,
+                              mention_cut: str = "") -> None:
+    """Each short mention (`covered_by`, its `mention_cut` text removed) is held in order by a rehearsed line; no
+    step's extras repeat a flag its line gives, and extras come with a reason. `to_argv_line` makes a page line
+    runnable (the placeholders substituted)."""
+    rehearsed = [shlex.split(to_argv_line(ln)) for ln in rehearsal]
+    for mention in covered_by:
+        words = shlex.split(to_argv_line(mention).replace(mention_cut, ""))  # ("" cut: the mention as it is)
+        assert any(_words_in_order(words, argv) for argv in rehearsed), f"{mention!r}: no rehearsed line holds it"
+    for line, step in rehearsal.items():
+        given = {w for w in shlex.split(to_argv_line(line)) if w.startswith("--")}
+        repeated = given & {w for w in step.extra if w.startswith("--")}
+        assert not repeated, f"{line!r}: EXTRA repeats {sorted(repeated)}"
+        assert not step.extra or step.why, f"{line!r}: extras without a reason"
+
+
 def test_every_documented_line_is_rehearsed_or_exempt() -> None:
     """The page and the rehearsal cannot drift apart: every page line is run (or a mention of one that is), or
     exempt with a reason; no entry names a line the page no longer has; no placeholder is left unsubstituted;
@@ -252,15 +268,7 @@ def test_every_documented_line_is_rehearsed_or_exempt() -> None:
                         f"{Path(__file__).name}): {unknown}"
     stale = [ln for ln in [*REHEARSAL, *COVERED_BY, *EXEMPT, *DOC_FIXES] if ln not in lines]
     assert not stale, f"entries for lines docs/hardware.md no longer has: {stale}"
-    rehearsed = [shlex.split(runnable(ln)) for ln in REHEARSAL]
-    for mention in COVERED_BY:
-        words = shlex.split(runnable(mention))
-        assert any(_words_in_order(words, argv) for argv in rehearsed), f"{mention!r}: no rehearsed line holds it"
-    for line, step in REHEARSAL.items():
-        given = {w for w in shlex.split(runnable(line)) if w.startswith("--")}
-        repeated = given & {w for w in step.extra if w.startswith("--")}
-        assert not repeated, f"{line!r}: EXTRA repeats {sorted(repeated)}"
-        assert not step.extra or step.why, f"{line!r}: extras without a reason"
+    check_mentions_and_extras(REHEARSAL, COVERED_BY, runnable)
     for fixed, why in DOC_FIXES.values():
         assert fixed not in lines and why, f"docs/hardware.md now reads {fixed!r}: drop its DOC_FIXES entry"
 

@@ -26,7 +26,6 @@ import itertools
 import json
 import os
 import re
-import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -42,8 +41,8 @@ from tests.test_first_week import (
     Rehearsal,
     Step,
     _person,
-    _words_in_order,
     assert_estopped,
+    check_mentions_and_extras,
     documented_lines,
     record_one_demo,
     runnable,
@@ -127,15 +126,7 @@ def test_every_ros2_page_line_is_rehearsed_or_exempt() -> None:
     dry_run = {" ".join(ln.split()) for page, ln in _docs_launch_lines() if page == PAGE.name}
     assert launched and set(launched) <= dry_run, f"ros2 launch lines tests/test_launch_files.py does not dry-run: " \
                                                   f"{set(launched) - dry_run}"  # EXEMPT: {LAUNCH_REASON}
-    rehearsed = [shlex.split(_runnable(ln)) for ln in REHEARSAL]
-    for mention in COVERED_BY:
-        words = shlex.split(_runnable(mention).replace(" ...", ""))
-        assert any(_words_in_order(words, argv) for argv in rehearsed), f"{mention!r}: no rehearsed line holds it"
-    for line, step in REHEARSAL.items():
-        given = {w for w in shlex.split(_runnable(line)) if w.startswith("--")}
-        repeated = given & {w for w in step.extra if w.startswith("--")}
-        assert not repeated, f"{line!r}: EXTRA repeats {sorted(repeated)}"
-        assert not step.extra or step.why, f"{line!r}: extras without a reason"
+    check_mentions_and_extras(REHEARSAL, COVERED_BY, _runnable, mention_cut=" ...")
 
 
 # ------------------------------------------------------------------------------------------ the rehearsal
