@@ -137,3 +137,18 @@ def test_evaluation_over_a_hardware_server_needs_a_classifier(tmp_path: Path, mo
                                               rf"success.*{why}.*--reward classifier:DIR"):
             evaluation.evaluate_checkpoint(cfg)
         assert made[-1].closed  # refused before any episode, the connection closed
+
+
+def test_summarize_counts_the_reward_models_success_and_drops_an_unmeasured_truth() -> None:
+    from robot_rl.evaluation import summarize
+
+    twin = [{"return": 1.0, "length": 3, "success": False, "reward_success": True},
+            {"return": 0.0, "length": 5, "success": True, "reward_success": False}]
+    s = summarize(twin, seed=0, deterministic=True, success_by="reward")
+    assert s["successes"] == [True, False] and s["true_successes"] == [False, True] and s["true_success_rate"] == 0.5
+    assert summarize(twin, seed=0, deterministic=True)["successes"] == [False, True]  # the env's, as before
+    hardware = [{**r, "success": False, "success_unknown": True} for r in twin]
+    s = summarize(hardware, seed=0, deterministic=True, success_by="reward")
+    assert s["success_rate"] == 0.5 and s["true_success_rate"] is None and s["true_successes"] is None
+    with pytest.raises(ValueError, match="success_by"):
+        summarize(twin, seed=0, deterministic=True, success_by="oracle")
