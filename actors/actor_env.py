@@ -88,7 +88,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     if faithful:
         overrides.update({"object_obs": False} if evaluation else FAITHFUL)
     overrides.update(timing or {})
-    cams = {} if evaluation else reward_camera_overrides((reward,), obs_mode)
+    cams = reward_camera_overrides((reward,), obs_mode)  # an evaluation counting a classifier's success too
     if cams:  # state mode: the env renders the card's cameras into info for the classifier, never the observation
         overrides["reward_cameras"] = cams["reward_cameras"]
         if image_size is None and robot is None:  # a robot server: the size it serves (checked against the card)

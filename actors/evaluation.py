@@ -2,6 +2,14 @@
 loop) and `evaluate_checkpoint` (`robot-rl actor --evaluate CKPT`: a learner checkpoint's policy on the actor's env,
 printed as a success rate and written as a JSON summary).
 
+Which success it counts is the run's reward (`--reward`, default the task file's `[reward]`): a classifier counts
+its own success, with its gates (`--reward-gate-k`, else the file's gate_k, else the card's), as the actor's reward
+model does (actors.actor_env), and on the twin the true success is reported beside it (metrics only); otherwise the
+env's success, which on the twin is its true success. Over a hardware robot server the env cannot measure the task's
+success (no object state), so there an evaluation without a classifier is refused, a `human` reward included (a
+person's success key needs a teleop device, and evaluation runs without one). The summary says which success it
+counted (`success_source`).
+
 Usage::
 
     result = evaluate(env, policy, episodes=20, seed=10_000)       # success_rate, return, length, per episode
@@ -26,15 +34,16 @@ from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 from robot_rl.evaluation import run_episodes, summarize
 from robot_rl.gym_env import env_spec_of
+from robot_rl.reward_source import parse_reward_source
 from robot_rl.specs import EnvSpec
 from robot_rl.timing import timing_overrides
 
 
 def evaluate(env: Any, policy: Policy | None, episodes: int, seed: int = 10_000, deterministic: bool = True,
-             rng_seed: int = 0) -> dict[str, Any]:
+             rng_seed: int = 0, success_by: str = "env") -> dict[str, Any]:
     """Run `episodes` episodes (env seeded with seed+i) with the policy's mode (uniform random actions when
     `policy` is None) through robot_rl.evaluation's loop; returns its summary (success_rate, mean return / length
-    and the per-episode lists)."""
+    and the per-episode lists; `success_by` "reward": a reward model's success, robot_rl.evaluation.summarize)."""
     rng = np.random.default_rng(rng_seed)
 
     def act(obs: Any) -> np.ndarray:
@@ -42,7 +51,8 @@ def evaluate(env: Any, policy: Policy | None, episodes: int, seed: int = 10_000,
             return rng.uniform(-1.0, 1.0, env.action_space.shape).astype(np.float32)
         return policy.act(obs, deterministic=deterministic)
 
-    return summarize(run_episodes(env, act, episodes, seed), seed=seed, deterministic=deterministic)
+    return summarize(run_episodes(env, act, episodes, seed), seed=seed, deterministic=deterministic,
+                     success_by=success_by)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +73,10 @@ class CheckpointEvalConfig(Config):
     """Over a hardware server: run a task whose box is the twin's anyway (envs.task_file.require_lab_box)."""
     faithful: bool = False
     """Evaluate on the hardware-faithful observation (no object state), with its simulated timing."""
+    reward: str = "env"
+    """The run's reward (env, classifier:DIR, human): a classifier's success is what the evaluation counts."""
+    reward_gate_k: int | None = None
+    """A classifier's gate: K consecutive positive frames (None: the card's)."""
     camera_latency_ms: float | None = None
     """The twin's simulated camera latency (ms; None: the faithful default with `faithful`, else 0)."""
     action_delay_ms: float | None = None
@@ -76,6 +90,9 @@ class CheckpointEvalConfig(Config):
 
     def validate(self) -> None:
         require(self.episodes >= 1, "episodes", self.episodes, "must be >= 1")
+        parse_reward_source(self.reward)
+        require(self.reward_gate_k is None or self.reward_gate_k >= 1, "reward_gate_k", self.reward_gate_k,
+                "must be an integer >= 1")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -123,26 +140,73 @@ def load_learner_checkpoint(path: Path) -> LearnerCheckpoint:
     return LearnerCheckpoint(path, cfg, dict(groups["agent"]), meta)
 
 
+def served_hardware(env: Any) -> str | None:
+    """The hardware backend a robot server behind `env` drives (envs.task_file.HARDWARE_BACKENDS; not a ROS 2
+    twin), or None for the twin (in process or served)."""
+    from envs.task_file import HARDWARE_BACKENDS
+
+    info = getattr(getattr(getattr(env, "unwrapped", env), "robot", None), "info", None)
+    info = info if isinstance(info, dict) else {}
+    backend = str(info.get("backend", ""))
+    return backend if backend in HARDWARE_BACKENDS and not info.get("twin") else None
+
+
+def refuse_unmeasured_success(env: Any, reward: str) -> None:
+    """ConfigError (the env closed) for an evaluation over a hardware robot server that would count the env's
+    success: the arm cannot measure the task's success, only a classifier can (see the module docstring)."""
+    backend = served_hardware(env)
+    if backend is None:
+        return
+    env.close()
+    why = ("the task's reward is human, a person's success key, which needs a teleop device (evaluation runs "
+           "without one); " if reward == "human" else "")
+    raise ConfigError(f"--evaluate over a {backend} robot server: the arm cannot measure the task's success (no "
+                      f"object state), so an evaluation counts success by a reward classifier; {why}pass --reward "
+                      f"classifier:DIR (robot-rl train-classifier), or set [reward] source = \"classifier\" in the "
+                      f"task file")
+
+
+def success_label(result: dict[str, Any], reward: str) -> str:
+    """What the success rate of `result` counts, in words, for the evaluation's line."""
+    if result["success_source"] != "env":
+        truth = result.get("true_success_rate")
+        return (f"by the classifier {parse_reward_source(reward)[1]} (gate k={result['reward_gate_k']})"
+                + ("" if truth is None else f"; the twin's true success {truth:.2f}, metrics only"))
+    human = "; the run's reward is human, and evaluation runs without a person" if reward == "human" else ""
+    return f"the twin's true success{human}"
+
+
 def evaluate_checkpoint(cfg: CheckpointEvalConfig) -> dict[str, Any]:
     """`robot-rl actor --evaluate CKPT`: `cfg.episodes` deterministic episodes with a checkpoint's policy on the
-    actor's env (`evaluation=True`: a seeded, teleported scene and the true success); prints the success rate and
-    writes `cfg.summary`. Returns the result (evaluate's summary + checkpoint, env_step, updates, task, seconds)."""
+    actor's env (`evaluation=True`: a seeded, teleported scene); success counted by the run's classifier when its
+    reward is one (the twin's true success beside it), else the env's (the twin's true success; refused over a
+    hardware server). Prints the success rate, saying which success it counts, and writes `cfg.summary`. Returns
+    the result (evaluate's summary + success_source, checkpoint, env_step, updates, task, seconds)."""
     ckpt = load_learner_checkpoint(Path(cfg.checkpoint))
+    classifier = parse_reward_source(cfg.reward)[0] == "classifier"
     env = make_actor_env(cfg.task, cfg.obs_mode, cfg.image_size, cfg.robot, faithful=cfg.faithful, evaluation=True,
-                         allow_twin_box=cfg.allow_twin_box,
+                         allow_twin_box=cfg.allow_twin_box, reward=cfg.reward if classifier else "env",
+                         reward_gate_k=cfg.reward_gate_k,
                          timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms))
+    if not classifier:
+        refuse_unmeasured_success(env, cfg.reward)
     try:
         policy = ckpt.policy(env_spec_of(env, cfg.task))
         t0 = time.monotonic()
-        result = evaluate(env, policy, cfg.episodes, seed=cfg.seed, deterministic=True)
+        result = evaluate(env, policy, cfg.episodes, seed=cfg.seed, deterministic=True,
+                          success_by="reward" if classifier else "env")
+        if classifier:
+            result.update(success_source=cfg.reward, reward_gate_k=int(env.model.k), reward_model=env.stats())
+        else:
+            result["success_source"] = "env"
     finally:
         env.close()
     counters = ckpt.meta.get("counters", {})
     result.update(checkpoint=str(ckpt.path), env_step=int(counters.get("env_step", -1)),
                   updates=int(counters.get("updates", -1)), task=cfg.task, eval_seconds=round(time.monotonic() - t0, 2))
     print(f"actor: evaluated {ckpt.path.name} (env_step {result['env_step']}): success rate "
-          f"{result['success_rate']:.2f} over {cfg.episodes} deterministic episodes, mean return "
-          f"{result['return']:.3f}", flush=True)
+          f"{result['success_rate']:.2f} ({success_label(result, cfg.reward)}) over {cfg.episodes} deterministic "
+          f"episodes, mean return {result['return']:.3f}", flush=True)
     if cfg.summary is not None:
         write_json(cfg.summary, result)
     return result

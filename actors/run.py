@@ -96,7 +96,8 @@ class ActorRunConfig(Config):
         require(self.learner_loss_hold_s >= 0, "learner_loss_hold_s", self.learner_loss_hold_s, "must be >= 0")
         require(self.reward_gate_k is None or self.reward_gate_k >= 1, "reward_gate_k", self.reward_gate_k,
                 "must be an integer >= 1")
-        check_intervene(self.intervene, self.device_config, self.reward or "env")
+        # an evaluation takes no device: a human reward there counts the twin's true success (actors.evaluation)
+        check_intervene(self.intervene, self.device_config, (self.reward or "env") if self.evaluate is None else "env")
         timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
 
     def evaluation(self) -> CheckpointEvalConfig:
@@ -104,7 +105,8 @@ class ActorRunConfig(Config):
         assert self.evaluate is not None
         return CheckpointEvalConfig(checkpoint=self.evaluate, task=self.task, obs_mode=self.obs_mode,
                                     image_size=self.image_size, robot=self.robot, faithful=self.faithful,
-                                    allow_twin_box=self.allow_twin_box,
+                                    allow_twin_box=self.allow_twin_box, reward=self.reward or "env",
+                                    reward_gate_k=self.reward_gate_k,
                                     camera_latency_ms=self.camera_latency_ms, action_delay_ms=self.action_delay_ms,
                                     episodes=self.episodes, seed=self.eval_seed, summary=self.summary)
 

@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from robot_rl.errors import RobotRLError, UnknownTaskError
+from robot_rl.errors import ConfigError, RobotRLError, UnknownTaskError
 from robot_rl.task_file import TaskFile, builtin, builtin_names, load_task_file, looks_like_task_file
 
 
@@ -68,15 +68,65 @@ class TaskPreset:
         return kw
 
 
+def _twin_reference(tf: TaskFile) -> TaskFile:
+    """The built-in task file of the twin scene a stand-alone twin file (task.twin_scene, no base) names; ConfigError
+    (file + field) for a scene the twin lacks or an env id / module that runs another scene."""
+    where, t = f"task file {tf.path}", tf.sections["task"]
+    scenes = {builtin(n).value("task", "twin_scene"): builtin(n) for n in builtin_names()}
+    ref = scenes.get(t["twin_scene"])
+    if ref is None:
+        raise ConfigError(f"{where}: task.twin_scene {t['twin_scene']!r} is not a twin scene; known: {sorted(scenes)}")
+    ids = (ref.value("task", "env_id"), str(ref.value("task", "env_id")).replace("-v0", "State-v0"))
+    if t["env_id"] not in ids or t.get("env_module", "envs") != ref.value("task", "env_module"):
+        raise ConfigError(f"{where}: task.env_id {t['env_id']!r} (module {t.get('env_module', 'envs')!r}) does not run "
+                          f"the twin scene {t['twin_scene']!r} of task.twin_scene; it runs on {' or '.join(ids)} "
+                          f"(module {ref.value('task', 'env_module')!r})")
+    return ref
+
+
+def twin_file_kwargs(tf: TaskFile) -> dict[str, Any]:
+    """The env kwargs of a stand-alone twin task file (a copy of a built-in one, edited): every value where it
+    differs from the built-in file of its scene, whose values are the twin's own (tests check both), RobotEnvConfig
+    fields as they are and Task fields as `task_fields`; {} for a built-in file. ConfigError naming the file and the
+    field for what the twin cannot honour: real cameras ([cameras.NAME]), collision thresholds ([robot]: libfranka's,
+    the twin has no reflex) and observation cameras the twin does not render."""
+    if tf.base is not None or "twin_scene" not in tf.sections["task"]:
+        return {}
+    ref = _twin_reference(tf)
+    where, hint = f"task file {tf.path}", f"a lab file that extends the preset (base = \"{ref.name}\")"
+    twin_cams = tuple(ref.value("observation", "cameras", ()))
+    for name in tf.sections.get("cameras", {}):
+        raise ConfigError(f"{where}: cameras.{name}: the twin renders its own cameras ({list(twin_cams)}, named in "
+                          f"observation.cameras); a real camera belongs in {hint}")
+    for key in tf.sections.get("robot", {}):
+        raise ConfigError(f"{where}: robot.{key}: the twin has no collision reflex to set (libfranka's thresholds, "
+                          f"the franky backend); put [robot] in {hint}")
+    missing = [c for c in tf.value("observation", "cameras", ()) if c not in twin_cams]
+    if missing:
+        raise ConfigError(f"{where}: observation.cameras names {missing[0]!r}, a camera the twin does not render; it "
+                          f"has {list(twin_cams)}")
+    ref_task, ref_env = ref.task_fields(), ref.env_fields()
+    kwargs: dict[str, Any] = {f: v for f, v in tf.env_fields().items() if ref_env.get(f, _UNSET) != v}
+    task_fields = {f: v for f, v in tf.task_fields().items() if ref_task.get(f, _UNSET) != v}
+    if task_fields:
+        kwargs["task_fields"] = tuple(sorted(task_fields.items()))
+    return kwargs
+
+
+_UNSET = object()
+
+
 def preset_of(tf: TaskFile) -> TaskPreset:
     """The preset a task file declares. A file that extends a preset runs on its env, with the values the file
     itself sets passed as env kwargs: RobotEnvConfig fields as they are, the Task fields as `task_fields` (a tuple
-    of (field, value) pairs, envs.env.make_twin_env)."""
+    of (field, value) pairs, envs.env.make_twin_env). A stand-alone twin file (a copied built-in one) passes every
+    value that differs from the built-in one of its scene (`twin_file_kwargs`)."""
     fb = tf.sections.get("forward_backward")
     backward = ForwardBackward(fb["backward_task"], fb["forward_goal"], fb["backward_goal"]) if fb else None
     if tf.base is None:
         t = tf.sections["task"]
-        return TaskPreset(tf.name, t["env_id"], tf.description, t.get("env_module", "envs"), (), backward, tf)
+        return TaskPreset(tf.name, t["env_id"], tf.description, t.get("env_module", "envs"),
+                          tuple(twin_file_kwargs(tf).items()), backward, tf)
     base = preset_of(tf.base)
     kwargs = dict(base.env_kwargs)
     kwargs.update(tf.env_fields(only_own=True))

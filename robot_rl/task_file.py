@@ -15,6 +15,8 @@ shipped in the wheel; robot_rl.presets builds its table from them). A lab's file
 (`base = "twin-pick-cube"`): it inherits every value and the twin scene (its success check, used in simulation),
 and overrides what differs in the lab. A file may extend another lab file instead (`base = "lab_pick.toml"`, a
 path relative to the file): e.g. one arm's cameras over the lab's shared box; a cycle of bases is an error.
+A copy of a built-in file, edited, is a stand-alone twin task: robot_rl.presets.twin_file_kwargs passes every value
+where it differs from the built-in file of its scene to the twin env, and refuses what the twin cannot honour.
 The older JSON task config of `robot-rl safety-box record` ("format":
 "robot-rl-task-config", version 1: a named task plus field overrides) is read as a task file that extends that
 task's preset, its box marked as recorded in the lab.

@@ -27,9 +27,11 @@ Usage::
     robot-rl sim --task twin-pick-cube --set discount=0.99 --set bc_weight=1.0   # AgentConfig fields (learner --set)
     robot-rl sim --task twin-pick-cube --obs-mode pixels --image-size 64 --reward classifier:runs/cls --faithful
 
-`--reward` goes to every actor (each computes its reward from its own frames, positives audited in
-OUT/reward_audit/actor-i); `--faithful` to the learner, the actors and the final evaluation, which always reports
-the task's true success.
+`--reward` and `--reward-gate-k` go to every actor (each computes its reward from its own frames, positives
+audited in OUT/reward_audit/actor-i) and to the final evaluation, which counts a classifier's success with the same
+gate and reports the twin's true success beside it (else the twin's true success); `--faithful` to the learner, the
+actors and the final evaluation. `--obs-mode` defaults to the task file's `[observation] mode`, as the actor's and
+the learner's do.
 """
 
 from __future__ import annotations
@@ -225,13 +227,20 @@ class Sim:
             argv += ["--intervene", a.intervene]
         if a.device_config:
             argv += ["--device-config", str(Path(a.device_config).resolve())]
-        if a.reward != (task_reward(a.task)[0] or "env"):  # the actor's default is the task file's [reward]
-            argv += ["--reward", a.reward]
+        argv += self.reward_argv()
         if a.reward != "env":  # each actor computes its own reward; positives audited per actor in the run
             argv += ["--reward-audit", str(self.out / "reward_audit" / f"actor-{i}")]
         if a.faithful:
             argv.append("--faithful")
         return argv + self.timing_argv() + shlex.split(a.actor_args)
+
+    def reward_argv(self) -> list[str]:
+        """--reward where it is not the task file's (the actor's default) and --reward-gate-k where given (else
+        the actor reads the file's gate_k itself): for the actors and the final evaluation, which counts a
+        classifier's success with the same gate."""
+        a = self.cfg
+        argv = ["--reward", a.reward] if a.reward != (task_reward(a.task)[0] or "env") else []
+        return argv + (["--reward-gate-k", str(a.reward_gate_k)] if a.reward_gate_k is not None else [])
 
     def timing_argv(self) -> list[str]:
         """--camera-latency-ms / --action-delay-ms as given (None: the actor's own default)."""
@@ -248,7 +257,7 @@ class Sim:
             argv.append("--faithful")
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
-        return argv + self.timing_argv()
+        return argv + self.reward_argv() + self.timing_argv()
 
     # -- phases
     def record_demos(self) -> Path | None:
@@ -407,19 +416,25 @@ class Sim:
             "first_update_s": st.get("first_update_s"),
             "interrupted": interrupted, "checkpoint": str(ck) if ck else None,
             "eval_success_rate": evaluation.get("success_rate") if evaluation else None,
+            "eval_success_source": evaluation.get("success_source") if evaluation else None,
+            "eval_true_success_rate": evaluation.get("true_success_rate") if evaluation else None,
             "eval_episodes": evaluation.get("episodes") if evaluation else 0,
             "eval_return": evaluation.get("return") if evaluation else None,
             "milestones": milestones(rows), "learning_curves": curves, "actor_stats": actors,
-            "intervene": a.intervene, "reward": a.reward, "faithful": a.faithful, "learner_set": list(a.set),
+            "intervene": a.intervene, "reward": a.reward, "reward_gate_k": a.reward_gate_k, "faithful": a.faithful,
+            "learner_set": list(a.set),
             "timing": timing_overrides(a.faithful, a.camera_latency_ms, a.action_delay_ms),
             "backend": a.backend, "learner_args": a.learner_args, "actor_args": a.actor_args,
         }
         _write_json(self.out / "summary.json", summary)
-        ev = summary["eval_success_rate"]
+        ev, truth = summary["eval_success_rate"], summary["eval_true_success_rate"]
+        counted = "" if ev is None else (f" (the classifier's success{'' if truth is None else f'; true {truth:.2f}'})"
+                                         if summary["eval_success_source"] not in (None, "env") else
+                                         " (the twin's true success)")
         self.display.message(
             f"sim: {'interrupted' if interrupted else 'done'} after {fmt_duration(summary['wall_s'])}: env_step "
             f"{summary['env_step']}, training success {fmt_rate(summary['train_success_rate'])}, deterministic "
-            f"evaluation {'-' if ev is None else f'{ev:.2f}'} over {summary['eval_episodes']} episodes; "
+            f"evaluation {'-' if ev is None else f'{ev:.2f}'}{counted} over {summary['eval_episodes']} episodes; "
             f"{self.out / 'summary.json'}")
         return True
 

@@ -11,6 +11,10 @@ Usage::
     cfg = sim_config(build_sim_parser().parse_args(["--task", "twin-reach", "--actors", "1"]))
     cfg.out_dir, cfg.steps                    # runs/sim-twin-reach, the task's default length
 
+`--obs-mode` defaults to the task file's `[observation] mode` (robot_rl.presets.ObsModeFromTaskParser, as the actor's
+and the learner's), `--reward` / `--reward-gate-k` to its `[reward]`; a flag wins. `--reward-gate-k` reaches the
+actors and the final evaluation (the actors read the file's gate_k themselves when it is not given).
+
 `--intervene scripted` gives every actor the twin's scripted operator. A hardware device (`--intervene spacemouse`,
 `gamepad`, `keyboard`) is one person's and can be opened by one process only, so it needs `--actors 1` (refused
 otherwise, in one line): that actor opens the device and its interventions and success key go to the learner as
@@ -26,7 +30,7 @@ from pathlib import Path
 from robot_rl.config import Config
 from robot_rl.errors import ConfigError
 from robot_rl.operators import INTERVENE_CHOICES, check_intervene, is_hardware_device
-from robot_rl.presets import PRESETS, get_preset, task_reward
+from robot_rl.presets import PRESETS, ObsModeFromTaskParser, get_preset, task_reward
 from robot_rl.timing import add_timing_flags, timing_overrides
 from supervisor.display import DISPLAY_MODES
 
@@ -60,6 +64,7 @@ class SimConfig(Config):
     intervene: str | None = None
     device_config: str | None = None
     reward: str = "env"
+    reward_gate_k: int | None = None
     faithful: bool = False
     camera_latency_ms: float | None = None
     action_delay_ms: float | None = None
@@ -80,6 +85,9 @@ class SimConfig(Config):
         if self.actors < 1:
             raise ConfigError(f"--actors={self.actors} must be >= 1")
         check_intervene(self.intervene, self.device_config, self.reward)
+        if self.reward_gate_k is not None and self.reward_gate_k < 1:
+            raise ConfigError(f"--reward-gate-k={self.reward_gate_k} must be an integer >= 1 (consecutive positive "
+                              f"frames)")
         if is_hardware_device(self.intervene) and self.actors > 1:
             raise ConfigError(f"--intervene {self.intervene} with --actors {self.actors}: a hardware device is read by "
                               f"one actor process (one person, one device); pass --actors 1, or --intervene scripted "
@@ -104,14 +112,15 @@ class SimConfig(Config):
 
 def build_sim_parser(description: str | None = None) -> argparse.ArgumentParser:
     """`robot-rl sim`'s parser; `description`: the command's summary for --help."""
-    p = argparse.ArgumentParser(prog="robot-rl sim", description=description)
+    p = ObsModeFromTaskParser(prog="robot-rl sim", description=description)
     p.add_argument("--task", required=True, help=f"task preset ({', '.join(PRESETS)}) or task file (.toml)")
     p.add_argument("--actors", type=int, default=2, help="number of actor processes (each with a robot server)")
     p.add_argument("--max-env-steps", type=int, default=None, help="transitions to train on (default per task)")
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/sim-<task>)")
     p.add_argument("--demos", type=Path, default=None, help="demo episode directory (default: record scripted ones)")
     p.add_argument("--demo-episodes", type=int, default=20, help="scripted demos to record when --demos is not given")
-    p.add_argument("--obs-mode", default="state", choices=("state", "pixels"), help="observation mode")
+    p.add_argument("--obs-mode", default=None, choices=("state", "pixels"),
+                   help="observation mode (default: the task file's [observation] mode, else state)")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--in-process-twin", action="store_true",
@@ -126,6 +135,9 @@ def build_sim_parser(description: str | None = None) -> argparse.ArgumentParser:
                    help="the actors' reward: env (the twin's), classifier:DIR (a trained reward classifier, gated) "
                         "or human (the teleop success key; needs --intervene); default: the task file's [reward], "
                         "else env")
+    p.add_argument("--reward-gate-k", type=int, default=None, metavar="K",
+                   help="a classifier reward's gate, for the actors and the final evaluation: K consecutive positive "
+                        "frames (default: the task file's reward.gate_k, else the classifier's card)")
     p.add_argument("--faithful", action="store_true",
                    help="hardware-faithful actors (no object observation, no task reward, no teleports after the "
                         "first reset); needs --reward classifier:DIR or human")

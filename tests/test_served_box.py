@@ -18,10 +18,14 @@ LAB = ('[task]\nname = "lab"\nbase = "twin-pick-cube"\n'
 
 
 class Served:
-    """What envs.remote.make_remote_env returns, as far as the check reads it: the server's info, close()."""
+    """What envs.remote.make_remote_env returns, as far as the checks read it: the server's info, the observation
+    space, close()."""
 
     def __init__(self, backend: str, twin: bool = False) -> None:
+        import gymnasium
+
         self.robot = SimpleNamespace(info={"backend": backend, "twin": twin})
+        self.observation_space = gymnasium.spaces.Dict({"state": gymnasium.spaces.Box(-1, 1, (3,))})
         self.closed = False
 
     def close(self) -> None:

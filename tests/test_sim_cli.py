@@ -182,3 +182,19 @@ def test_sim_state_policy_with_a_classifier_serves_cameras_at_the_cards_size(
                      f"classifier:{cls}", *extra]) == 1
         err = capsys.readouterr().err
         assert want in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_sim_takes_the_task_files_observation_mode_and_the_flag_wins(tmp_path: Path) -> None:
+    task = tmp_path / "lab.toml"
+    task.write_text('[task]\nname = "lab-reach"\nbase = "twin-reach"\n\n[observation]\nmode = "pixels"\n')
+
+    def modes(*extra: str) -> tuple[str, list[str], list[str]]:
+        s = Sim(sim_config(build_sim_parser().parse_args(["--task", str(task), "--out", str(tmp_path / "run"),
+                                                          *extra])))
+        learner, actor = s.learner_argv(None), s.actor_argv(0, "tcp://127.0.0.1:1", None)
+        return (s.cfg.obs_mode, learner[learner.index("--obs-mode") + 1:][:1],
+                actor[actor.index("--obs-mode") + 1:][:1])
+
+    assert modes() == ("pixels", ["pixels"], ["pixels"])  # as `robot-rl actor` / `learner` read the file
+    assert modes("--obs-mode", "state") == ("state", ["state"], ["state"])
+    assert sim(tmp_path).cfg.obs_mode == "state"  # a preset without [observation] mode

@@ -104,3 +104,34 @@ def test_a_bad_gate_is_a_clear_error(tmp_path: Path) -> None:
     task = lab_file(tmp_path, 'source = "classifier"\nclassifier = "cls"\ngate_k = 0')
     with pytest.raises(ConfigError, match=r"lab.toml: reward.gate_k must be an integer >= 1, got 0"):
         task_reward(str(task))
+
+
+def test_sim_reward_gate_k_wins_over_the_file_for_the_actors_and_the_evaluation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from actors.run import ActorRunConfig, parse_actor_args, with_task_reward
+    from robot_rl.cli import main
+    from supervisor.sim import Sim
+    from supervisor.sim_config import build_sim_parser, sim_config
+
+    task = lab_file(tmp_path, 'source = "classifier"\nclassifier = "cls"\ngate_k = 2')
+    args = ["--task", str(task), "--out", str(tmp_path / "run"), "--obs-mode", "pixels", "--image-size", str(SIZE)]
+
+    def children(*extra: str) -> tuple[ActorRunConfig, ActorRunConfig]:
+        sim = Sim(sim_config(build_sim_parser().parse_args([*args, *extra])))
+        actor = sim.actor_argv(0, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2")
+        evaluate = sim.evaluate_argv(tmp_path / "eval.json")
+        return (with_task_reward(parse_actor_args(actor[actor.index("actor") + 1:])),
+                with_task_reward(parse_actor_args(evaluate[evaluate.index("actor") + 1:])))
+
+    actor, evaluate = children()  # the file's gate, read by each child itself
+    assert actor.reward_gate_k == 2 and evaluate.reward_gate_k == 2
+    assert evaluate.evaluation().reward == f"classifier:{tmp_path / 'cls'}"
+    actor, evaluate = children("--reward-gate-k", "4")
+    assert actor.reward_gate_k == 4 and evaluate.evaluation().reward_gate_k == 4
+    assert sim_config(build_sim_parser().parse_args([*args, "--reward-gate-k", "4"])).reward_gate_k == 4
+    # --reward env reaches the evaluation too: it then counts the twin's true success
+    actor, evaluate = children("--reward", "env")
+    assert actor.reward == "env" and evaluate.evaluation().reward == "env"
+    assert main(["sim", *args, "--reward-gate-k", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "--reward-gate-k=0 must be an integer >= 1" in err and err.count("\n") == 1

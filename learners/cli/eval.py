@@ -11,11 +11,18 @@ DIR is any run directory this project writes, or a part of one (robot_rl.checkpo
 Anything else (a demo directory, a run without a checkpoint yet, a typo) is a one-line error saying what DIR is
 and what to pass instead. The library is learners.training.evaluation.
 
+Success is counted by the run's reward (`--reward`, else the train run's, else the task file's `[reward]`): a
+classifier's success with its gate (`--reward-gate-k`), the twin's true success beside it (`true_success_rate`);
+otherwise the env's own. The line says which (`success_source`). A learner or sim run records only its task's
+name: `--task FILE` names the task file it trained on (its env values and its `[reward]`).
+
 Usage::
 
     robot-rl eval --checkpoint runs/reach --episodes 20                      # a train run
     robot-rl eval --checkpoint runs/sim-twin-pick-cube --episodes 20         # a sim / learner run
     robot-rl eval --checkpoint runs/reach/checkpoints/ckpt_00003000          # one checkpoint
+    robot-rl eval --checkpoint runs/sim-lab --task configs/lab.toml          # the file's values and [reward]
+    robot-rl eval --checkpoint runs/pick --reward classifier:runs/cls --reward-gate-k 3
 """
 
 from __future__ import annotations
@@ -33,10 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run directory (train, learner or sim --out), its checkpoints/ or one ckpt_* directory")
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--seed", type=int, default=2_000_000, help="env seed of the first episode (+1 per episode)")
+    p.add_argument("--task", default=None,
+                   help="the task file a learner or sim run trained on (its checkpoint records only the task's name)")
+    p.add_argument("--reward", default=None,
+                   help="count success by this reward: env, or classifier:DIR (its gated success; the twin's true "
+                        "success beside it); default: the train run's, else the task file's [reward], else env")
+    p.add_argument("--reward-gate-k", type=int, default=None, metavar="K",
+                   help="a classifier's gate: K consecutive positive frames (default: the run's or the task file's "
+                        "gate_k, else the card's)")
     return p
 
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    print(json.dumps(evaluate_checkpoint(args.checkpoint, args.episodes, seed=args.seed)))
+    print(json.dumps(evaluate_checkpoint(args.checkpoint, args.episodes, seed=args.seed, reward=args.reward,
+                                         reward_gate_k=args.reward_gate_k, task=args.task)))
     return 0
