@@ -313,7 +313,7 @@ class TaskFile:
 
     @property
     def obs_mode(self) -> str | None:
-        """observation.mode: the --obs-mode of the actor and the learner when not given (None: not declared)."""
+        """observation.mode: the --obs-mode of actor, learner, train and sim when not given (None: not declared)."""
         mode = self.sections.get("observation", {}).get("mode")
         return None if mode is None else str(mode)
 

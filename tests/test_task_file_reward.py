@@ -135,3 +135,17 @@ def test_sim_reward_gate_k_wins_over_the_file_for_the_actors_and_the_evaluation(
     assert main(["sim", *args, "--reward-gate-k", "0"]) == 1
     err = capsys.readouterr().err
     assert "--reward-gate-k=0 must be an integer >= 1" in err and err.count("\n") == 1
+
+
+def test_train_takes_the_files_observation_mode_and_the_flag_wins(tmp_path: Path) -> None:
+    """`robot-rl train --task FILE` runs the file's `[observation] mode` (a lab's file says pixels) unless
+    `--obs-mode` is given; a preset without one keeps the env's own default (None: state)."""
+    from learners.training.flags import build_train_parser, train_config
+
+    task = tmp_path / "lab.toml"
+    task.write_text('[task]\nname = "lab-reach"\nbase = "twin-reach"\n\n[observation]\nmode = "pixels"\n')
+    base = ["--task", str(task), "--out", str(tmp_path / "run")]
+    assert train_config(build_train_parser().parse_args(base)).obs_mode == "pixels"
+    assert train_config(build_train_parser().parse_args([*base, "--obs-mode", "state"])).obs_mode == "state"
+    plain = ["--task", "twin-reach", "--out", str(tmp_path / "r")]
+    assert train_config(build_train_parser().parse_args(plain)).obs_mode is None

@@ -25,7 +25,7 @@ from learners.agents.options import add_set_option
 from learners.training.bc import BCConfig
 from learners.training.config import ALGOS, DEFAULT_WARMUP_STEPS, TrainConfig
 from robot_rl.operators import INTERVENE_CHOICES
-from robot_rl.presets import PRESETS, task_reward
+from robot_rl.presets import PRESETS, task_obs_mode, task_reward
 
 FLAG_HELP = {
     "demos": "episode directories of the demo buffer: demonstrations first (--action-scale auto reads the first), "
@@ -122,6 +122,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         values["reward"] = file_reward or "env"
     if values.get("reward_gate_k") is None:
         values["reward_gate_k"] = file_gate_k
+    if values.get("obs_mode") is None and values.get("task"):  # the task file's [observation] mode; the flag wins
+        values["obs_mode"] = task_obs_mode(values["task"], "") or None
     return TrainConfig(**{**values, "agent_set": tuple(args.agent_set)})
 
 
