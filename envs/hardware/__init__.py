@@ -7,6 +7,7 @@ names it (the `real` extra), and importing this package needs nothing beyond num
 Layout::
 
     franky_robot.py    FrankyRobotConfig, FrankyRobot (Robot over franky: CartesianImpedanceTracker, Gripper)
+    franky_gripper.py  GripperCommands (the Franka Hand's debounced binary command)
     camera_source.py   CameraConfig, CameraError, FrameSource (the device interface the backends implement)
     cameras.py         ThreadedCamera (newest-frame reader), crop_resize, MultiCameras, make_cameras (spec strings
                        KIND:ID=NAME; the backends imported lazily)

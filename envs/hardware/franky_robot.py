@@ -11,10 +11,8 @@ How each Robot method maps onto franky:
   error per axis (translational / rotational error clip = the profile's clips): the same reference limiting as
   our controller (controllers.impedance), so the contact force stays below stiffness * clip per axis. franky's
   tracker has no integral term: the precision profile's integrator is not used on hardware.
-  Gripper: binary (>= 0.5 closed), through `franky.Gripper` as asynchronous commands (`grasp` with a wide
-  epsilon, so that closing on an object or on nothing both count; `move` to the full width to open). Debounced:
-  a change is sent only once the previous gripper command has finished and `gripper_min_interval_s` has
-  passed; a change requested meanwhile is sent as soon as both hold (on the next command / wait / state call).
+  Gripper: binary (>= 0.5 closed), through `franky.Gripper`, debounced (envs.hardware.franky_gripper); a pending
+  change is sent on the next command / wait / state call.
 - set_gains(): the profile's stiffness and damping go to the running tracker (franky smooths them over
   `gains_time_constant`); a profile with other error clips starts a new tracker, which franky hands over to
   without stopping (a queued motion takes over seamlessly), aimed at the current target.
@@ -63,18 +61,12 @@ import numpy as np
 
 from controllers.gains import ImpedanceGains, gain_profile
 from controllers.transforms import quat_normalize, quat_to_mat
+from envs.hardware.franky_gripper import GRIPPER_MAX_WIDTH_M, GripperCommands
 from envs.robot import RobotState, check_command, check_duration, check_joint_target
 from robot_rl.config import Config, require
 from robot_rl.errors import RobotError
 
 log = logging.getLogger("robot_rl.franky")
-
-GRIPPER_MAX_WIDTH_M = 0.08
-"""Franka Hand stroke (both fingers)."""
-
-_NEVER_FREED: list[Any] = []
-"""franky objects whose background work did not end in time: never freed (freeing them would crash)."""
-
 
 @dataclasses.dataclass(frozen=True)
 class FrankyRobotConfig(Config):
@@ -229,14 +221,16 @@ class FrankyRobot:
                                                                                                   realtime)
         except Exception as err:  # franky.NetworkException, IncompatibleVersionException, ...
             raise RobotError(f"cannot connect to the robot at {cfg.robot_ip}: {type(err).__name__}: {err}") from err
-        self._gripper: Any = None
+        self._gripper: GripperCommands | None = None
         if cfg.gripper:
             try:
                 with keep_thread_scheduling():
-                    self._gripper = (gripper_factory or fr.Gripper)(cfg.robot_ip)
+                    hand = (gripper_factory or fr.Gripper)(cfg.robot_ip)
             except Exception as err:
                 raise RobotError(f"cannot connect to the gripper at {cfg.robot_ip}: {type(err).__name__}: {err} "
                                  "(FrankyRobotConfig(gripper=False) runs the arm without it)") from err
+            self._gripper = GripperCommands(hand, cfg.gripper_speed_m_per_s, cfg.gripper_force_n,
+                                            cfg.gripper_epsilon_m, cfg.gripper_min_interval_s)
         self._lock = threading.RLock()  # one caller at a time; estop() does not take it
         self._tracker: Any = None
         self._alive: list[Any] = []  # trackers handed over from, kept until their motion has surely ended
@@ -247,12 +241,6 @@ class FrankyRobot:
         self._error = ""
         self._stopped = False
         self._estopped = threading.Event()
-        # gripper: the state we want (0/1; None before the first command), the one last sent, the command in flight
-        self._gripper_want: float | None = None
-        self._gripper_sent: float | None = None
-        self._gripper_future: Any = None
-        self._gripper_sent_t = -math.inf
-        self._gripper_width = GRIPPER_MAX_WIDTH_M
         if cfg.arm != "auto":
             self.arm = cfg.arm
         else:
@@ -292,11 +280,7 @@ class FrankyRobot:
             except Exception:  # not available: report zero (never fails a state read)
                 v, w = np.zeros(3), np.zeros(3)
             wrench = np.asarray(s.O_F_ext_hat_K, np.float64).reshape(6)
-            if self._gripper is not None:
-                try:
-                    self._gripper_width = float(self._gripper.width)
-                except Exception as err:
-                    log.warning("franky: gripper width unreadable (%s)", err)
+            width = GRIPPER_MAX_WIDTH_M if self._gripper is None else self._gripper.read_width()
             error = self._error or errors_text(getattr(s, "current_errors", None))
             return RobotState(
                 time_s=_seconds(s.time),
@@ -305,7 +289,7 @@ class FrankyRobot:
                 pos_base_ee=pos,
                 quat_base_ee=quat,
                 twist_ee_body=np.concatenate([R.T @ v, R.T @ w]),
-                gripper_width_m=self._gripper_width,
+                gripper_width_m=width,
                 force_ee_n=R.T @ wrench[:3],
                 torque_ee_nm=R.T @ wrench[3:],
                 tau_j_nm=np.asarray(s.tau_J_d, np.float64).copy(),
@@ -323,7 +307,8 @@ class FrankyRobot:
                 raise RobotError(f"FrankyRobot is in an error state ({self._error}); call clear_errors()")
             self._tracker.set_target(pose_to_affine(self._fr, pos, quat))
             self._target = (pos.copy(), quat)
-            self._gripper_want = 1.0 if g >= 0.5 else 0.0
+            if self._gripper is not None:
+                self._gripper.want(g)
             self._service_gripper()
 
     def wait(self, duration_s: float) -> None:
@@ -418,7 +403,8 @@ class FrankyRobot:
             if not self._stopped:
                 self._stopped = True
                 self._stop_tracker()
-            self._release_gripper()
+            if self._gripper is not None:
+                self._gripper.release()
             self._alive.clear()
             self._tracker = None
             self._gripper = None
@@ -541,46 +527,10 @@ class FrankyRobot:
         self._alive.clear()
         log.warning("franky: %s", self._error)
 
-    def _release_gripper(self, timeout_s: float = 5.0) -> None:
-        """Let a gripper command in flight finish before the Gripper may be freed: franky's future runs on a
-        thread that reads the Gripper's connection, and freeing the Gripper under it crashes the process
-        (measured: a segfault in franka::Gripper::move when the FrankyRobot was dropped mid-move)."""
-        fut = self._gripper_future
-        if fut is None:
-            return
-        if not fut.wait(timeout_s):
-            _NEVER_FREED.append((self._gripper, fut))  # still running: keep both alive for the process's life
-            log.warning("franky: a gripper command did not finish within %.1f s of stop()", timeout_s)
-        self._gripper_future = None
-
     def _service_gripper(self) -> None:
-        """Send the wanted gripper state when it differs from the last one sent, no command is in flight and the
-        debounce interval has passed."""
-        gr = self._gripper
-        if gr is None or self._stopped or self._estopped.is_set() or self._robot is None:
-            return
-        fut = self._gripper_future
-        if fut is not None:
-            if not fut.wait(0.0):
-                return
-            try:
-                fut.get()
-            except Exception as err:  # a failed grasp / move: report, the next change retries
-                log.warning("franky: gripper command failed: %s", err)
-            self._gripper_future = None
-        if self._gripper_want is None or self._gripper_want == self._gripper_sent:
-            return
-        now = time.monotonic()
-        if now - self._gripper_sent_t < self.config.gripper_min_interval_s:
-            return
-        cfg = self.config
-        if self._gripper_want >= 0.5:
-            self._gripper_future = gr.grasp_async(0.0, cfg.gripper_speed_m_per_s, cfg.gripper_force_n,
-                                                  cfg.gripper_epsilon_m, cfg.gripper_epsilon_m)
-        else:
-            self._gripper_future = gr.move_async(GRIPPER_MAX_WIDTH_M, cfg.gripper_speed_m_per_s)
-        self._gripper_sent = self._gripper_want
-        self._gripper_sent_t = now
+        """A pending gripper change goes out when allowed (envs.hardware.franky_gripper), never after a stop."""
+        if self._gripper is not None and not self._stopped and not self._estopped.is_set() and self._robot is not None:
+            self._gripper.service()
 
 
 def _damping(g: ImpedanceGains) -> np.ndarray:
