@@ -62,7 +62,8 @@ import numpy as np
 from controllers.gains import ImpedanceGains, gain_profile
 from controllers.transforms import quat_normalize, quat_to_mat
 from envs.hardware.franky_gripper import GRIPPER_MAX_WIDTH_M, GripperCommands
-from envs.robot import RobotState, check_command, check_duration, check_joint_target
+from envs.hardware.franky_listen import StateTap
+from envs.robot import RobotState, StateSample, check_command, check_duration, check_joint_target
 from robot_rl.config import Config, require
 from robot_rl.errors import RobotError
 
@@ -239,6 +240,9 @@ class FrankyRobot:
         self._target: tuple[np.ndarray, np.ndarray] | None = None
         self._posture_q: np.ndarray | None = None
         self._error = ""
+        self._held = ""  # why franky's force-limit reaction holds the pose ('' when it does not)
+        self._tap = StateTap(fr, self._on_force_hold)
+        self._hold_params: tuple[dict[str, Any], np.ndarray] = ({}, np.zeros(6))
         self._stopped = False
         self._estopped = threading.Event()
         if cfg.arm != "auto":
@@ -303,8 +307,9 @@ class FrankyRobot:
         with self._lock:
             self._refuse_if_stopped()
             self._check_motion()
-            if self._error:
-                raise RobotError(f"FrankyRobot is in an error state ({self._error}); call clear_errors()")
+            if self._error or self._held:
+                raise RobotError(f"FrankyRobot is in an error state ({self._error or self._held}); call "
+                                 "clear_errors()")
             self._tracker.set_target(pose_to_affine(self._fr, pos, quat))
             self._target = (pos.copy(), quat)
             if self._gripper is not None:
@@ -327,7 +332,7 @@ class FrankyRobot:
         with self._lock:
             self._refuse_if_stopped()
             old, self._gains, self._profile = self._gains, gains, profile
-            if self._tracker is None or self._error:
+            if self._tracker is None or self._error or self._held:
                 return  # applied when the next tracker starts
             same_clip = (old.translational_clip_m == gains.translational_clip_m
                          and old.rotational_clip_rad == gains.rotational_clip_rad)
@@ -343,8 +348,9 @@ class FrankyRobot:
         with self._lock:
             self._refuse_if_stopped()
             self._check_motion()
-            if self._error:
-                raise RobotError(f"FrankyRobot is in an error state ({self._error}); call clear_errors()")
+            if self._error or self._held:
+                raise RobotError(f"FrankyRobot is in an error state ({self._error or self._held}); call "
+                                 "clear_errors()")
             self._stop_tracker()
             self._refuse_if_stopped()  # an e-stop during the tracker's stop: start nothing
             fr = self._fr
@@ -375,9 +381,14 @@ class FrankyRobot:
         with self._lock:
             self._refuse_if_stopped()
             self._check_motion()
-            if not self._error and not errors_text(getattr(self._robot.state, "current_errors", None)) \
-                    and self.tracking:
-                return  # nothing to recover (e.g. the server's safety guard tripped, not the robot)
+            if not self._error and not errors_text(getattr(self._robot.state, "current_errors", None)):
+                if self.tracking:
+                    return  # nothing to recover (e.g. the server's safety guard tripped, not the robot)
+                if self._held:  # franky's force-limit hold: a new tracker takes over from it at the held pose
+                    log.warning("franky: resuming after the hold (%s)", self._held)
+                    self._held, self._tracker, self._target = "", None, None
+                    self._start_tracker()
+                    return
             try:
                 ok = bool(self._robot.recover_from_errors())
             except Exception as err:
@@ -389,7 +400,7 @@ class FrankyRobot:
             if not ok or errors_text(getattr(self._robot.state, "current_errors", None)):
                 raise RobotError(f"error recovery failed ({why}); the robot needs an operator (check the "
                                  "user stop and Desk)")
-            self._error = ""
+            self._error = self._held = ""
             self._tracker = None
             self._target = None
             self._start_tracker()
@@ -422,6 +433,26 @@ class FrankyRobot:
         except Exception as err:  # nothing was moving, or the connection is gone: the arm is not moving either
             log.info("franky: robot.stop() during estop: %s", err)
 
+    def add_state_listener(self, callback: Callable[[StateSample], None]) -> None:
+        """Call `callback(StateSample)` for every state of the impedance tracker's 1 kHz loop from now on, on
+        franky's callback thread (envs.robot.StateSample; envs.hardware.franky_listen)."""
+        with self._lock:
+            self._tap.add_listener(callback)
+            if self._tracker is not None:
+                self._tap.attach(self._tracker, *self._hold_params)
+
+    def set_force_limit(self, max_force_n: float) -> None:
+        """Hold the pose inside franky's 1 kHz loop, in the control step whose external force exceeds
+        `max_force_n` (N), through a franky reaction on every tracker from now on (envs.hardware.franky_listen); the
+        listeners get that state; commands are refused until clear_errors()."""
+        v = float(max_force_n)
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"max_force_n={max_force_n!r} must be finite and > 0")
+        with self._lock:
+            self._tap.max_force_n = v
+            if self._tracker is not None:
+                self._tap.attach(self._tracker, *self._hold_params)
+
     # ------------------------------------------------------------------------------------------------------
     # extras
 
@@ -437,7 +468,8 @@ class FrankyRobot:
     @property
     def tracking(self) -> bool:
         """Whether franky's tracker is in control."""
-        return self._tracker is not None and self._robot is not None and bool(self._robot.is_in_control)
+        return self._tracker is not None and not self._held and self._robot is not None \
+            and bool(self._robot.is_in_control)
 
     @property
     def target(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -483,12 +515,20 @@ class FrankyRobot:
             self._error = f"cannot start the impedance tracker: {type(err).__name__}: {err}"
             raise RobotError(self._error) from err
         self._tracker = tracker
+        self._hold_params = ({k: v for k, v in kwargs.items() if k != "damping"}, kwargs["damping"])
+        self._tap.attach(tracker, *self._hold_params)
         self._alive.append(tracker)  # its motion runs until the next one takes over: keep it alive until then
         del self._alive[:-4]  # a take-over happens within a control tick; older trackers have long ended
         if keep_target and self._target is not None:
             tracker.set_target(pose_to_affine(fr, *self._target))
         else:  # the tracker seeds its target with the current pose
             self._target = affine_to_pose(self._robot.current_pose.end_effector_pose)
+
+    def _on_force_hold(self, generation: int, why: str) -> None:
+        """franky's callback thread: the force-limit reaction of the tracker attached as `generation` fired (a
+        late report of a tracker already replaced is not the running motion's: ignored)."""
+        if generation == self._tap.generation and self._tracker is not None:
+            self._held = why
 
     def _stop_tracker(self) -> None:
         """franky's graceful stop (a TorqueStopMotion ramps into damping and brings the arm to rest)."""
