@@ -15,6 +15,13 @@ two of them on the motion a `CartesianImpedanceTracker` runs (`tracker.motion`),
   reports the state that fired it: to the backend, which from then on refuses commands until clear_errors() starts
   a new tracker at the held pose, and to the listeners, so the guard records the trip (reason, robot time).
 
+Checked on franky-control 2.0.0 against franky-sim: a motion callback gets every state in order (1001 in 1 s of the
+robot's clock); a callback that sleeps 5 ms per state falls behind (0.6 s of states in 3 s of wall time) while the
+robot's clock runs on unaffected, so the loop does not wait for Python, and a slow listener delays every later state
+(franky queues them). franky's bounded input queue drops calls when its relay thread gets no CPU (it prints 'callback
+input queue overflowed'): the reaction then still holds inside the loop, but its report to the backend and the guard
+may be lost (the guard's polled checks still see a force that stays above the limit).
+
 franky's Measure offers the force and the time only: the torque, joint-margin and speed limits are checked per state
 in Python (the first path), not inside the loop. libfranka's own collision reflexes stay the fastest layer.
 Only the tracker's motions are hooked (not reset_joints' JointWaypointMotion, which the guard checks after the move).

@@ -26,6 +26,10 @@ How each Robot method maps onto franky:
 - estop(): thread-safe (the robot server's I/O thread calls it): `robot.stop()` preempts the running motion at
   once; the arm holds its joints (the robot's own idle controller); the robot refuses commands from then on.
 - wait(d): sleeps d seconds (in slices of at most `poll_s`, serving a pending gripper change).
+- add_state_listener(cb) / set_force_limit(n) (the robot server's guard calls both): every state of the tracker's
+  1 kHz loop to `cb` on franky's callback thread, and a franky reaction that holds the pose inside the loop in the
+  step whose external force exceeds n (envs.hardware.franky_listen); after it fires, commands are refused until
+  clear_errors() starts a new tracker at the held pose.
 
 Errors: a reflex (or any control exception) ends franky's motion. The next state() reports it in
 `RobotState.error` (from the motion's exception and `current_errors`), command() raises RobotError, and
