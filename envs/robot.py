@@ -73,9 +73,11 @@ class RobotState:
 class StateSample:
     """What a safety check needs of one state message, as a backend receives it (no pose, no objects): robot clock
     `time_s`, q_rad / dq_rad_per_s (7,), force_ee_n / torque_ee_nm (3,) in the TCP frame. Backends that receive
-    states in a thread of their own (ROS 2: one per joint-state or wrench message) hand each one to the callbacks
-    registered with their optional `add_state_listener(callback)`; the callback runs in that thread and must be
-    quick (a few vector norms)."""
+    states in a thread of their own (ROS 2: one per joint-state or wrench message; franky: one per step of the
+    tracker's 1 kHz loop, on franky's callback thread) hand each one to the callbacks registered with their optional
+    `add_state_listener(callback)`; the callback runs in that thread and must be quick (a few vector norms). A
+    backend whose controller can stop on a force by itself offers `set_force_limit(max_force_n)` too (franky: a
+    reaction inside libfranka's loop holds the pose and the state that fired it goes to the listeners)."""
 
     time_s: float
     q_rad: np.ndarray

@@ -70,18 +70,26 @@ class FrankySim:
         self.proc, self.ip, self.startup_s, self.log_path = proc, ip, startup_s, log_path
 
     @classmethod
-    def start(cls, timeout_s: float = 90.0) -> FrankySim:
+    def start(cls, timeout_s: float = 90.0, table_top_z: float | None = None) -> FrankySim:
+        """`table_top_z` (m): franky-sim with a table whose push the robot reports (tests/franky_sim_table.py, run
+        by the Python beside franky-sim) instead of the plain `franky-sim -s mujoco`."""
         exe = franky_sim_executable()
         if exe is None:
             if os.environ.get("CI"):
                 pytest.fail("franky-sim not found: scripts/dev.sh setup creates .venv-franky-sim")
             pytest.skip("franky-sim not installed (bash scripts/dev.sh setup creates .venv-franky-sim)")
+        argv = [exe, "-s", "mujoco"]
+        if table_top_z is not None:
+            python = Path(exe).with_name("python")
+            if not python.exists():
+                pytest.skip(f"no Python beside {exe} to run tests/franky_sim_table.py")
+            argv = [str(python), str(ROOT / "tests" / "franky_sim_table.py"), "--table-top-z", str(table_top_z)]
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env["MUJOCO_GL"] = "egl"
         # its output goes to a file (no pipe to drain: no extra Python thread in the test process)
         log = tempfile.NamedTemporaryFile("w+", prefix="franky-sim-", suffix=".log", delete=False)
         t0 = time.monotonic()
-        proc = subprocess.Popen([exe, "-s", "mujoco"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, preexec_fn=_die_with_parent)
         text = ""
         while time.monotonic() - t0 < timeout_s and proc.poll() is None:

@@ -264,7 +264,7 @@ def test_gripper_is_debounced(sim: FrankySim) -> None:
             robot.command(s.pos_base_ee, s.quat_base_ee, g)
         _wait_robot_time(fr, 2.5, step=serve)
         assert robot.state().gripper_width_m <= 0.005  # the last wish (closed), not a flapping hand
-        assert robot._gripper_sent == 1.0
+        assert robot._gripper is not None and robot._gripper._sent == 1.0
         robot.command(s.pos_base_ee, s.quat_base_ee, 0.0)
         _wait_robot_time(fr, 2.0, step=serve)
     finally:

@@ -7,6 +7,8 @@ names it (the `real` extra), and importing this package needs nothing beyond num
 Layout::
 
     franky_robot.py    FrankyRobotConfig, FrankyRobot (Robot over franky: CartesianImpedanceTracker, Gripper)
+    franky_gripper.py  GripperCommands (the Franka Hand's debounced binary command)
+    franky_listen.py   StateTap (the guard's per-state hooks: franky motion callbacks and a force-limit reaction)
     camera_source.py   CameraConfig, CameraError, FrameSource (the device interface the backends implement)
     cameras.py         ThreadedCamera (newest-frame reader), crop_resize, MultiCameras, make_cameras (spec strings
                        KIND:ID=NAME; the backends imported lazily)

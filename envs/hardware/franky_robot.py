@@ -11,10 +11,8 @@ How each Robot method maps onto franky:
   error per axis (translational / rotational error clip = the profile's clips): the same reference limiting as
   our controller (controllers.impedance), so the contact force stays below stiffness * clip per axis. franky's
   tracker has no integral term: the precision profile's integrator is not used on hardware.
-  Gripper: binary (>= 0.5 closed), through `franky.Gripper` as asynchronous commands (`grasp` with a wide
-  epsilon, so that closing on an object or on nothing both count; `move` to the full width to open). Debounced:
-  a change is sent only once the previous gripper command has finished and `gripper_min_interval_s` has
-  passed; a change requested meanwhile is sent as soon as both hold (on the next command / wait / state call).
+  Gripper: binary (>= 0.5 closed), through `franky.Gripper`, debounced (envs.hardware.franky_gripper); a pending
+  change is sent on the next command / wait / state call.
 - set_gains(): the profile's stiffness and damping go to the running tracker (franky smooths them over
   `gains_time_constant`); a profile with other error clips starts a new tracker, which franky hands over to
   without stopping (a queued motion takes over seamlessly), aimed at the current target.
@@ -28,6 +26,10 @@ How each Robot method maps onto franky:
 - estop(): thread-safe (the robot server's I/O thread calls it): `robot.stop()` preempts the running motion at
   once; the arm holds its joints (the robot's own idle controller); the robot refuses commands from then on.
 - wait(d): sleeps d seconds (in slices of at most `poll_s`, serving a pending gripper change).
+- add_state_listener(cb) / set_force_limit(n) (the robot server's guard calls both): every state of the tracker's
+  1 kHz loop to `cb` on franky's callback thread, and a franky reaction that holds the pose inside the loop in the
+  step whose external force exceeds n (envs.hardware.franky_listen); after it fires, commands are refused until
+  clear_errors() starts a new tracker at the held pose.
 
 Errors: a reflex (or any control exception) ends franky's motion. The next state() reports it in
 `RobotState.error` (from the motion's exception and `current_errors`), command() raises RobotError, and
@@ -63,18 +65,13 @@ import numpy as np
 
 from controllers.gains import ImpedanceGains, gain_profile
 from controllers.transforms import quat_normalize, quat_to_mat
-from envs.robot import RobotState, check_command, check_duration, check_joint_target
+from envs.hardware.franky_gripper import GRIPPER_MAX_WIDTH_M, GripperCommands
+from envs.hardware.franky_listen import StateTap
+from envs.robot import RobotState, StateSample, check_command, check_duration, check_joint_target
 from robot_rl.config import Config, require
 from robot_rl.errors import RobotError
 
 log = logging.getLogger("robot_rl.franky")
-
-GRIPPER_MAX_WIDTH_M = 0.08
-"""Franka Hand stroke (both fingers)."""
-
-_NEVER_FREED: list[Any] = []
-"""franky objects whose background work did not end in time: never freed (freeing them would crash)."""
-
 
 @dataclasses.dataclass(frozen=True)
 class FrankyRobotConfig(Config):
@@ -229,14 +226,16 @@ class FrankyRobot:
                                                                                                   realtime)
         except Exception as err:  # franky.NetworkException, IncompatibleVersionException, ...
             raise RobotError(f"cannot connect to the robot at {cfg.robot_ip}: {type(err).__name__}: {err}") from err
-        self._gripper: Any = None
+        self._gripper: GripperCommands | None = None
         if cfg.gripper:
             try:
                 with keep_thread_scheduling():
-                    self._gripper = (gripper_factory or fr.Gripper)(cfg.robot_ip)
+                    hand = (gripper_factory or fr.Gripper)(cfg.robot_ip)
             except Exception as err:
                 raise RobotError(f"cannot connect to the gripper at {cfg.robot_ip}: {type(err).__name__}: {err} "
                                  "(FrankyRobotConfig(gripper=False) runs the arm without it)") from err
+            self._gripper = GripperCommands(hand, cfg.gripper_speed_m_per_s, cfg.gripper_force_n,
+                                            cfg.gripper_epsilon_m, cfg.gripper_min_interval_s)
         self._lock = threading.RLock()  # one caller at a time; estop() does not take it
         self._tracker: Any = None
         self._alive: list[Any] = []  # trackers handed over from, kept until their motion has surely ended
@@ -245,14 +244,11 @@ class FrankyRobot:
         self._target: tuple[np.ndarray, np.ndarray] | None = None
         self._posture_q: np.ndarray | None = None
         self._error = ""
+        self._held = ""  # why franky's force-limit reaction holds the pose ('' when it does not)
+        self._tap = StateTap(fr, self._on_force_hold)
+        self._hold_params: tuple[dict[str, Any], np.ndarray] = ({}, np.zeros(6))
         self._stopped = False
         self._estopped = threading.Event()
-        # gripper: the state we want (0/1; None before the first command), the one last sent, the command in flight
-        self._gripper_want: float | None = None
-        self._gripper_sent: float | None = None
-        self._gripper_future: Any = None
-        self._gripper_sent_t = -math.inf
-        self._gripper_width = GRIPPER_MAX_WIDTH_M
         if cfg.arm != "auto":
             self.arm = cfg.arm
         else:
@@ -292,11 +288,7 @@ class FrankyRobot:
             except Exception:  # not available: report zero (never fails a state read)
                 v, w = np.zeros(3), np.zeros(3)
             wrench = np.asarray(s.O_F_ext_hat_K, np.float64).reshape(6)
-            if self._gripper is not None:
-                try:
-                    self._gripper_width = float(self._gripper.width)
-                except Exception as err:
-                    log.warning("franky: gripper width unreadable (%s)", err)
+            width = GRIPPER_MAX_WIDTH_M if self._gripper is None else self._gripper.read_width()
             error = self._error or errors_text(getattr(s, "current_errors", None))
             return RobotState(
                 time_s=_seconds(s.time),
@@ -305,7 +297,7 @@ class FrankyRobot:
                 pos_base_ee=pos,
                 quat_base_ee=quat,
                 twist_ee_body=np.concatenate([R.T @ v, R.T @ w]),
-                gripper_width_m=self._gripper_width,
+                gripper_width_m=width,
                 force_ee_n=R.T @ wrench[:3],
                 torque_ee_nm=R.T @ wrench[3:],
                 tau_j_nm=np.asarray(s.tau_J_d, np.float64).copy(),
@@ -319,11 +311,13 @@ class FrankyRobot:
         with self._lock:
             self._refuse_if_stopped()
             self._check_motion()
-            if self._error:
-                raise RobotError(f"FrankyRobot is in an error state ({self._error}); call clear_errors()")
+            if self._error or self._held:
+                raise RobotError(f"FrankyRobot is in an error state ({self._error or self._held}); call "
+                                 "clear_errors()")
             self._tracker.set_target(pose_to_affine(self._fr, pos, quat))
             self._target = (pos.copy(), quat)
-            self._gripper_want = 1.0 if g >= 0.5 else 0.0
+            if self._gripper is not None:
+                self._gripper.want(g)
             self._service_gripper()
 
     def wait(self, duration_s: float) -> None:
@@ -342,7 +336,7 @@ class FrankyRobot:
         with self._lock:
             self._refuse_if_stopped()
             old, self._gains, self._profile = self._gains, gains, profile
-            if self._tracker is None or self._error:
+            if self._tracker is None or self._error or self._held:
                 return  # applied when the next tracker starts
             same_clip = (old.translational_clip_m == gains.translational_clip_m
                          and old.rotational_clip_rad == gains.rotational_clip_rad)
@@ -358,8 +352,9 @@ class FrankyRobot:
         with self._lock:
             self._refuse_if_stopped()
             self._check_motion()
-            if self._error:
-                raise RobotError(f"FrankyRobot is in an error state ({self._error}); call clear_errors()")
+            if self._error or self._held:
+                raise RobotError(f"FrankyRobot is in an error state ({self._error or self._held}); call "
+                                 "clear_errors()")
             self._stop_tracker()
             self._refuse_if_stopped()  # an e-stop during the tracker's stop: start nothing
             fr = self._fr
@@ -390,9 +385,14 @@ class FrankyRobot:
         with self._lock:
             self._refuse_if_stopped()
             self._check_motion()
-            if not self._error and not errors_text(getattr(self._robot.state, "current_errors", None)) \
-                    and self.tracking:
-                return  # nothing to recover (e.g. the server's safety guard tripped, not the robot)
+            if not self._error and not errors_text(getattr(self._robot.state, "current_errors", None)):
+                if self.tracking:
+                    return  # nothing to recover (e.g. the server's safety guard tripped, not the robot)
+                if self._held:  # franky's force-limit hold: a new tracker takes over from it at the held pose
+                    log.warning("franky: resuming after the hold (%s)", self._held)
+                    self._held, self._tracker, self._target = "", None, None
+                    self._start_tracker()
+                    return
             try:
                 ok = bool(self._robot.recover_from_errors())
             except Exception as err:
@@ -404,7 +404,7 @@ class FrankyRobot:
             if not ok or errors_text(getattr(self._robot.state, "current_errors", None)):
                 raise RobotError(f"error recovery failed ({why}); the robot needs an operator (check the "
                                  "user stop and Desk)")
-            self._error = ""
+            self._error = self._held = ""
             self._tracker = None
             self._target = None
             self._start_tracker()
@@ -418,7 +418,8 @@ class FrankyRobot:
             if not self._stopped:
                 self._stopped = True
                 self._stop_tracker()
-            self._release_gripper()
+            if self._gripper is not None:
+                self._gripper.release()
             self._alive.clear()
             self._tracker = None
             self._gripper = None
@@ -436,6 +437,26 @@ class FrankyRobot:
         except Exception as err:  # nothing was moving, or the connection is gone: the arm is not moving either
             log.info("franky: robot.stop() during estop: %s", err)
 
+    def add_state_listener(self, callback: Callable[[StateSample], None]) -> None:
+        """Call `callback(StateSample)` for every state of the impedance tracker's 1 kHz loop from now on, on
+        franky's callback thread (envs.robot.StateSample; envs.hardware.franky_listen)."""
+        with self._lock:
+            self._tap.add_listener(callback)
+            if self._tracker is not None:
+                self._tap.attach(self._tracker, *self._hold_params)
+
+    def set_force_limit(self, max_force_n: float) -> None:
+        """Hold the pose inside franky's 1 kHz loop, in the control step whose external force exceeds
+        `max_force_n` (N), through a franky reaction on every tracker from now on (envs.hardware.franky_listen); the
+        listeners get that state; commands are refused until clear_errors()."""
+        v = float(max_force_n)
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"max_force_n={max_force_n!r} must be finite and > 0")
+        with self._lock:
+            self._tap.max_force_n = v
+            if self._tracker is not None:
+                self._tap.attach(self._tracker, *self._hold_params)
+
     # ------------------------------------------------------------------------------------------------------
     # extras
 
@@ -451,7 +472,8 @@ class FrankyRobot:
     @property
     def tracking(self) -> bool:
         """Whether franky's tracker is in control."""
-        return self._tracker is not None and self._robot is not None and bool(self._robot.is_in_control)
+        return self._tracker is not None and not self._held and self._robot is not None \
+            and bool(self._robot.is_in_control)
 
     @property
     def target(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -497,12 +519,20 @@ class FrankyRobot:
             self._error = f"cannot start the impedance tracker: {type(err).__name__}: {err}"
             raise RobotError(self._error) from err
         self._tracker = tracker
+        self._hold_params = ({k: v for k, v in kwargs.items() if k != "damping"}, kwargs["damping"])
+        self._tap.attach(tracker, *self._hold_params)
         self._alive.append(tracker)  # its motion runs until the next one takes over: keep it alive until then
         del self._alive[:-4]  # a take-over happens within a control tick; older trackers have long ended
         if keep_target and self._target is not None:
             tracker.set_target(pose_to_affine(fr, *self._target))
         else:  # the tracker seeds its target with the current pose
             self._target = affine_to_pose(self._robot.current_pose.end_effector_pose)
+
+    def _on_force_hold(self, generation: int, why: str) -> None:
+        """franky's callback thread: the force-limit reaction of the tracker attached as `generation` fired (a
+        late report of a tracker already replaced is not the running motion's: ignored)."""
+        if generation == self._tap.generation and self._tracker is not None:
+            self._held = why
 
     def _stop_tracker(self) -> None:
         """franky's graceful stop (a TorqueStopMotion ramps into damping and brings the arm to rest)."""
@@ -541,46 +571,10 @@ class FrankyRobot:
         self._alive.clear()
         log.warning("franky: %s", self._error)
 
-    def _release_gripper(self, timeout_s: float = 5.0) -> None:
-        """Let a gripper command in flight finish before the Gripper may be freed: franky's future runs on a
-        thread that reads the Gripper's connection, and freeing the Gripper under it crashes the process
-        (measured: a segfault in franka::Gripper::move when the FrankyRobot was dropped mid-move)."""
-        fut = self._gripper_future
-        if fut is None:
-            return
-        if not fut.wait(timeout_s):
-            _NEVER_FREED.append((self._gripper, fut))  # still running: keep both alive for the process's life
-            log.warning("franky: a gripper command did not finish within %.1f s of stop()", timeout_s)
-        self._gripper_future = None
-
     def _service_gripper(self) -> None:
-        """Send the wanted gripper state when it differs from the last one sent, no command is in flight and the
-        debounce interval has passed."""
-        gr = self._gripper
-        if gr is None or self._stopped or self._estopped.is_set() or self._robot is None:
-            return
-        fut = self._gripper_future
-        if fut is not None:
-            if not fut.wait(0.0):
-                return
-            try:
-                fut.get()
-            except Exception as err:  # a failed grasp / move: report, the next change retries
-                log.warning("franky: gripper command failed: %s", err)
-            self._gripper_future = None
-        if self._gripper_want is None or self._gripper_want == self._gripper_sent:
-            return
-        now = time.monotonic()
-        if now - self._gripper_sent_t < self.config.gripper_min_interval_s:
-            return
-        cfg = self.config
-        if self._gripper_want >= 0.5:
-            self._gripper_future = gr.grasp_async(0.0, cfg.gripper_speed_m_per_s, cfg.gripper_force_n,
-                                                  cfg.gripper_epsilon_m, cfg.gripper_epsilon_m)
-        else:
-            self._gripper_future = gr.move_async(GRIPPER_MAX_WIDTH_M, cfg.gripper_speed_m_per_s)
-        self._gripper_sent = self._gripper_want
-        self._gripper_sent_t = now
+        """A pending gripper change goes out when allowed (envs.hardware.franky_gripper), never after a stop."""
+        if self._gripper is not None and not self._stopped and not self._estopped.is_set() and self._robot is not None:
+            self._gripper.service()
 
 
 def _damping(g: ImpedanceGains) -> np.ndarray:

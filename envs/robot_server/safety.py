@@ -22,9 +22,13 @@ joint still in its margin: it raises). The e-stop latches
 until the server restarts. Checks run on every state(), every `check_period_s` during a wait() (the wait is served
 in slices of that length, a check after each: on the twin sim time, on hardware real time), on `tick()` (the
 server's idle loop, every `check_period_s`), and, for a backend that receives its states in a thread of its own and
-offers `add_state_listener` (ROS 2: every joint-state and wrench message), on every state it receives, in that
-thread, the hold commanded from there. The robot's own reflexes (libfranka's collision thresholds, checked at
-1 kHz in the controller) stay the fastest layer.
+offers `add_state_listener` (ROS 2: every joint-state and wrench message; franky: every state of the tracker's 1 kHz
+loop, on franky's callback thread), on every state it receives, in that thread, the hold commanded from there. A
+backend that offers `set_force_limit` (franky) gets the force limit to enforce inside its own control loop: franky
+holds the pose in the control step whose force exceeds it (a franky reaction) and reports that state to the
+listeners, which trip the guard (the hold command from there is refused by the backend, which already holds). The
+robot's own reflexes (libfranka's collision thresholds, checked at 1 kHz in the controller) stay the fastest
+layer.
 
 Usage::
 
@@ -140,6 +144,9 @@ class SafetyGuard:
         listen = getattr(robot, "add_state_listener", None)
         if self.config.enabled and callable(listen):
             listen(self._on_sample)
+        force_limit = getattr(robot, "set_force_limit", None)
+        if self.config.enabled and callable(force_limit):  # franky: held inside libfranka's 1 kHz loop
+            force_limit(self.config.max_force_n)
 
     # ------------------------------------------------------------------------------------------------------
     # Robot protocol
@@ -333,8 +340,8 @@ class SafetyGuard:
         try:
             s = s if s is not None else self.robot.state()
             self.robot.command(s.pos_base_ee, s.quat_base_ee, self._last_gripper)
-        except RobotRLError as err:  # the backend is in its own error state: it holds by itself
-            log.info("safety: hold after the trip failed (%s)", err)
+        except RobotRLError as err:  # the backend is in its own error state (franky: its force hold): it holds itself
+            log.info("safety: the backend refused the hold command (%s); it holds by itself", err)
 
     def _hold_if_estopped(self) -> None:
         if not self._estop.is_set() or self._held_after_estop:
