@@ -25,17 +25,38 @@ the reaction's state (franky switches to the hold motion in that step) or the ro
 command is issued. franky-sim's clock is its own 1 ms steps, which fall behind the wall clock on a loaded machine:
 the real-time factor (robot time / wall time over the push) is recorded beside each row.
 
+ROS 2 rows (`--only ros2`, needs the `ros` extra; run with the venv's python): the message-to-hold time of the
+guard over a `Ros2Robot`, against `robot-rl ros2-twin` (pick-cube, no cameras) in a process of its own, over DDS on
+loopback (a ROS_DOMAIN_ID of its own, discovery on this machine only). Per trial the arm is brought 5 cm above one of
+the three points and commanded 1 cm into the table (limit 10 N, compliance gains); a spy node records every wrench
+message and every target_pose the server publishes. Latency from the header stamp of the first wrench message whose
+|F| exceeds the limit (the twin stamps it just before publishing it) to (a) the guard's hold command (the guard's call
+of Ros2Robot.command: detection) and (b) the header stamp of the first target_pose at the held pose (the hold
+leaving the server: Ros2Robot re-publishes its target at 50 Hz, so the hold goes out at the next tick). Two paths:
+`listener`, the guard checking every joint-state / wrench message in the rclpy executor thread
+(`add_state_listener`), and `polled`, the same guard over the robot with add_state_listener hidden (what it does for
+a backend that reads its state only when asked: a check after every 10 ms slice of a wait(), here a control loop of
+100 ms waits as a client's env steps). The modes alternate in blocks (`--blocks`); median and p95 over `--trials`
+force trips per mode; a trial whose trip is not the force limit, or whose messages the spy missed, is counted and
+left out. Wall clock on a shared machine: the load average is in the results.
+
 Hardware: the same check runs on real time there; libfranka's own collision reflexes (robot-server
 --collision-force / --collision-torque) act inside the robot's 1 kHz controller and stay the fastest layer.
 
-Run: `python benchmarks/guard_latency.py` (`--only twin` / `--only franky-sim` re-measures one section and keeps the
-other's rows from the existing file). Writes benchmarks/results/guard_latency.json.
+Run: `python benchmarks/guard_latency.py` (`--only twin` / `--only franky-sim` / `--only ros2` re-measures one
+section and keeps the others' rows from the existing file). Writes benchmarks/results/guard_latency.json.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from _prelude import (
@@ -242,19 +263,229 @@ def twin_section(waits: int) -> dict[str, Any]:
     return {"rows": rows, "cost": cost, "waits": waits}
 
 
+# ----------------------------------------------------------------------------------------------------------
+# ROS 2: message -> hold over DDS, against `robot-rl ros2-twin` (module docstring)
+
+ROS2_MODES = ("listener", "polled")
+ROS2_ABOVE_M = 0.05
+ROS2_STEP_M = 0.01
+"""The approach moves its target this far per 100 ms."""
+ROS2_QUAT = np.array([0.0, 1.0, 0.0, 0.0])
+"""Gripper pointing down (w, x, y, z), the orientation of every approach and push."""
+
+
+class _GuardedRobot:
+    """The Ros2Robot the guard wraps: records the wall time (s, system clock, as ROS stamps) of every command() (the
+    only commands after the push are the guard's hold), and hides add_state_listener in the polled mode."""
+
+    def __init__(self, robot: Any, listen: bool) -> None:
+        self._robot, self._listen = robot, listen
+        self.command_times: list[float] = []
+
+    @property
+    def raw(self) -> Any:
+        """The Ros2Robot itself (the approach moves bypass the guard)."""
+        return self._robot
+
+    def command(self, pos: Any, quat: Any, gripper: float) -> None:
+        self.command_times.append(time.time())
+        self._robot.command(pos, quat, gripper)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "add_state_listener" and not self._listen:
+            raise AttributeError(name)
+        return getattr(self._robot, name)
+
+
+class _Spy:
+    """A node of its own recording (stamp s, |F| N) of every wrench message and (stamp s, position) of every
+    target_pose."""
+
+    def __init__(self, iface: Any) -> None:
+        from envs.ros2.logic import STATE_QOS
+        from envs.ros2.runtime import RosRuntime, qos_profile, ros_messages
+
+        geometry = ros_messages("geometry_msgs.msg")
+        self.lock = threading.Lock()
+        self.wrench: list[tuple[float, float]] = []
+        self.targets: list[tuple[float, np.ndarray]] = []
+        self.rt = RosRuntime("guard_latency_spy")
+        q = qos_profile(STATE_QOS)
+        self.rt.node.create_subscription(geometry.WrenchStamped, iface.topic(iface.wrench_topic), self._on_wrench, q)
+        self.rt.node.create_subscription(geometry.PoseStamped, iface.topic(iface.target_pose_topic), self._on_target,
+                                         q)
+
+    @staticmethod
+    def _stamp(msg: Any) -> float:
+        return float(msg.header.stamp.sec) + 1e-9 * float(msg.header.stamp.nanosec)
+
+    def _on_wrench(self, msg: Any) -> None:
+        f = msg.wrench.force
+        with self.lock:
+            self.wrench.append((self._stamp(msg), float(np.linalg.norm([f.x, f.y, f.z]))))
+
+    def _on_target(self, msg: Any) -> None:
+        p = msg.pose.position
+        with self.lock:
+            self.targets.append((self._stamp(msg), np.array([p.x, p.y, p.z])))
+
+    def clear(self) -> None:
+        with self.lock:
+            self.wrench.clear()
+            self.targets.clear()
+
+
+def _ros2_twin(tmp: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """`robot-rl ros2-twin` (pick-cube, no cameras) in a process of its own; returns once it publishes."""
+    log = tmp / "twin.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "robot_rl.cli", "ros2-twin", "--task", "twin-pick-cube",
+                                 "--no-cameras", "--max-seconds", "3600"], stdout=f, stderr=subprocess.STDOUT)
+    t_end = time.monotonic() + 300
+    while "ros2-twin: task" not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > t_end:
+            proc.kill()
+            raise RuntimeError(f"ros2-twin did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.1)
+    return proc, log
+
+
+def _ros2_trial(guard: Any, robot: _GuardedRobot, spy: _Spy, xy: tuple[float, float]) -> dict[str, Any]:
+    """One push into the table from 5 cm above `xy`: the force message, the hold call and the hold on the wire."""
+    from robot_rl.errors import RobotError
+
+    above = np.array([xy[0], xy[1], ROS2_ABOVE_M])
+    cleared_trips = []
+    for _ in range(5):
+        # the approach goes to the backend directly (a ramp of targets): leaving the table after a trip jerks the
+        # wrist above the 10 N limit; once the arm is still in free air the guard's trip is cleared
+        start = robot.raw.state().pos_base_ee
+        steps = max(1, int(np.ceil(np.linalg.norm(above - start) / ROS2_STEP_M)))
+        for k in range(1, steps + 1):
+            robot.raw.command(start + (above - start) * k / steps, ROS2_QUAT, 0.0)
+            time.sleep(0.1)
+        time.sleep(0.5)
+        if guard.stats()["tripped"]:
+            cleared_trips.append(str(guard.stats()["tripped"]))
+            try:
+                guard.clear_errors()
+            except RobotError:
+                continue
+        if np.linalg.norm(robot.raw.state().pos_base_ee - above) < 0.01:
+            break
+    quat = ROS2_QUAT
+    target = np.array([xy[0], xy[1], -DEPTH_M])
+    spy.clear()
+    robot.command_times.clear()
+    t_push = time.time()
+    try:
+        guard.command(target, quat, 0.0)
+    except RobotError as err:  # still stopped after the approach: no push this trial
+        return {"point_xy_m": list(xy), "trip": f"before the push: {err}", "cleared_trips": cleared_trips,
+                "ok": False, "detect_ms": None, "hold_out_ms": None}
+    n_push = len(robot.command_times)
+    t_end = time.monotonic() + 6.0
+    while not guard.stats()["tripped"] and time.monotonic() < t_end:
+        guard.wait(0.1)
+    guard.wait(0.2)  # the hold goes out at the next stream tick; the spy receives it
+    why = str(guard.stats()["tripped"])
+    with spy.lock:
+        wrench, targets = list(spy.wrench), list(spy.targets)
+    exceed = next((t for t, f in wrench if t >= t_push and f > LIMIT_N), None)
+    hold_call = robot.command_times[n_push] if len(robot.command_times) > n_push else None
+    hold_pub = next((t for t, p in targets if t >= t_push and float(np.max(np.abs(p - target))) > 1e-6), None)
+    row: dict[str, Any] = {"point_xy_m": list(xy), "trip": why, "cleared_trips": cleared_trips, "ok": False,
+                           "detect_ms": None, "hold_out_ms": None}
+    if why.startswith("external force") and exceed is not None and hold_call is not None and hold_pub is not None:
+        row.update(ok=True, detect_ms=1e3 * (hold_call - exceed), hold_out_ms=1e3 * (hold_pub - exceed))
+    return row
+
+
+def _ros2_block(mode: str, trials: int, offset: int) -> list[dict[str, Any]]:
+    """`trials` pushes through one Ros2Robot and guard in `mode` ('listener' or 'polled')."""
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.ros2.config import Ros2RobotConfig
+    from envs.ros2.robot import Ros2Robot
+
+    iface = Ros2RobotConfig.for_twin(connect_timeout_s=60.0)
+    spy = _Spy(iface)
+    ros = Ros2Robot(iface, log=lambda line: None)
+    robot = _GuardedRobot(ros, listen=mode == "listener")
+    guard = SafetyGuard(robot, ServerSafetyConfig(max_force_n=LIMIT_N, clear_settle_s=3.0))
+    try:
+        guard.set_gains("compliance")
+        return [{"mode": mode, **_ros2_trial(guard, robot, spy, POINTS_XY_M[(offset + i) % len(POINTS_XY_M)])}
+                for i in range(trials)]
+    finally:
+        ros.stop()
+        spy.rt.shutdown()
+
+
+def _stats_ms(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "median_ms": None, "p95_ms": None, "max_ms": None}
+    v = np.asarray(values)
+    return {"n": len(values), "median_ms": float(np.median(v)), "p95_ms": float(np.percentile(v, 95)),
+            "max_ms": float(v.max())}
+
+
+def ros2_part(trials: int, blocks: int) -> dict[str, Any]:
+    """The ROS 2 rows: per mode, message -> hold call and message -> hold published, median / p95 (ms)."""
+    from robot_rl.extras import require_extras
+
+    require_extras(("sim", "ros"), "benchmarks/guard_latency.py --part ros2")
+    with tempfile.TemporaryDirectory(prefix="guard_latency_ros2_") as tmp:
+        os.environ.update({"ROS_DOMAIN_ID": str(100 + os.getpid() % 100), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+                           "ROS_LOG_DIR": str(Path(tmp) / "roslog")})
+        twin, _ = _ros2_twin(Path(tmp))
+        trial_rows: list[dict[str, Any]] = []
+        try:
+            per_block = max(1, trials // blocks)
+            for b in range(blocks):
+                for mode in ROS2_MODES:
+                    trial_rows += _ros2_block(mode, per_block, b * per_block)
+        finally:
+            twin.terminate()
+            twin.wait(30)
+    rows: list[dict[str, Any]] = []
+    for mode in ROS2_MODES:
+        mine = [r for r in trial_rows if r["mode"] == mode]
+        good = [r for r in mine if r["ok"]]
+        rows.append({"mode": mode, "trials": len(mine), "left_out": len(mine) - len(good),
+                     "detect": _stats_ms([r["detect_ms"] for r in good]),
+                     "hold_out": _stats_ms([r["hold_out_ms"] for r in good])})
+    print_table(f"{'path':>9} {'trips':>5} {'left out':>8} {'-> hold call p50 / p95 ms':>26} "
+                f"{'-> hold published p50 / p95 ms':>31}",
+                [f"{r['mode']:>9} {r['trials'] - r['left_out']:5d} {r['left_out']:8d} "
+                 f"{cell(r['detect']['median_ms'], '12.1f')} / {cell(r['detect']['p95_ms'], '11.1f')} "
+                 f"{cell(r['hold_out']['median_ms'], '17.1f')} / {cell(r['hold_out']['p95_ms'], '11.1f')}"
+                 for r in rows])
+    from envs.ros2.config import Ros2RobotConfig
+
+    return {"time": timestamp(), **host_info(torch=False), "load_average": load_average(), "limit_n": LIMIT_N,
+            "stream_hz": Ros2RobotConfig.for_twin().stream_hz, "check_period_s": 0.01, "blocks": blocks,
+            "rows": rows, "trials": trial_rows,
+            "note": "wall clock (system time, ROS header stamps) over DDS on loopback against robot-rl ros2-twin; "
+                    "from the stamp of the first wrench message above the limit"}
+
+
+
 def main() -> None:
     p = bench_parser(__doc__)
     add_out_dir(p)
     p.add_argument("--waits", type=int, default=30, help="timed 100 ms waits per check period")
-    p.add_argument("--only", choices=("twin", "franky-sim"), default=None,
-                   help="measure one section; the other's results are kept from the existing file")
+    p.add_argument("--only", choices=("twin", "franky-sim", "ros2"), default=None,
+                   help="measure one section; the others' results are kept from the existing file")
+    p.add_argument("--trials", type=int, default=30, help="ROS 2: force trips per path")
+    p.add_argument("--blocks", type=int, default=3, help="ROS 2: the paths alternate in this many blocks")
     args = p.parse_args()
     out = args.out / "guard_latency.json"
     old = json.loads(out.read_text()) if args.only and out.exists() else {}
-    twin = twin_section(args.waits) if args.only != "franky-sim" else \
+    twin = twin_section(args.waits) if args.only in (None, "twin") else \
         {k: old[k] for k in ("rows", "cost", "waits", "load_average", "time") if k in old}
     franky: dict[str, Any] = old.get("franky_sim", {})
-    if args.only != "twin":
+    ros2 = ros2_part(args.trials, args.blocks) if args.only in (None, "ros2") else old.get("ros2", {})
+    if args.only in (None, "franky-sim"):
         got = franky_section()
         if isinstance(got, str):
             print(got)
@@ -268,6 +499,7 @@ def main() -> None:
                       "rows": got}
     write_json(out, {"benchmark": "guard_latency", "time": timestamp(), **host_info(torch=False),
                      "load_average": load_average(), "limit_n": LIMIT_N, **twin, "franky_sim": franky,
+                     "ros2": ros2,
                      "note": "twin: sim time (deterministic); latency = trip time - first physics step above the "
                              "limit. franky_sim: franky-sim's robot clock; latency = hold - first state above the "
                              "limit"})

@@ -114,10 +114,16 @@ def check_served_box(env: Any, task: str, allow_twin_box: bool = False) -> None:
 
 def camera_configs(tf: TaskFile, image_size: int | None = None) -> list[dict[str, Any]]:
     """The `[cameras.NAME]` tables as envs.hardware.camera_source.CameraConfig fields (name, kind, device, crop,
-    exposure, capture size), at `image_size` (default: observation.image_size, else 128)."""
+    exposure, capture size), at `image_size` (default: observation.image_size, else 128): the cameras the franky
+    server opens itself. A kind = "ros2" camera (an image topic only) is a ConfigError naming the file and field;
+    a camera's `topic` is the ros2 server's (envs.ros2.backend.file_cameras) and is left out here."""
     size = int(image_size or tf.value("observation", "image_size", 128))
     out = []
     for name, cam in tf.sections.get("cameras", {}).items():
+        if cam["kind"] == "ros2":
+            raise ConfigError(f"task file {tf.owner('cameras', name).path}: cameras.{name}.kind = \"ros2\" is an "
+                              f"image topic, which only --backend ros2 reads; the franky server opens its cameras "
+                              f"itself (kind = \"realsense\" with a serial, or \"opencv\" with a device)")
         fields: dict[str, Any] = {"name": name, "kind": cam["kind"], "image_size": size,
                                   "device": cam.get("serial", cam.get("device", ""))}
         for key, field in (("crop_xywh", "crop_xywh"), ("exposure_us", "exposure_us"), ("width", "width"),

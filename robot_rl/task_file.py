@@ -30,8 +30,8 @@ Sections and keys (`SCHEMA` is the authority; `robot-rl task init` writes a comm
     [box]          pos_min_m, pos_max_m (3, m), rot_min_rad, rot_max_rad (3, rad), source ("twin" | "lab")
     [box.recorded] what `robot-rl safety-box record` noted (samples, seconds, robot_ip, ...): free-form
     [gripper]      mode ("free" | "locked_closed" | "locked_open")
-    [cameras.NAME] kind ("realsense" | "opencv"), serial (realsense) | device (opencv), crop_xywh (4),
-                   exposure_us, width, height, fps
+    [cameras.NAME] kind ("realsense" | "opencv" | "ros2"), serial (realsense) | device (opencv), topic, crop_xywh
+                   (4), exposure_us, width, height, fps
     [observation]  mode ("state" | "pixels": the --obs-mode of actor and learner when not given; a lab's file says
                    pixels), cameras (names, in order), image_size, object_state (twin only), state / pixels_state
                    (the state leaves a policy observes with --obs-mode state / pixels: 'leaf', 'leaf[i]', 'leaf[a:b]')
@@ -39,6 +39,14 @@ Sections and keys (`SCHEMA` is the authority; `robot-rl task init` writes a comm
     [control]      gains ("compliance" | "precision": the profile an episode runs with)
     [robot]        collision_torque_nm (7), collision_force_n (6)
     [forward_backward]  backward_task, forward_goal, backward_goal (reset-free training pairs)
+
+Cameras: the franky robot server opens a realsense / opencv camera itself (serial / device, capture width x height
+at fps, exposure_us). The ros2 robot server reads every camera from a sensor_msgs/Image topic: `topic` (relative
+names resolve in the server's --ros-namespace), by default camera/NAME/image_raw for kind "ros2" (a camera only ROS
+publishes: no serial, no device; its exposure and rate are its driver's parameters, so exposure_us and fps are
+refused there, and width / height, when given, are the frame size the topic must send). A realsense or opencv
+camera may name the `topic` its ROS driver publishes, so one file serves both backends. Both backends crop
+(crop_xywh, default the centre square) and resize to observation.image_size the same way.
 
 A box is "from the lab" when the file says `source = "lab"`, or when the file itself (not its base) gives the
 position box; a hardware backend refuses a task whose box is the twin's (envs.task_file.require_lab_box).
@@ -91,8 +99,13 @@ _S: dict[str, dict[str, tuple[Any, ...]]] = {
     "robot": {"collision_torque_nm": ("floats", 7), "collision_force_n": ("floats", 6)},
     "forward_backward": {"backward_task": ("str",), "forward_goal": ("str",), "backward_goal": ("str",)},
 }
+CAMERA_KINDS = ("realsense", "opencv", "ros2")
+"""[cameras.NAME] kind: a camera the franky server opens (realsense, opencv), or an image topic only (ros2)."""
+ROS_CAMERA_UNSET = ("exposure_us", "fps")
+"""Keys a kind = "ros2" camera refuses: its driver's parameters, not the server's."""
 CAMERA_KEYS: dict[str, tuple[Any, ...]] = {
-    "kind": ("choice", ("realsense", "opencv")), "serial": ("str",), "device": ("str",), "crop_xywh": ("ints", 4),
+    "kind": ("choice", CAMERA_KINDS), "serial": ("str",), "device": ("str",), "topic": ("str",),
+    "crop_xywh": ("ints", 4),
     "exposure_us": ("float", 0.0), "width": ("int", 1), "height": ("int", 1), "fps": ("int", 1)}
 SCHEMA: Mapping[str, Mapping[str, tuple[Any, ...]]] = {**_S, "cameras": {"NAME": ("table",)}}
 """Section -> key -> kind (see the module docstring); `[cameras.NAME]` tables take `CAMERA_KEYS`."""
@@ -455,12 +468,7 @@ def _check_whole(tf: TaskFile, where: str) -> None:
         raise ConfigError(f"{where}: reward.classifier (the classifier's directory) is missing for source = "
                           f"\"classifier\"")
     for name, cam in tf.sections.get("cameras", {}).items():
-        if "kind" not in cam:
-            raise ConfigError(f"{where}: cameras.{name}.kind is missing (realsense or opencv)")
-        ident = "serial" if cam["kind"] == "realsense" else "device"
-        if ident not in cam:
-            raise ConfigError(f"{where}: cameras.{name}.{ident} is missing (the {cam['kind']} camera's "
-                              f"{'serial number' if ident == 'serial' else 'device, e.g. /dev/video0'})")
+        _check_camera(where, name, cam)
     obs = tf.own.get("observation", {}).get("cameras")
     cams = tf.own.get("cameras")
     if obs is not None and cams:
@@ -468,6 +476,34 @@ def _check_whole(tf: TaskFile, where: str) -> None:
         if missing:
             raise ConfigError(f"{where}: observation.cameras names {missing[0]!r}, which no [cameras.{missing[0]}] "
                               f"declares; declared: {sorted(cams)}")
+
+
+def _check_camera(where: str, name: str, cam: Mapping[str, Any]) -> None:
+    """One [cameras.NAME] table as a whole: its kind, the identifier that kind needs, a crop inside the frame."""
+    if "kind" not in cam:
+        raise ConfigError(f"{where}: cameras.{name}.kind is missing ({', '.join(CAMERA_KINDS)})")
+    if cam["kind"] == "ros2":
+        for key in ("serial", "device", *ROS_CAMERA_UNSET):
+            if key in cam:
+                raise ConfigError(f"{where}: cameras.{name}.{key}: a kind = \"ros2\" camera is an image topic "
+                                  f"(cameras.{name}.topic, default camera/{name}/image_raw); its {key} is set in its "
+                                  f"ROS driver, not here (or give kind = \"realsense\" / \"opencv\" with a topic, "
+                                  f"for a camera the franky server opens too)")
+    else:
+        ident = "serial" if cam["kind"] == "realsense" else "device"
+        if ident not in cam:
+            raise ConfigError(f"{where}: cameras.{name}.{ident} is missing (the {cam['kind']} camera's "
+                              f"{'serial number' if ident == 'serial' else 'device, e.g. /dev/video0'})")
+    if "topic" in cam and not cam["topic"].strip():
+        raise ConfigError(f"{where}: cameras.{name}.topic must name a sensor_msgs/Image topic, got ''")
+    crop, w, h = cam.get("crop_xywh"), cam.get("width"), cam.get("height")
+    if crop is not None:
+        x, y, cw, ch = crop
+        if cw == 0 or ch == 0:
+            raise ConfigError(f"{where}: cameras.{name}.crop_xywh {list(crop)}: width and height must be > 0")
+        if w is not None and h is not None and (x + cw > w or y + ch > h):
+            raise ConfigError(f"{where}: cameras.{name}.crop_xywh {list(crop)} must lie inside the {w}x{h} frame "
+                              f"(cameras.{name}.width / height)")
 
 
 def builtin_names() -> tuple[str, ...]:

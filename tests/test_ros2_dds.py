@@ -277,3 +277,67 @@ def test_the_guard_checks_every_state_the_ros2_backend_receives(twin: TwinThread
             guard.command(s.pos_base_ee, s.quat_base_ee, 0.0)
     finally:
         robot.stop()
+
+
+LAB_CAMERAS = """
+[task]
+name = "lab-reach"
+base = "twin-reach"
+
+[cameras.front]
+kind = "ros2"
+topic = "/lab/front/image_raw"
+crop_xywh = [20, 4, 40, 40]
+width = 64
+height = 48
+
+[observation]
+cameras = ["front"]
+image_size = 16
+"""
+
+
+def test_the_ros2_backend_takes_the_task_files_cameras(ros_env: dict[str, str], tmp_path: Path) -> None:
+    """A lab's task file with [cameras.front] kind = "ros2" on a topic of its own, cropped: `robot-rl ros2-twin
+    --task FILE` publishes 64x48 frames there; the robot server's ros2 cameras built from the same file read them
+    and crop + resize each frame exactly as the franky server does (crop_resize); a file whose width x height the
+    topic does not send is refused at start, naming the file and the camera."""
+    from envs.hardware.cameras import crop_resize
+    from envs.robot_server.run import image_size, parse_robot_server_args, ros2_options
+    from envs.ros2.backend import cameras_config
+    from envs.ros2.logic import image_from_fields
+    from envs.ros2.twin_run import parse_ros2_twin_args
+    from robot_rl.errors import ConfigError
+    from robot_rl.task_file import load_task_file
+
+    path = tmp_path / "lab.toml"
+    path.write_text(LAB_CAMERAS)
+    t = TwinThread(parse_ros2_twin_args(["--task", str(path), "--camera-hz", "20"]).node_config())
+    try:
+        assert t.node is not None and t.node.frame_wh == (64, 48)
+        cfg = parse_robot_server_args(["--backend", "ros2", "--ros-twin", "--task", str(path)])
+        names, options = ros2_options(cfg, load_task_file(path))
+        ccfg = cameras_config(options, names, image_size(cfg)).replace(connect_timeout_s=60.0, max_frame_age_s=60.0)
+        assert ccfg.names == ("front",) and ccfg.topic(0) == "/lab/front/image_raw"
+        cams = Ros2Cameras(ccfg)
+        try:
+            assert cams.read()["front"].shape == (16, 16, 3)
+            wrong = tmp_path / "wrong.toml"
+            wrong.write_text(LAB_CAMERAS.replace("width = 64", "width = 640"))
+            bad = cameras_config(ros2_options(cfg, load_task_file(wrong))[1], names, 16)
+            with pytest.raises(ConfigError, match=rf"camera front \(/lab/front/image_raw; task file {wrong}, "
+                                                  r"cameras.front\): the topic sends 64x48 frames, but its width x "
+                                                  r"height say 640 x 48"):
+                Ros2Cameras(bad.replace(connect_timeout_s=60.0))
+            t.close()  # no new frames: what read() returns comes from the newest message the cameras hold
+            time.sleep(0.5)
+            msg = cams._latest["front"][0]
+            raw = image_from_fields(msg.encoding, msg.height, msg.width, msg.step, msg.data)
+            front = cams.read()["front"]
+            assert raw.shape == (48, 64, 3) and raw.std() > 5
+            assert np.array_equal(front, crop_resize(raw, 16, (20, 4, 40, 40)))
+            assert not np.array_equal(front, crop_resize(raw, 16))  # the file's crop, not the centre square
+        finally:
+            cams.close()
+    finally:
+        t.close()

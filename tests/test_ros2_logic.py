@@ -37,7 +37,6 @@ from envs.ros2.logic import (
     pose_to_xyzw,
     qos_compatible,
     s_to_stamp,
-    square_resize,
     stamp_to_s,
     state_from_parts,
     twist_from_poses,
@@ -248,17 +247,6 @@ def test_image_fields_refuse_bad_input_and_round_trip() -> None:
     assert np.array_equal(image_from_fields(enc, h, w, step, data), img)
     import array
     assert np.array_equal(image_from_fields(enc, h, w, step, array.array("B", data)), img)  # rclpy's type
-
-
-def test_square_resize_crops_the_centre_and_averages() -> None:
-    img = np.zeros((4, 8, 3), np.uint8)
-    img[:, 2:6] = 100  # the centre square
-    img[0:2, 2:4] = 200
-    out = square_resize(img, 2)
-    assert out.shape == (2, 2, 3) and out[0, 0, 0] == 200 and out[1, 1, 0] == 100
-    assert square_resize(img, 4).shape == (4, 4, 3) and (square_resize(img, 4) >= 100).all()
-    assert square_resize(img, 3).shape == (3, 3, 3)  # non-integer factor: nearest
-    assert square_resize(img, 0) is img
 
 
 def test_gripper_width_mapping() -> None:

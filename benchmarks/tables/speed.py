@@ -234,6 +234,28 @@ def guard_latency_franky(res: Results) -> str:
         f"one-step jump well above the limit. " + source("guard_latency.json")])
 
 
+def guard_latency_ros2(res: Results) -> str:
+    """The ROS 2 rows of guard_latency.json (its `ros2` part): message -> hold, listener vs polled path."""
+    d = res("guard_latency.json")["ros2"]
+    label = {"listener": "every message, in the executor thread (add_state_listener)",
+             "polled": "polled: after each 10 ms wait slice (listener hidden)"}
+
+    def ms(st: dict[str, Any]) -> str:
+        return f"{rnd(st['median_ms'], 1)} / {rnd(st['p95_ms'], 1)} ms"
+
+    rows = [[label[r["mode"]], f"{r['trials'] - r['left_out']} ({r['left_out']} left out)", ms(r["detect"]),
+             ms(r["hold_out"])] for r in d["rows"]]
+    return "\n\n".join([
+        table(["ROS 2 guard checks", "force trips", "message -> hold command, median / p95",
+               "message -> hold published, median / p95"], rows),
+        f"Ros2Robot against `robot-rl ros2-twin` (pick-cube, its own process) over DDS on loopback; the arm pushed "
+        f"1 cm into the table at three points, limit {rnd(d['limit_n'])} N; from the header stamp of the first "
+        f"wrench message above the limit to the guard's hold command, and to the stamp of the first target_pose at "
+        f"the held pose (the target is re-published at {rnd(d['stream_hz'])} Hz); the two paths alternate in "
+        f"{d['blocks']} blocks; wall clock on a shared {d['cpu_count']}-core machine (load "
+        f"{rnd(d['load_average'][0], 1)}). " + source("guard_latency.json")])
+
+
 def faithful_timing(res: Results) -> str:
     d = res("faithful_timing.json")
     cost = [[f"{r['obs_mode']}" + (f" {r['image_size']}x{r['image_size']}, 2 cameras" if r["image_size"] else ""),

@@ -39,7 +39,7 @@ class RobotServerRunConfig(Config):
     task: str = "twin-pick-cube"
     bind: str = DEFAULT_ADDRESS
     image_size: int | None = None
-    cameras: str = "front,wrist"
+    cameras: str | None = None
     no_cameras: bool = False
     task_config: str | None = None
     robot_ip: str | None = None
@@ -70,8 +70,8 @@ class RobotServerRunConfig(Config):
 
     @property
     def camera_names(self) -> tuple[str, ...]:
-        """`cameras` split at commas."""
-        return tuple(n.strip() for n in self.cameras.split(",") if n.strip())
+        """`cameras` split at commas (not given: front,wrist; the ros2 backend takes a task file's cameras then)."""
+        return tuple(n.strip() for n in (self.cameras or "front,wrist").split(",") if n.strip())
 
     def server_config(self) -> RobotServerConfig:
         return RobotServerConfig(bind=self.bind, insecure=self.insecure, hold_timeout_s=self.hold_timeout,
@@ -91,7 +91,8 @@ def robot_server_arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--image-size", type=int, default=None,
                         help="camera image height and width (default: the task file's observation.image_size, "
                              "else 128)")
-    parser.add_argument("--cameras", default="front,wrist", help="comma-separated camera names")
+    parser.add_argument("--cameras", default=None,
+                        help="comma-separated camera names (default front,wrist; ros2: the task file's cameras)")
     parser.add_argument("--no-cameras", action="store_true", help="serve no images (state-only; no renderer)")
     parser.add_argument("--task-config", default=None,
                         help="deprecated: a task file or safety-box record's JSON, the same as --task FILE (wins over "
@@ -186,12 +187,6 @@ def _backend(cfg: RobotServerRunConfig) -> tuple[Any, Any, dict[str, Any]]:
     """(robot, cameras, info) of `cfg.backend` behind the safety guard, with the task config's box if given."""
     from envs.robot_server.safety import ServerSafetyConfig
 
-    ros2 = None
-    if cfg.backend == "ros2":
-        from envs.ros2.backend import Ros2BackendOptions
-
-        ros2 = Ros2BackendOptions(profile=cfg.ros_profile, namespace=cfg.ros_namespace, twin=cfg.ros_twin,
-                                  camera_topics=cfg.ros_camera, settings=cfg.ros_set)
     limits: dict[str, Any] = {k: v for k, v in (("max_force_n", cfg.max_force), ("max_torque_nm", cfg.max_torque))
                               if v is not None}
     limits["arm"] = cfg.arm
@@ -203,6 +198,7 @@ def _backend(cfg: RobotServerRunConfig) -> tuple[Any, Any, dict[str, Any]]:
         require_lab_box(cfg.backend, task_arg, cfg.allow_twin_box)
     task = resolve_task(task_arg)
     tf = task_file_of(task_arg)
+    names, ros2 = ros2_options(cfg, tf) if cfg.backend == "ros2" else (cfg.camera_names, None)
     specs: tuple[Any, ...] = cfg.camera
     if cfg.backend == "franky" and not specs and tf is not None and tf.own.get("cameras"):  # the lab's cameras
         from envs.hardware.camera_source import CameraConfig
@@ -212,11 +208,22 @@ def _backend(cfg: RobotServerRunConfig) -> tuple[Any, Any, dict[str, Any]]:
         franky.update(collision_torque_nm=task.collision_torque_nm, collision_force_n=task.collision_force_n)
     if cfg.collision_torque is not None:  # the flags win
         franky.update(collision_torque_nm=cfg.collision_torque, collision_force_n=cfg.collision_force)
-    return make_backend(cfg.backend, task, image_size=image_size(cfg), camera_names=cfg.camera_names,
+    return make_backend(cfg.backend, task, image_size=image_size(cfg), camera_names=names,
                         cameras=not cfg.no_cameras, physics_hz=cfg.physics_hz, ros2=ros2, robot_ip=cfg.robot_ip,
                         camera_specs=specs, franky_options=franky or None,
                         safety=ServerSafetyConfig(**limits),
                         camera_options={"exposure_us": cfg.camera_exposure or None})
+
+
+def ros2_options(cfg: RobotServerRunConfig, tf: Any) -> tuple[tuple[str, ...], Any]:
+    """(camera names, envs.ros2.backend.Ros2BackendOptions) of the ros2 backend: the --ros-* flags, with the task
+    file's (`tf`, None: none) cameras as image topics below the --cameras / --ros-camera flags."""
+    from envs.ros2.backend import Ros2BackendOptions, file_cameras
+
+    in_file = file_cameras(tf) if tf is not None else ()
+    names = tuple(c.name for c in in_file) if cfg.cameras is None and in_file else cfg.camera_names
+    return names, Ros2BackendOptions(profile=cfg.ros_profile, namespace=cfg.ros_namespace, twin=cfg.ros_twin,
+                                     camera_topics=cfg.ros_camera, settings=cfg.ros_set, file_cameras=in_file)
 
 
 def task_argument(cfg: RobotServerRunConfig) -> str:

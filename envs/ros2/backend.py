@@ -2,11 +2,19 @@
 cameras are off, `Ros2Cameras` from image topics. `envs.robot_server.backends.make_backend` calls
 `make_ros2_backend` with the server's options.
 
+Cameras (`cameras_config`): a task file's `[cameras.NAME]` tables (`file_cameras`) give each camera its image topic
+(`topic`; kind "ros2": default camera/NAME/image_raw), its crop (crop_xywh) and the frame size its topic must send
+(width / height); the flags win: `--cameras` picks the names (default: the file's cameras, else front,wrist) and
+`--ros-camera NAME=TOPIC` the topic of NAME (the file's crop and size still apply to NAME). A camera the server is
+to serve whose file table names no topic (a realsense serial, an opencv device: cameras the franky server opens
+itself) is a ConfigError naming the file and the field, unless --ros-camera gives its topic.
+
 Usage::
 
     options = Ros2BackendOptions(profile="crisp", twin=True, settings=("stream_hz=100",))
     robot, cameras, info = make_ros2_backend("twin-reach", 128, ("front",), True, options)
     apply_settings(Ros2RobotConfig(), ["gripper=topic", "joint_names=j1,j2,j3,j4,j5,j6,j7"])
+    options = Ros2BackendOptions(file_cameras=file_cameras(load_task_file("configs/lab.toml")))
 """
 
 from __future__ import annotations
@@ -19,6 +27,37 @@ from envs.robot import Cameras, Robot
 from envs.ros2.config import PROFILES, Ros2CamerasConfig, Ros2RobotConfig
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class FileCamera:
+    """One `[cameras.NAME]` table of a task file as the ros2 backend reads it."""
+
+    name: str
+    topic: str
+    """Its sensor_msgs/Image topic ('' = the table names none: a realsense / opencv camera without `topic`)."""
+    crop_xywh: tuple[int, int, int, int] | None = None
+    """Crop (x, y, width, height in pixels) before the resize; None = the centre square."""
+    frame_wh: tuple[int, int] | None = None
+    """(width, height) the topic must send, 0 = either (None: the table gives neither)."""
+    describe: str = ""
+    """What the table is, for errors: e.g. 'realsense camera (serial 123456789012)'."""
+    source: str = ""
+    """Where the table is written: 'task file PATH'."""
+
+
+def file_cameras(tf: Any) -> tuple[FileCamera, ...]:
+    """A task file's (robot_rl.task_file.TaskFile) `[cameras.NAME]` tables, inherited ones included, in file order."""
+    out = []
+    for name, cam in tf.sections.get("cameras", {}).items():
+        kind = str(cam["kind"])
+        topic = str(cam.get("topic", f"camera/{name}/image_raw" if kind == "ros2" else "")).strip()
+        wh = (int(cam.get("width", 0)), int(cam.get("height", 0))) if "width" in cam or "height" in cam else None
+        ident = {"realsense": f" (serial {cam.get('serial')})", "opencv": f" (device {cam.get('device')})"}
+        out.append(FileCamera(name=str(name), topic=topic, crop_xywh=cam.get("crop_xywh"), frame_wh=wh,
+                              describe=f"{kind} camera{ident.get(kind, '')}",
+                              source=f"task file {tf.owner('cameras', name).path}"))
+    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +76,8 @@ class Ros2BackendOptions(Config):
     """FIELD=VALUE overrides of any Ros2RobotConfig field."""
     camera_timeout_s: float = 10.0
     """How long start-up waits for the first image of every camera."""
+    file_cameras: tuple[FileCamera, ...] = ()
+    """The task file's cameras (`file_cameras`): topics, crops and frame sizes, below the flags."""
 
     def validate(self) -> None:
         require(self.profile in PROFILES, "profile", self.profile, f"must be one of {list(PROFILES)}")
@@ -77,7 +118,9 @@ def robot_config(options: Ros2BackendOptions) -> Ros2RobotConfig:
 
 
 def cameras_config(options: Ros2BackendOptions, camera_names: Sequence[str], image_size: int) -> Ros2CamerasConfig:
-    """Ros2CamerasConfig for `camera_names`: topic camera/NAME/image_raw unless `camera_topics` names another."""
+    """Ros2CamerasConfig for `camera_names`: per name the topic of `camera_topics` (--ros-camera), else the task
+    file's (`file_cameras`), else camera/NAME/image_raw; the file's crop and frame size for a name it declares.
+    ConfigError for a bad --ros-camera, or a file camera with no topic and no --ros-camera (module docstring)."""
     explicit = {}
     for spec in options.camera_topics:
         name, sep, topic = spec.partition("=")
@@ -86,10 +129,29 @@ def cameras_config(options: Ros2BackendOptions, camera_names: Sequence[str], ima
         explicit[name.strip()] = topic.strip()
     unknown = sorted(set(explicit) - set(camera_names))
     if unknown:
-        raise ConfigError(f"--ros-camera names {unknown} are not among --cameras {list(camera_names)}")
-    specs = [f"{n}={explicit[n]}" if n in explicit else n for n in camera_names]
-    return Ros2CamerasConfig.from_specs(specs, namespace=options.namespace, image_size=int(image_size),
-                                        connect_timeout_s=options.camera_timeout_s)
+        raise ConfigError(f"--ros-camera names {unknown} are not among the cameras served {list(camera_names)} "
+                          f"(--cameras, else the task file's [cameras.NAME], else front,wrist)")
+    in_file = {c.name: c for c in options.file_cameras}
+    topics, crops, sizes, sources = [], [], [], []
+    for n in camera_names:
+        fc = in_file.get(n)
+        if n in explicit:
+            topics.append(explicit[n])
+        elif fc is not None and fc.topic:
+            topics.append(fc.topic)
+        elif fc is not None:
+            raise ConfigError(f"{fc.source}: cameras.{n}.topic is missing: the ros2 backend reads every camera from "
+                              f"a sensor_msgs/Image topic, and this {fc.describe} names none. Add topic = \"...\" "
+                              f"(the topic its ROS driver publishes, e.g. realsense2_camera's "
+                              f"/camera/{n}/color/image_raw) or pass --ros-camera {n}=TOPIC")
+        else:
+            topics.append(f"camera/{n}/image_raw")
+        crops.append(fc.crop_xywh if fc is not None else None)
+        sizes.append(fc.frame_wh if fc is not None else None)
+        sources.append(f"{fc.source}, cameras.{n}" if fc is not None else "")
+    return Ros2CamerasConfig(names=tuple(camera_names), topics=tuple(topics), namespace=options.namespace,
+                             image_size=int(image_size), connect_timeout_s=options.camera_timeout_s,
+                             crops=tuple(crops), frame_sizes=tuple(sizes), sources=tuple(sources))
 
 
 def make_ros2_backend(task_name: str, image_size: int, camera_names: Sequence[str], cameras: bool,

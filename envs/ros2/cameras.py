@@ -5,7 +5,9 @@ Newest frame only: each topic is subscribed best effort with a history of one, a
 bgr8, rgba8, bgra8, mono8 -> RGB) and centre-cropped + resized to `image_size` only when read. `frame_ages_s()`
 reports how old each newest frame is (by arrival); `read()` raises RobotTimeoutError naming the camera when its
 newest frame is older than `max_frame_age_s` (a stalled camera is an error within a deadline, never a silent
-repeat of an old frame). Start-up waits `connect_timeout_s` for a first frame from every camera.
+repeat of an old frame). Start-up waits `connect_timeout_s` for a first frame from every camera and reads it once:
+a frame the camera's crop or expected size does not fit is a ConfigError there, naming the camera, its topic and
+where its settings come from.
 
 Usage::
 
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from envs.ros2.config import Ros2CamerasConfig
-from envs.ros2.logic import IMAGE_QOS, image_from_fields, square_resize
+from envs.ros2.logic import IMAGE_QOS, image_from_fields, policy_frame
 from envs.ros2.runtime import RosRuntime, qos_profile, ros_messages
 from robot_rl.errors import RobotError, RobotTimeoutError
 
@@ -49,6 +51,7 @@ class Ros2Cameras:
                 for i, name in enumerate(config.names)
             ]
             self._wait_for_frames()
+            self.read()  # the first frames fit the crops and sizes, or the error says which does not
         except BaseException:
             self._rt.shutdown()
             raise
@@ -78,9 +81,12 @@ class Ros2Cameras:
 
     @property
     def image_shape(self) -> tuple[int, int, int] | None:
-        """(size, size, 3) when resizing; else the shape of the first camera's newest frame."""
+        """(size, size, 3) when resizing; else the shape of the first camera's newest frame (its crop's)."""
         if self._config.image_size:
             return (self._config.image_size, self._config.image_size, 3)
+        crop = self._config.crop(0)
+        if crop is not None:
+            return (crop[3], crop[2], 3)
         with self._lock:
             entry = self._latest.get(self._config.names[0])
         return None if entry is None else (int(entry[0].height), int(entry[0].width), 3)
@@ -102,13 +108,13 @@ class Ros2Cameras:
         out = {}
         for i, name in enumerate(cfg.names):
             if name not in latest:
-                raise RobotTimeoutError(f"camera {name} ({cfg.topic(i)}): no frame received")
+                raise RobotTimeoutError(f"camera {cfg.describe(i)}: no frame received")
             msg, t = latest[name]
             if now - t > cfg.max_frame_age_s:
-                raise RobotTimeoutError(f"camera {name} ({cfg.topic(i)}) stalled: newest frame {now - t:.2f} s old "
+                raise RobotTimeoutError(f"camera {cfg.describe(i)} stalled: newest frame {now - t:.2f} s old "
                                         f"(max {cfg.max_frame_age_s:g} s)")
             img = image_from_fields(msg.encoding, msg.height, msg.width, msg.step, msg.data)
-            out[name] = square_resize(img, cfg.image_size)
+            out[name] = policy_frame(img, cfg.image_size, cfg.crop(i), cfg.frame_size(i), cfg.describe(i))
         return out
 
     def close(self) -> None:

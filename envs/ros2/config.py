@@ -202,7 +202,8 @@ def resolve_name(namespace: str, name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Ros2CamerasConfig(Config):
-    """Cameras from sensor_msgs/Image topics (`Ros2Cameras`): newest frame only, resized to `image_size`."""
+    """Cameras from sensor_msgs/Image topics (`Ros2Cameras`): newest frame only, cropped and resized to
+    `image_size` as the franky server's cameras are (envs.hardware.cameras.crop_resize)."""
 
     names: tuple[str, ...] = ("front", "wrist")
     """Camera names, in observation order."""
@@ -211,7 +212,16 @@ class Ros2CamerasConfig(Config):
     namespace: str = ""
     """Prefix for relative topics."""
     image_size: int = 128
-    """Frames are centre-cropped to a square and resized (area averaging / nearest) to this size; 0 = as sent."""
+    """Frames are cropped (`crops`) and resized by area averaging to this size; 0 = as sent (cropped)."""
+    crops: tuple[tuple[int, int, int, int] | None, ...] = ()
+    """Per name: the crop (x, y, width, height in pixels) of the frames before the resize, None = the centre
+    square (a task file's cameras.NAME.crop_xywh); () = None for every camera."""
+    frame_sizes: tuple[tuple[int, int] | None, ...] = ()
+    """Per name: the (width, height) the topic must send (a task file's cameras.NAME.width / height; another size
+    is an error naming the camera), 0 = either, None = any; () = None for every camera."""
+    sources: tuple[str, ...] = ()
+    """Per name: where its settings come from, named in errors (e.g. 'task file lab.toml, cameras.front'); () =
+    none."""
     max_frame_age_s: float = 1.0
     """read() raises RobotTimeoutError when a camera's newest frame is older than this (a stalled camera)."""
     connect_timeout_s: float = 10.0
@@ -226,6 +236,15 @@ class Ros2CamerasConfig(Config):
                 "must give one non-empty topic per camera name")
         require(isinstance(self.image_size, int) and 0 <= self.image_size <= 4096, "image_size", self.image_size,
                 "must be an int in [0, 4096]")
+        for name in ("crops", "frame_sizes", "sources"):
+            v = getattr(self, name)
+            require(len(v) in (0, len(self.names)), name, v, "must be empty or give one entry per camera name")
+        for crop in self.crops:
+            require(crop is None or (len(crop) == 4 and min(crop) >= 0 and crop[2] > 0 and crop[3] > 0), "crops",
+                    self.crops, "must be (x, y, width, height) with x, y >= 0 and width, height > 0, or None")
+        for size in self.frame_sizes:
+            require(size is None or (len(size) == 2 and min(size) >= 0), "frame_sizes", self.frame_sizes,
+                    "must be (width, height) >= 0 (0: either), or None")
         for name in ("max_frame_age_s", "connect_timeout_s"):
             v = getattr(self, name)
             require(math.isfinite(v) and v > 0, name, v, "must be finite and > 0")
@@ -245,3 +264,14 @@ class Ros2CamerasConfig(Config):
 
     def topic(self, i: int) -> str:
         return resolve_name(self.namespace, self.topics[i])
+
+    def crop(self, i: int) -> tuple[int, int, int, int] | None:
+        return self.crops[i] if self.crops else None
+
+    def frame_size(self, i: int) -> tuple[int, int] | None:
+        return self.frame_sizes[i] if self.frame_sizes else None
+
+    def describe(self, i: int) -> str:
+        """'NAME (TOPIC)', with the camera's source when it has one: how errors name a camera."""
+        src = f"; {self.sources[i]}" if self.sources and self.sources[i] else ""
+        return f"{self.names[i]} ({self.topic(i)}{src})"

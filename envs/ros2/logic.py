@@ -400,22 +400,29 @@ def image_to_fields(rgb: np.ndarray) -> tuple[str, int, int, int, bytes]:
     return "rgb8", int(h), int(w), int(w * 3), img.tobytes()
 
 
-def square_resize(img: np.ndarray, size: int) -> np.ndarray:
-    """Centre-crop to a square and resize to (size, size, 3): integer-factor area averaging when the square is a
-    multiple of size, else nearest-neighbour sampling of pixel centres. size 0 returns the image unchanged."""
-    if size == 0:
-        return img
+def policy_frame(img: np.ndarray, image_size: int, crop_xywh: Sequence[int] | None = None,
+                 frame_wh: Sequence[int] | None = None, what: str = "camera") -> np.ndarray:
+    """A received RGB uint8 (H, W, 3) frame as the policy sees it, processed exactly as the franky server's cameras
+    process theirs (envs.hardware.cameras.crop_resize: `crop_xywh` = (x, y, width, height) in pixels, None = the
+    centre square, then area averaging to (image_size, image_size, 3)); image_size 0: the crop only, no resize.
+    `frame_wh`: the (width, height) the frames must have (0 or None: any). ConfigError naming `what` (the camera, its
+    topic and where its settings come from) when the frame does not fit them."""
+    from envs.hardware.cameras import crop_resize
+
     h, w = img.shape[:2]
-    s = min(h, w)
-    top, left = (h - s) // 2, (w - s) // 2
-    sq = img[top:top + s, left:left + s]
-    if s == size:
-        return np.ascontiguousarray(sq)
-    if s % size == 0:
-        f = s // size
-        return sq.reshape(size, f, size, f, -1).mean(axis=(1, 3)).round().astype(np.uint8)
-    idx = np.minimum(((np.arange(size) + 0.5) * s / size).astype(np.int64), s - 1)
-    return np.ascontiguousarray(sq[idx][:, idx])
+    if frame_wh is not None and any(want and got != want for got, want in zip((w, h), frame_wh, strict=True)):
+        said = " x ".join(str(v) if v else "any" for v in frame_wh)
+        raise ConfigError(f"camera {what}: the topic sends {w}x{h} frames, but its width x height say {said}")
+    crop = None if crop_xywh is None else (int(crop_xywh[0]), int(crop_xywh[1]), int(crop_xywh[2]),
+                                           int(crop_xywh[3]))
+    if crop is not None and (crop[0] + crop[2] > w or crop[1] + crop[3] > h):
+        raise ConfigError(f"camera {what}: crop_xywh {list(crop)} does not lie inside its {w}x{h} frames")
+    if image_size == 0:
+        if crop is None:
+            return img
+        x, y, cw, ch = crop
+        return np.ascontiguousarray(img[y:y + ch, x:x + cw])
+    return crop_resize(img, int(image_size), crop)
 
 
 # ----------------------------------------------------------------------------------------------------------

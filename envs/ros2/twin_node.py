@@ -14,7 +14,7 @@ The node is named like the controller (`cartesian_impedance_controller` for CRIS
 | out | (1) | geometry_msgs/WrenchStamped | wrench the environment applies on the hand |
 | out | gripper/joint_states | sensor_msgs/JointState | the two finger positions (width = their sum) |
 | out | twin/objects | std_msgs/Float64MultiArray | privileged object state (one layout dim per key) |
-| out | camera/NAME/image_raw | sensor_msgs/Image rgb8 | each camera at `camera_hz` |
+| out | camera/NAME/image_raw (or `camera_topics`) | sensor_msgs/Image rgb8 | each camera at `camera_hz`, `frame_wh` |
 | param | task.k_pos_x ... nullspace.stiffness (FZI: stiffness.*) | double | the impedance gains (set atomically) |
 | param | scene_seed | int | setting it re-randomises the scene (-1: unseeded) |
 | service | twin/clear_errors | std_srvs/Trigger | clears the twin's error flag |
@@ -84,8 +84,13 @@ class TwinNodeConfig(Config):
     """Image publishing rate (0: no images)."""
     image_size: int = 128
     """Rendered image height and width."""
+    frame_wh: tuple[int, int] | None = None
+    """Rendered (width, height) instead of image_size squares (a task file's camera size: the frames a lab's
+    cameras send, for the robot server to crop and resize as it will on the lab's topics)."""
     camera_names: tuple[str, ...] = ("front", "wrist")
     """Cameras to publish (camera/NAME/image_raw)."""
+    camera_topics: tuple[str, ...] = ()
+    """One image topic per camera name (relative names resolve in `namespace`); () = camera/NAME/image_raw each."""
 
     def validate(self) -> None:
         require(self.profile in PROFILES, "profile", self.profile, f"must be one of {list(PROFILES)}")
@@ -96,6 +101,11 @@ class TwinNodeConfig(Config):
                 "must be finite and >= 0")
         require(isinstance(self.image_size, int) and 1 <= self.image_size <= 4096, "image_size", self.image_size,
                 "must be an int in [1, 4096]")
+        require(self.frame_wh is None or (len(self.frame_wh) == 2 and 1 <= min(self.frame_wh)
+                                          and max(self.frame_wh) <= 4096), "frame_wh", self.frame_wh,
+                "must be (width, height) in [1, 4096], or None")
+        require(len(self.camera_topics) in (0, len(self.camera_names)) and all(self.camera_topics), "camera_topics",
+                self.camera_topics, "must be empty or give one non-empty topic per camera name")
 
 
 def _stderr(line: str) -> None:
@@ -116,14 +126,17 @@ class TwinNode:
         if not task.twin_task:
             raise ConfigError(f"task={config.task!r} has no MuJoCo twin scene")
         self.task_name = task.name
+        self.frame_wh = config.frame_wh or (config.image_size, config.image_size)
+        """(width, height) of the published frames."""
         render = config.camera_hz > 0 and bool(config.camera_names)
         self.robot = TwinRobot(TwinRobotConfig(task=task.twin_task, physics_hz=config.physics_hz,
-                                               image_height=config.image_size, image_width=config.image_size,
+                                               image_height=self.frame_wh[1], image_width=self.frame_wh[0],
                                                camera_names=tuple(config.camera_names) or ("front",),
                                                render=render))
         self.iface = Ros2RobotConfig.for_twin(config.profile, namespace=config.namespace)
         self._cams_cfg = Ros2CamerasConfig(names=tuple(config.camera_names),
-                                           topics=tuple(f"camera/{n}/image_raw" for n in config.camera_names),
+                                           topics=config.camera_topics
+                                           or tuple(f"camera/{n}/image_raw" for n in config.camera_names),
                                            namespace=config.namespace) if render else None
         try:
             self._setup(render, log)
@@ -181,7 +194,7 @@ class TwinNode:
             self._timers.append(node.create_timer(1.0 / cfg.camera_hz, self._publish_images))
         self.published_states = 0
         self._publish_state()
-        cams = (f"cameras {','.join(self._pub_images)} {cfg.image_size}x{cfg.image_size} at {cfg.camera_hz:g} Hz"
+        cams = (f"cameras {','.join(self._pub_images)} {self.frame_wh[0]}x{self.frame_wh[1]} at {cfg.camera_hz:g} Hz"
                 if self._pub_images else "no cameras")
         log(f"ros2-twin: task {self.task_name}, {iface.profile} interface as node {iface.controller_fqn}: targets "
             f"on {t(iface.target_pose_topic)}, state on {t(iface.current_pose_topic)} at {cfg.state_hz:g} Hz, "

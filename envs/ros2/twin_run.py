@@ -31,7 +31,7 @@ class Ros2TwinRunConfig(Config):
     profile: str = "crisp"
     namespace: str = ""
     image_size: int = 128
-    cameras: str = "front,wrist"
+    cameras: str | None = None
     no_cameras: bool = False
     camera_hz: float = 15.0
     state_hz: float = 100.0
@@ -42,11 +42,28 @@ class Ros2TwinRunConfig(Config):
         """The envs.ros2.twin_node.TwinNodeConfig of these options."""
         from envs.ros2.twin_node import TwinNodeConfig
 
-        names = () if self.no_cameras else tuple(n.strip() for n in self.cameras.split(",") if n.strip())
+        names = tuple(n.strip() for n in (self.cameras or "front,wrist").split(",") if n.strip())
+        topics: tuple[str, ...] = ()
+        frame_wh = None
+        if self.cameras is None:  # a task file's cameras: the topics the robot server will read
+            from envs.ros2.backend import file_cameras
+            from envs.task_file import task_file_of
+
+            tf = task_file_of(self.task)
+            in_file = file_cameras(tf) if tf is not None else ()
+            if in_file:
+                names = tuple(c.name for c in in_file)
+                topics = tuple(c.topic or f"camera/{c.name}/image_raw" for c in in_file)
+                sizes = {c.frame_wh for c in in_file}
+                only = next(iter(sizes))
+                if len(sizes) == 1 and only is not None and min(only) > 0:
+                    frame_wh = only  # the lab's frame size: the server crops and resizes them as it will there
+        if self.no_cameras:
+            names, topics = (), ()
         return TwinNodeConfig(task=self.task, profile=self.profile, namespace=self.namespace,
                               physics_hz=self.physics_hz, state_hz=self.state_hz,
                               camera_hz=0.0 if self.no_cameras else self.camera_hz, image_size=self.image_size,
-                              camera_names=names)
+                              camera_names=names, camera_topics=topics, frame_wh=frame_wh)
 
 
 def ros2_twin_arg_parser() -> argparse.ArgumentParser:
@@ -60,7 +77,9 @@ def ros2_twin_arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", default="crisp", choices=PROFILES, help="controller interface to speak")
     parser.add_argument("--namespace", default="", help="ROS namespace of the node and its topics")
     parser.add_argument("--image-size", type=int, default=128, help="rendered image height and width")
-    parser.add_argument("--cameras", default="front,wrist", help="comma-separated cameras to publish")
+    parser.add_argument("--cameras", default=None,
+                        help="comma-separated cameras to publish on camera/NAME/image_raw (default: the task file's "
+                             "[cameras.NAME] on their topics, else front,wrist)")
     parser.add_argument("--no-cameras", action="store_true", help="publish no images (no renderer)")
     parser.add_argument("--camera-hz", type=float, default=15.0, help="image publishing rate")
     parser.add_argument("--state-hz", type=float, default=100.0, help="state publishing and physics pacing rate")
