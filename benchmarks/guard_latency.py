@@ -32,7 +32,7 @@ the three points and commanded 1 cm into the table (limit 10 N, compliance gains
 message and every target_pose the server publishes. Latency from the header stamp of the first wrench message whose
 |F| exceeds the limit (the twin stamps it just before publishing it) to (a) the guard's hold command (the guard's call
 of Ros2Robot.command: detection) and (b) the header stamp of the first target_pose at the held pose (the hold
-leaving the server: Ros2Robot re-publishes its target at 50 Hz, so the hold goes out at the next tick). Two paths:
+leaving the server: Ros2Robot.command publishes the target at once, then re-publishes it at 50 Hz). Two paths:
 `listener`, the guard checking every joint-state / wrench message in the rclpy executor thread
 (`add_state_listener`), and `polled`, the same guard over the robot with add_state_listener hidden (what it does for
 a backend that reads its state only when asked: a check after every 10 ms slice of a wait(), here a control loop of

@@ -251,7 +251,8 @@ def guard_latency_ros2(res: Results) -> str:
         f"Ros2Robot against `robot-rl ros2-twin` (pick-cube, its own process) over DDS on loopback; the arm pushed "
         f"1 cm into the table at three points, limit {rnd(d['limit_n'])} N; from the header stamp of the first "
         f"wrench message above the limit to the guard's hold command, and to the stamp of the first target_pose at "
-        f"the held pose (the target is re-published at {rnd(d['stream_hz'])} Hz); the two paths alternate in "
+        f"the held pose (published by the hold command itself, then re-published at {rnd(d['stream_hz'])} Hz); "
+        f"the two paths alternate in "
         f"{d['blocks']} blocks; wall clock on a shared {d['cpu_count']}-core machine (load "
         f"{rnd(d['load_average'][0], 1)}). " + source("guard_latency.json")])
 

@@ -6,8 +6,9 @@ What it does with the controller:
 - state(): the newest `current_pose` (PoseStamped), `joint_states` (the 7 arm joints by name), `current_twist`
   (or a finite difference of poses), the external wrench (rotated into the TCP frame), the gripper width, and on
   the twin the privileged objects. `error` is set when a required stream is older than `max_state_age_s`.
-- command(): the new target goes to the target stream, published at `stream_hz` from the node's own thread
-  (interpolated over `interpolate_s` for FZI); the gripper command goes to the gripper adapter. Refused
+- command(): the new target is published at once from the caller's thread (a guard's hold goes out with its
+  check) and then re-published at `stream_hz` from the node's own thread (interpolated over `interpolate_s` for
+  FZI); the gripper command goes to the gripper adapter. Refused
   (RobotError) while the state is stale or after stop().
 - wait(s): sleeps (the controller runs in real time; the stream keeps going).
 - set_gains(profile): the profile's gains as controller parameters, one `set_parameters_atomically` call.
@@ -337,6 +338,7 @@ class Ros2Robot:
             raise RobotError(f"Ros2Robot refuses the command: {problem}")
         with self._lock:
             self._interp.set(pos, quat, time.monotonic())
+        self._publish_target()  # now, not at the stream's next tick (a guard's hold leaves at once)
         self._gripper_cmd = g
         self._gripper.command(g)
 
