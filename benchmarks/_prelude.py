@@ -173,9 +173,9 @@ def host_info(torch: bool = True) -> dict[str, Any]:
 
 def recipe_summary(task: str, obs_mode: str = "state") -> dict[str, Any]:
     """The task's training recipe as a result file records it: its AgentConfig overrides and updates per step."""
-    from learners.agents.recipes import recipe_for
+    from learners.agents.recipes import with_task_defaults
 
-    recipe = recipe_for(task)
+    recipe = with_task_defaults(task)
     return {"agent": recipe.overrides(obs_mode), "updates_per_step": recipe.updates_per_step}
 
 

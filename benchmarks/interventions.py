@@ -47,7 +47,7 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
     from envs.twin.scripted_human import ScriptedHuman, ScriptedHumanConfig
     from envs.wrappers import GripperPenaltyWrapper, InterventionConfig, InterventionWrapper
     from learners.agents.config import rlpd_state_config
-    from learners.agents.recipes import recipe_for
+    from learners.agents.recipes import with_task_defaults
     from learners.agents.sac import SACAgent
     from learners.replay.buffer import ReplayBuffer
     from learners.training.online import LoopConfig, LoopCounters, evaluate_episodes, train_online
@@ -61,7 +61,7 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
         env = InterventionWrapper(env, human, InterventionConfig(sticky_s=0.0))
     eval_env = make_env(task, obs_mode="state")
     spec = EnvSpec.from_spaces(task, env.observation_space, env.action_space, control_hz=10.0)
-    recipe = recipe_for(task)
+    recipe = with_task_defaults(task)
     agent = SACAgent(spec, rlpd_state_config(**{**recipe.overrides("state"), "seed": seed}))
     online = ReplayBuffer(spec, steps + 10, seed=seed)
     demo = ReplayBuffer(spec, 50_000, seed=seed + 1)
@@ -83,7 +83,7 @@ def run_condition(task: str, seed: int, steps: int, eval_every: int, eval_episod
               flush=True)
 
     loop = LoopConfig(total_steps=steps, start_steps=0, learning_starts=100,
-                      updates_per_step=recipe.updates_per_step, seed=seed,
+                      updates_per_step=recipe.updates_per_step or 1, seed=seed,
                       takeover_terminal=takeover_terminal)
     for m in train_online(env, agent, online, loop, demo=demo, counters=counters):
         interventions.append(float(m.get("intervention_rate", 0.0)))

@@ -19,7 +19,7 @@ from learners.agents.options import (
     parse_value,
     resolve_agent_config,
 )
-from learners.agents.recipes import DEFAULT_RECIPE, RECIPES, Recipe, recipe_for
+from learners.agents.recipes import DEFAULT_RECIPE, RECIPES, TASK_DEFAULTS, Recipe, recipe_for, with_task_defaults
 from learners.distributed.flags import agent_config as learner_agent_config
 from learners.distributed.flags import build_learner_parser, updates_per_transition
 from learners.training.config import TrainConfig
@@ -42,15 +42,21 @@ def test_a_recipe_with_a_misspelt_field_or_a_bad_value_fails_at_construction() -
     assert ok.overrides("state") == {"discount": 0.8} and ok.overrides("pixels") == {}
 
 
-def test_every_task_preset_has_a_recipe_and_others_get_the_default() -> None:
-    assert set(RECIPES) == set(PRESETS)
+def test_task_defaults_and_the_recipes_on_top_of_them() -> None:
+    """Every arm task trains with TASK_DEFAULTS; a recipe holds only what one task needs on top (reach, peg-insert);
+    pick-cube and cube-relocate have none; anything else gets DEFAULT_RECIPE (no overrides)."""
+    assert set(RECIPES) == {"twin-reach", "twin-peg-insert"} and set(RECIPES) <= set(PRESETS)
     for name in PRESETS:
-        assert recipe_for(name) is RECIPES[name] and recipe_for(name).updates_per_step == 2
+        assert recipe_for(name) is RECIPES.get(name, DEFAULT_RECIPE)
+        assert recipe_for(name).updates_per_step is None  # the task defaults' 2
     assert recipe_for(None) is DEFAULT_RECIPE and recipe_for("some-third-party-task") is DEFAULT_RECIPE
-    assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step == 1
-    pick = RECIPES["twin-pick-cube"].overrides("state")
+    assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step is None
+    pick = TASK_DEFAULTS.overrides("state")
     assert pick["n_step"] == 5 and pick["bc_weight"] == 30.0 and pick["bc_q_filter"] and pick["discount"] == 0.95
-    assert "bc_q_filter" not in RECIPES["twin-reach"].overrides("state")  # pick-cube's filter did not leak into it
+    assert TASK_DEFAULTS.updates_per_step == 2 and "n_step" not in TASK_DEFAULTS.overrides("pixels")
+    reach = with_task_defaults("twin-reach").overrides("state")  # the filter and n-step do not reach it
+    assert (reach["n_step"], reach["bc_q_filter"], reach["discount"]) == (1, False, 0.9)
+    assert with_task_defaults("twin-pick-cube").overrides("state") == pick
     with pytest.raises(TypeError):
         RECIPES["twin-reach"].state["discount"] = 0.5  # type: ignore[index]  # read-only
 
@@ -59,19 +65,20 @@ def test_recipe_values_reach_the_agent_config_of_train_and_learner() -> None:
     def learner(*extra: str) -> Any:
         return build_learner_parser().parse_args(["--task", "twin-pick-cube", "--out", "/nonexistent", *extra])
 
-    state = RECIPES["twin-pick-cube"].overrides("state")
+    state = with_task_defaults("twin-pick-cube").overrides("state")
     for cfg in (TrainConfig(task="twin-pick-cube").agent_config(has_cameras=False),
-                learner_agent_config(learner())):
-        assert {k: getattr(cfg, k) for k in state} == state
-    pixels = RECIPES["twin-pick-cube"].overrides("pixels")
+                TrainConfig(task="twin-pick-cube", no_recipe=True).agent_config(has_cameras=False),
+                learner_agent_config(learner()), learner_agent_config(learner("--no-recipe"))):
+        assert {k: getattr(cfg, k) for k in state} == state  # the task defaults: --no-recipe keeps them
+    pixels = with_task_defaults("twin-pick-cube").overrides("pixels")
     for cfg in (TrainConfig(task="twin-pick-cube", obs_mode="pixels").agent_config(has_cameras=True),
                 learner_agent_config(learner("--obs-mode", "pixels"))):
         assert {k: getattr(cfg, k) for k in pixels} == pixels
     assert TrainConfig(task="twin-pick-cube").steps_per_update() == 2
-    assert TrainConfig(task="twin-pick-cube", no_recipe=True).steps_per_update() == 1
+    assert TrainConfig(task="twin-pick-cube", no_recipe=True).steps_per_update() == 2  # the task defaults'
     assert TrainConfig(env_id="Pendulum-v1").steps_per_update() == 1
     assert updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
-    assert updates_per_transition(learner("--no-recipe")) == 1.0
+    assert updates_per_transition(learner("--no-recipe")) == 2.0
     assert updates_per_transition(learner("--utd", "0.5")) == 0.5
 
 
@@ -126,7 +133,8 @@ def test_set_errors_are_one_line_and_name_the_field(item: str, pattern: str) -> 
 
 def test_resolution_order_defaults_recipe_flags_set() -> None:
     """defaults < task recipe < explicit flags < --set, the same on train and on the learner."""
-    assert TrainConfig(task="twin-reach", no_recipe=True).agent_config(False).discount == 0.99  # rlpd default
+    assert TrainConfig(task="twin-reach", no_recipe=True).agent_config(False).discount == 0.95  # task defaults
+    assert TrainConfig(env_id="Pendulum-v1").agent_config(False).discount == 0.99  # rlpd default
     assert TrainConfig(task="twin-reach").agent_config(False).discount == 0.9  # recipe
     assert TrainConfig(task="twin-reach", discount=0.8).agent_config(False).discount == 0.8  # flag
     both = TrainConfig(task="twin-reach", discount=0.8, agent_set=("discount=0.7", "n_step=4"))
@@ -137,7 +145,7 @@ def test_resolution_order_defaults_recipe_flags_set() -> None:
         return learner_agent_config(build_learner_parser().parse_args(
             ["--task", "twin-reach", "--out", "/nonexistent", *extra]))
 
-    assert learner("--no-recipe", "--device", "cpu").ensemble_size == 2  # this machine's default (CPU)
+    assert learner("--no-recipe", "--device", "cpu").ensemble_size == 4  # the task defaults, above the CPU's 2
     assert learner().hidden_dims == (256, 256)  # recipe
     assert learner("--hidden", "64,64").hidden_dims == (64, 64)  # flag
     assert learner("--hidden", "64,64", "--set", "hidden_dims=32").hidden_dims == (32,)  # --set
@@ -178,7 +186,7 @@ def test_cpu_defaults_apply_to_the_state_rlpd_agent_on_a_cpu_only_and_are_announ
     assert msg is not None and "ensemble_size=2 (GPU/SERL: 10)" in msg and "--set" in msg
     # a recipe, a flag or --set above the layer wins; the notice names only what is left
     recipe = TrainConfig(task="twin-reach", device="cpu").agent_config(has_cameras=False)
-    assert recipe.ensemble_size == RECIPES["twin-reach"].overrides("state")["ensemble_size"]
+    assert recipe.ensemble_size == TASK_DEFAULTS.overrides("state")["ensemble_size"]
     override = TrainConfig(env_id="Pendulum-v1", device="cpu", agent_set=(
         "ensemble_size=10", "ensemble_subsample=2", "critic_updates_per_actor_update=8")).agent_config(False)
     assert (override.ensemble_size, override.critic_updates_per_actor_update) == (10, 8)
@@ -273,13 +281,13 @@ def test_rlpd_with_cameras_is_serls_image_agent_and_the_encoder_default(tmp_path
     conv, resnet10 when a weights file is given (both commands)."""
     from learners.agents.config import drq_config
 
-    # no recipe, no device layer, no task selection (`state_select=`: every leaf): the preset itself
+    # no recipe, no device layer, no task selection (`state_select=`: every leaf): the preset + the task defaults
     same = ["--no-recipe", "--device", "cuda", "--set", "state_select="]
     rlpd = _three_ways(tmp_path, "pixels", ["--algo", "rlpd", *same], ["--agent", "rlpd", *same],
                        ["--learner-args=--agent rlpd " + " ".join(same)])
     drq = _three_ways(tmp_path, "pixels", ["--algo", "drq", *same], ["--agent", "drq", *same],
                       ["--learner-args=--agent drq " + " ".join(same)])
-    assert set(rlpd) == set(drq) == {drq_config(encoder="conv", device="cuda")}
+    assert set(rlpd) == set(drq) == {drq_config(**{**TASK_DEFAULTS.overrides("pixels"), "device": "cuda"})}
     weights = ["--encoder-weights", "w.safetensors"]
     cfgs = _three_ways(tmp_path, "pixels", weights, weights, ["--learner-args=" + " ".join(weights)])
     assert {(c.encoder, c.encoder_weights) for c in cfgs} == {("resnet10", "w.safetensors")}

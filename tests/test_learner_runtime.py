@@ -527,7 +527,6 @@ def test_learner_refuses_an_existing_run_without_resume(tmp_path: Path, capsys: 
 
 
 def test_learner_cli_agent_options() -> None:
-    from learners.agents.device_defaults import CPU_STATE_DEFAULTS
     from learners.distributed.flags import agent_config, build_learner_parser
     from robot_rl.errors import ConfigError
 
@@ -535,11 +534,11 @@ def test_learner_cli_agent_options() -> None:
         return agent_config(build_learner_parser().parse_args(["--task", "twin-reach", "--out", "/nonexistent",
                                                                *extra]))
 
-    base = cfg("--no-recipe", "--device", "cpu")  # rlpd with the CPU defaults (learners.agents.device_defaults)
-    assert {k: getattr(base, k) for k in CPU_STATE_DEFAULTS} == CPU_STATE_DEFAULTS and base.device == "cpu"
-    assert (base.hidden_dims, base.batch_size, base.discount) == ((256, 256), 256, 0.99)
+    base = cfg("--no-recipe", "--device", "cpu")  # rlpd with the task defaults (learners.agents.recipes)
+    assert (base.ensemble_size, base.critic_updates_per_actor_update, base.device) == (4, 1, "cpu")
+    assert (base.hidden_dims, base.batch_size, base.discount, base.n_step) == ((256, 256), 128, 0.95, 5)
     assert cfg().device == "auto"  # cuda when available, as on robot-rl train
-    assert base.bc_weight == 0 and base.state_select == ("object", "state[0:3]")  # the task file's, kept
+    assert base.bc_weight == 30 and base.state_select == ("object", "state[0:3]")  # the task file's, kept
     tuned = cfg()  # the task preset's recipe (robot_rl.presets), below explicit flags
     assert tuned.state_select == ("object", "state[0:3]") and tuned.discount == 0.9 and tuned.bc_weight == 30
     assert (tuned.hidden_dims, tuned.ensemble_size, tuned.ensemble_subsample) == ((256, 256), 4, 2)

@@ -19,7 +19,7 @@ from learners.agents.options import (
     resolve_agent_config,
     state_select_origin,
 )
-from learners.agents.recipes import RECIPES, recipe_for
+from learners.agents.recipes import RECIPES
 from learners.training.flags import build_train_parser, train_config
 from robot_rl.errors import ConfigError
 from robot_rl.task_file import TASK_FILES_DIR, load_task_file
@@ -31,6 +31,20 @@ OLD_SELECT = {"twin-reach": ("object", "state[0:3]"), "twin-pick-cube": PICK, "t
               "twin-cube-relocate-back": PICK, "twin-peg-insert": ("object", "state[0:3]", "state[5]")}
 
 
+_COMMON = {"state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 128,
+           "critic_updates_per_actor_update": 1, "ensemble_size": 4, "ensemble_subsample": 2}
+_PIXELS = {"encoder": "conv", "discount": 0.95, "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256),
+           "batch_size": 32, "critic_updates_per_actor_update": 1, "ensemble_size": 2, "ensemble_subsample": 2}
+_PICK_STATE = {"discount": 0.95, **_COMMON, "bc_q_filter": True, "n_step": 5}
+OLD_RECIPES = {"twin-reach": {"state": {"discount": 0.9, **_COMMON}, "pixels": _PIXELS},
+               "twin-pick-cube": {"state": _PICK_STATE, "pixels": _PIXELS},
+               "twin-cube-relocate": {"state": _PICK_STATE, "pixels": _PIXELS},
+               "twin-cube-relocate-back": {"state": _PICK_STATE, "pixels": _PIXELS},
+               "twin-peg-insert": {"state": {"discount": 0.95, **_COMMON, "n_step": 5}, "pixels": _PIXELS}}
+"""The twin recipes as they were, whole, before the task defaults (learners.agents.recipes TASK_DEFAULTS) took what
+they shared: the presets still train exactly these agents."""
+
+
 def old_resolution(task: str, has_cameras: bool, faithful: bool, device: str) -> object:
     """The AgentConfig the resolver built when the recipe held the selection (its faithful rule included)."""
     flags = AgentFlags(task=task, faithful=faithful, device=device)
@@ -38,7 +52,7 @@ def old_resolution(task: str, has_cameras: bool, faithful: bool, device: str) ->
     select = PIXELS if has_cameras else OLD_SELECT[task]
     if faithful:
         select = tuple(e for e in select if not e.startswith("object"))
-    recipe = {**recipe_for(task).overrides("pixels" if has_cameras else "state"), "state_select": select}
+    recipe = {**OLD_RECIPES[task]["pixels" if has_cameras else "state"], "state_select": select}
     cfg = resolve_agent_config(algorithm_preset(flags.algo, has_cameras), layers.base, layers.machine, recipe,
                                layers.flags, layers.set)
     return settle(cfg, layers.machine, explicit=(recipe, layers.flags, layers.set))

@@ -13,16 +13,20 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
    file is given, the architecture its metadata names (`resnet10` or `resnet18`; `resnet10` for an older file);
 3. this device's defaults (learners.agents.device_defaults.machine_defaults: the cheaper state RLPD agent and
    torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
-4. the task file's observation selection (`state_select` from `[observation] state`, or `pixels_state` with
+4. the task defaults (learners.agents.recipes TASK_DEFAULTS: RLPD with n-step returns, a Q-filtered BC term, the x10
+   state scale, a small ensemble, 2 updates per env step; the twin's pixel recipe with cameras) for a task on
+   robot-rl's arm env (`env_module` "envs": a twin preset or a lab's task file), also with `--no-recipe`; none for
+   an `--env-id` run or another module's env; an offline phase drops their Q filter as the recipe's;
+5. the task file's observation selection (`state_select` from `[observation] state`, or `pixels_state` with
    cameras; robot_rl.task_file): which state leaves the task's policy observes, a property of the task (what its
    observation holds and what matters), not a learner setting, so `--no-recipe` keeps it (`--set state_select=`
    with nothing after the `=` observes every leaf); a faithful run drops the privileged leaves
    (learners.agents.recipes PRIVILEGED_LEAVES), and so does a lab's task (its box from the lab: the arm has no
    object state) that inherits its selection from the twin preset it extends;
-5. the task's recipe (learners.agents.recipes; none for an `--env-id` run or with `--no-recipe`; an offline phase
-   drops the recipe's Q filter, see `AgentFlags.offline`);
-6. the explicit flags (hidden sizes, ensemble size, batch, critic updates per actor update, discount, ...);
-7. `--set FIELD=VALUE`;
+6. the task's recipe on top of the task defaults (learners.agents.recipes: only what one task needs; none for an
+   `--env-id` run or with `--no-recipe`; an offline phase drops the recipe's Q filter, see `AgentFlags.offline`);
+7. the explicit flags (hidden sizes, ensemble size, batch, critic updates per actor update, discount, ...);
+8. `--set FIELD=VALUE`;
 
 then `settle` (device_defaults: no compile default with backend=jax).
 
@@ -74,7 +78,7 @@ from learners.agents.config import (
     sac_config,
 )
 from learners.agents.device_defaults import machine_defaults, settle
-from learners.agents.recipes import recipe_for, without_privileged
+from learners.agents.recipes import RECIPES, TASK_DEFAULTS, recipe_for, without_privileged
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
@@ -240,10 +244,10 @@ class AgentFlags(Config):
     faithful: bool = False
     """A hardware-faithful run: the recipe's state selection loses the privileged leaves."""
     no_recipe: bool = False
-    """--no-recipe: the algorithm's and the device's defaults plus the flags (no recipe, no task file selection)."""
+    """--no-recipe: the task's recipe off (the task defaults and the task file's selection stay)."""
     offline: bool = False
-    """The run has an offline phase (train's --offline-updates): the recipe's Q-filtered BC term is off
-    (learners.training.config.OFFLINE_BC_NOTE says why); --set bc_q_filter=true puts it back."""
+    """The run has an offline phase (train's --offline-updates): the Q-filtered BC term (task defaults or recipe) is
+    off (learners.training.config.OFFLINE_BC_NOTE says why); --set bc_q_filter=true puts it back."""
     device: str = "auto"
     """auto (cuda when available), cpu, cuda[:N]."""
     seed: int = 0
@@ -278,6 +282,7 @@ class AgentLayers:
 
     base: dict[str, Any]
     machine: dict[str, Any]
+    defaults: dict[str, Any]
     task: dict[str, Any]
     recipe: dict[str, Any]
     flags: dict[str, Any]
@@ -327,6 +332,27 @@ def state_select_origin(flags: AgentFlags, has_cameras: bool) -> str:
     return "the defaults: every state leaf"
 
 
+def arm_task(task: str | None) -> bool:
+    """True for a task on robot-rl's arm env (its preset's env_module is "envs": a twin preset or a lab's task
+    file); False for None and for a task file naming another module's env."""
+    if task is None:
+        return False
+    from robot_rl.presets import get_preset
+
+    return get_preset(task).env_module == "envs"
+
+
+def task_defaults_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
+    """TASK_DEFAULTS' overrides for a task on robot-rl's arm env ({} otherwise), kept with --no-recipe; an offline
+    phase drops their Q filter (as `recipe_layer` does the recipe's)."""
+    if not arm_task(flags.task):
+        return {}
+    out = TASK_DEFAULTS.overrides("pixels" if has_cameras else "state", faithful=flags.faithful)
+    if flags.offline and out.get("bc_q_filter"):
+        out["bc_q_filter"] = False
+    return out
+
+
 def recipe_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
     """The task recipe's overrides for this run ({} for no task or --no-recipe), the offline rule applied."""
     if flags.task is None or flags.no_recipe:
@@ -370,7 +396,8 @@ def weights_file_encoder(path: str) -> str:
 def agent_layers(flags: AgentFlags, has_cameras: bool) -> AgentLayers:
     """Every layer of the resolution of `flags` for a run with (or without) cameras."""
     return AgentLayers(base={"encoder": DEFAULT_ENCODER}, machine=machine_layer(flags, has_cameras),
-                       task=task_layer(flags, has_cameras), recipe=recipe_layer(flags, has_cameras),
+                       defaults=task_defaults_layer(flags, has_cameras), task=task_layer(flags, has_cameras),
+                       recipe=recipe_layer(flags, has_cameras),
                        flags=flag_layer(flags, has_cameras),
                        set=parse_set(flags.set))
 
@@ -383,12 +410,15 @@ def machine_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
 def resolve_agent(flags: AgentFlags, has_cameras: bool) -> AgentConfig:
     """The AgentConfig of `flags` (the module docstring's order); ConfigError naming a bad field or value."""
     layers = agent_layers(flags, has_cameras)
-    cfg = resolve_agent_config(algorithm_preset(flags.algo, has_cameras), layers.base, layers.machine, layers.task,
-                               layers.recipe, layers.flags, layers.set)
-    return settle(cfg, layers.machine, explicit=(layers.recipe, layers.flags, layers.set))
+    cfg = resolve_agent_config(algorithm_preset(flags.algo, has_cameras), layers.base, layers.machine,
+                               layers.defaults, layers.task, layers.recipe, layers.flags, layers.set)
+    return settle(cfg, layers.machine, explicit=(layers.defaults, layers.recipe, layers.flags, layers.set))
 
 
 def updates_per_step(task: str | None, no_recipe: bool = False) -> int:
     """Agent updates per env step (train) or per received transition (learner) when no flag says: the task's
-    recipe, else 1."""
-    return recipe_for(None if no_recipe else task).updates_per_step
+    recipe's, else the task defaults' for a task on robot-rl's arm env, else 1."""
+    recipe = None if no_recipe or task is None else RECIPES.get(task)
+    if recipe is not None and recipe.updates_per_step is not None:
+        return recipe.updates_per_step
+    return (TASK_DEFAULTS.updates_per_step or 1) if arm_task(task) else 1

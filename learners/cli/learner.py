@@ -6,8 +6,9 @@ learners.distributed.learner). Writes OUT/agent_config.json, OUT/metrics.jsonl, 
 OUT/tensorboard/, OUT/checkpoints/, OUT/inbox/. Stops on Ctrl-C / SIGTERM (final checkpoint) or after
 --max-env-steps.
 
-The agent: the agent preset (--agent) with this machine's defaults, then the task's recipe (learners.agents.recipes;
---no-recipe skips it), then the explicit flags (--hidden, --batch, ...), then `--set FIELD=VALUE` for any
+The agent: the agent preset (--agent) with this machine's defaults, then the task defaults and the task's recipe
+(learners.agents.recipes; --no-recipe skips the recipe, not the task defaults), then the explicit flags (--hidden,
+--batch, ...), then `--set FIELD=VALUE` for any
 AgentConfig field (repeatable): learners.agents.options.resolve_agent, the one resolver `robot-rl train` uses too,
 so the same options give the same agent. The resolved AgentConfig is printed at start and saved as
 OUT/agent_config.json; a resumed run uses its checkpoint's.

@@ -6,7 +6,8 @@ Works on our twin presets (`--task twin-reach`) and on any gymnasium env with a 
 observation (`--env-id Pendulum-v1`, plus `--env-module M` to import a third-party registration first).
 
 The agent: the algorithm's defaults, then the device's (learners.agents.device_defaults: a cheaper state agent on a CPU,
-announced at start), then the task's recipe (learners.agents.recipes; `--no-recipe` skips it), then the explicit flags
+announced at start), then the task defaults of an arm task and its recipe (learners.agents.recipes; `--no-recipe`
+skips the recipe), then the explicit flags
 (--discount, --hidden, ...), then `--set FIELD=VALUE` for any AgentConfig field (repeatable; see
 learners.agents.options). The resolved AgentConfig is printed at start and saved as `agent_config.json`.
 

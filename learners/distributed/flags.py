@@ -58,7 +58,7 @@ def build_learner_parser(description: str | None = None) -> argparse.ArgumentPar
     g.add_argument("--encoder-weights", default=None, help="local ResNet-10 safetensors file (pixels)")
     add_set_option(g)
     g.add_argument("--no-recipe", action="store_true",
-                   help="ignore the task's training recipe (learners.agents.recipes): plain agent defaults + flags")
+                   help="ignore the task's training recipe (learners.agents.recipes): the task defaults + flags")
     g.add_argument("--backend", default=None, choices=BACKENDS,
                    help="learner backend (AgentConfig.backend): torch (default) or jax (the jax extra)")
     g.add_argument("--device", default="auto", help="torch device (auto: cuda when available; cpu, cuda[:N])")

@@ -26,12 +26,12 @@ DEFAULT_WARMUP_STEPS = 200
 """--warmup-steps default: WSRL's 5000 warm-up steps are ~0.5-1 % of its fine-tuning runs; 200 is 1 % of a
 20k-step pick-cube run, 2-4 of its episodes (<= 100 steps) and twice the default --learning-starts."""
 OFFLINE_BC_NOTE = (
-    "offline phase: the recipe's Q-filtered BC term is off (bc_q_filter=false: every human row is cloned). Offline, "
+    "offline phase: the Q-filtered BC term is off (bc_q_filter=false: every human row is cloned). Offline, "
     "with no conservative term, the critic overrates the policy's own out-of-data actions, the filter then drops "
     "the demo rows and the policy chases those errors (pick-cube, 4k offline updates: 0 % with the filter, 80 % "
     "without); --set bc_q_filter=true keeps it")
-"""Printed by an offline run (`--offline-updates N`) whose task recipe has the Q-filtered BC term: that run clones
-every human row instead (TD3+BC's offline recipe: the policy term plus plain BC)."""
+"""Printed by an offline run (`--offline-updates N`) whose task defaults or recipe have the Q-filtered BC term: that
+run clones every human row instead (TD3+BC's offline recipe: the policy term plus plain BC)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,10 +123,11 @@ class TrainConfig(Config):
     utd: int | None = None
     """Critic updates per actor update (None: the algorithm's default)."""
     updates_per_step: int | None = None
-    """Agent updates (each: utd critic updates + 1 actor update) per env step (None: the task's recipe, else 1)."""
+    """Agent updates (each: utd critic updates + 1 actor update) per env step (None: the task's recipe, else the task
+    defaults' for an arm task, else 1)."""
     no_recipe: bool = False
-    """Ignore the task's training recipe (learners.agents.recipes: state selection, discount, BC weight, network sizes,
-    updates per step): the algorithm's plain defaults plus the flags given."""
+    """Ignore the task's training recipe (learners.agents.recipes: what one task needs on top of the task defaults):
+    the algorithm's defaults, the task defaults of an arm task and the task file's selection, plus the flags."""
     batch_size: int | None = None
     """Minibatch size (None: the algorithm's default)."""
     hidden: int | None = None
@@ -294,8 +295,8 @@ class TrainConfig(Config):
         back), else None."""
         if self.offline_updates <= 0 or cfg.bc_q_filter:
             return None
-        return OFFLINE_BC_NOTE if recipe_layer(self.agent_flags().replace(offline=False), has_cameras).get(
-            "bc_q_filter") else None
+        return OFFLINE_BC_NOTE if resolve_agent(self.agent_flags().replace(offline=False), has_cameras).bc_q_filter \
+            else None
 
     def demo_dirs(self) -> tuple[str, ...]:
         """Every episode directory of the demo buffer (--demos DIR [DIR ...]); () without demos."""

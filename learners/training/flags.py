@@ -139,7 +139,8 @@ def build_bc_parser(description: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=int, help="twin presets in pixels mode: camera image size")
     p.add_argument("--demos", required=True, help="directory of demo episodes")
     p.add_argument("--out", required=True, type=Path, help="run directory")
-    p.add_argument("--no-recipe", action="store_true", help="ignore the task's training recipe")
+    p.add_argument("--no-recipe", action="store_true",
+                   help="ignore the task's training recipe (the task defaults stay)")
     p.add_argument("--success-key", default="success", help="info key the env reports success under")
     p.add_argument("--action-scale", default=None, help="'auto' or S: narrow the action bounds (as on train)")
     p.add_argument("--obs-norm", action="store_true", help="normalise the state by the demos' mean and std")
