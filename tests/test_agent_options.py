@@ -43,17 +43,17 @@ def test_a_recipe_with_a_misspelt_field_or_a_bad_value_fails_at_construction() -
 
 
 def test_task_defaults_and_the_recipes_on_top_of_them() -> None:
-    """Every arm task trains with TASK_DEFAULTS; a recipe holds only what one task needs on top (reach, peg-insert);
-    pick-cube and cube-relocate have none; anything else gets DEFAULT_RECIPE (no overrides)."""
-    assert set(RECIPES) == {"twin-reach", "twin-peg-insert"} and set(RECIPES) <= set(PRESETS)
+    """Every arm task trains from its state with TASK_DEFAULTS; a recipe holds what one task needs on top (reach,
+    peg-insert) and the twin's pixel recipe; anything else gets DEFAULT_RECIPE (no overrides)."""
+    assert set(RECIPES) == set(PRESETS)
     for name in PRESETS:
-        assert recipe_for(name) is RECIPES.get(name, DEFAULT_RECIPE)
-        assert recipe_for(name).updates_per_step is None  # the task defaults' 2
+        assert recipe_for(name) is RECIPES[name] and recipe_for(name).updates_per_step == 2
+    assert RECIPES["twin-pick-cube"].overrides("state") == {} == RECIPES["twin-cube-relocate"].overrides("state")
     assert recipe_for(None) is DEFAULT_RECIPE and recipe_for("some-third-party-task") is DEFAULT_RECIPE
     assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step is None
     pick = TASK_DEFAULTS.overrides("state")
     assert pick["n_step"] == 5 and pick["bc_weight"] == 30.0 and pick["bc_q_filter"] and pick["discount"] == 0.95
-    assert TASK_DEFAULTS.updates_per_step == 2 and "n_step" not in TASK_DEFAULTS.overrides("pixels")
+    assert TASK_DEFAULTS.updates_per_step == 2 and TASK_DEFAULTS.overrides("pixels") == {}
     reach = with_task_defaults("twin-reach").overrides("state")  # the filter and n-step do not reach it
     assert (reach["n_step"], reach["bc_q_filter"], reach["discount"]) == (1, False, 0.9)
     assert with_task_defaults("twin-pick-cube").overrides("state") == pick
@@ -76,6 +76,8 @@ def test_recipe_values_reach_the_agent_config_of_train_and_learner() -> None:
         assert {k: getattr(cfg, k) for k in pixels} == pixels
     assert TrainConfig(task="twin-pick-cube").steps_per_update() == 2
     assert TrainConfig(task="twin-pick-cube", no_recipe=True).steps_per_update() == 2  # the task defaults'
+    assert TrainConfig(task="twin-pick-cube", obs_mode="pixels", no_recipe=True).steps_per_update() == 1
+    assert updates_per_transition(learner("--no-recipe", "--obs-mode", "pixels")) == 1.0
     assert TrainConfig(env_id="Pendulum-v1").steps_per_update() == 1
     assert updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
     assert updates_per_transition(learner("--no-recipe")) == 2.0
@@ -281,13 +283,13 @@ def test_rlpd_with_cameras_is_serls_image_agent_and_the_encoder_default(tmp_path
     conv, resnet10 when a weights file is given (both commands)."""
     from learners.agents.config import drq_config
 
-    # no recipe, no device layer, no task selection (`state_select=`: every leaf): the preset + the task defaults
+    # no recipe, no device layer, no task selection (`state_select=`: every leaf): the preset itself
     same = ["--no-recipe", "--device", "cuda", "--set", "state_select="]
     rlpd = _three_ways(tmp_path, "pixels", ["--algo", "rlpd", *same], ["--agent", "rlpd", *same],
                        ["--learner-args=--agent rlpd " + " ".join(same)])
     drq = _three_ways(tmp_path, "pixels", ["--algo", "drq", *same], ["--agent", "drq", *same],
                       ["--learner-args=--agent drq " + " ".join(same)])
-    assert set(rlpd) == set(drq) == {drq_config(**{**TASK_DEFAULTS.overrides("pixels"), "device": "cuda"})}
+    assert set(rlpd) == set(drq) == {drq_config(encoder="conv", device="cuda")}  # no task defaults with cameras
     weights = ["--encoder-weights", "w.safetensors"]
     cfgs = _three_ways(tmp_path, "pixels", weights, weights, ["--learner-args=" + " ".join(weights)])
     assert {(c.encoder, c.encoder_weights) for c in cfgs} == {("resnet10", "w.safetensors")}

@@ -33,6 +33,7 @@ from .learning import (
     interventions,
     main_command,
     no_recipe,
+    no_recipe_seeds,
     residual,
     se_peg_insert_state,
     se_pick_cube_jax,
@@ -99,6 +100,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,
     "no_recipe": no_recipe,
+    "no_recipe_seeds": no_recipe_seeds,
     "insertion_diagnosis": insertion_diagnosis,
     "pixel_diagnosis": pixel_diagnosis,
 }

@@ -312,6 +312,40 @@ NO_RECIPE_RUNS = [
 ]
 
 
+NO_RECIPE_SEEDS = [
+    ("sample_efficiency_twin-pick-cube_state_norecipe_defaults.json", "twin-pick-cube_state.json",
+     "pick-cube, `--no-recipe`: the task defaults (5-step, Q-filtered BC 30, x10 state, discount 0.95, ensemble 4 / "
+     "subset 2, batch 128, 2 updates per step)"),
+    ("sample_efficiency_twin-pick-cube_state_norecipe_defaults_scale1.json", "twin-pick-cube_state.json",
+     "pick-cube: the task defaults with the state unscaled (`--state-scale 1`)"),
+    ("sample_efficiency_twin-pick-cube_state_norecipe_b_filter.json", "twin-pick-cube_state.json",
+     "pick-cube: the task defaults with per-element demo normalisation (`--obs-norm`) in place of the x10 scale"),
+    ("sample_efficiency_twin-pick-cube_state_norecipe_demo3.json", "twin-pick-cube_state.json",
+     "pick-cube: the same, the target the min over all 4 critics (no subset)"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_scale10_filter.json", "twin-peg-insert_state.json",
+     "peg-insert, `--no-recipe`: the task defaults (its recipe turns the Q filter off)"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_b_filter.json", "twin-peg-insert_state.json",
+     "peg-insert: the task defaults with `--obs-norm` in place of the x10 scale (seed 1 stopped at 2k)"),
+]
+
+
+def no_recipe_seeds(res: Results) -> str:
+    """The task defaults without a recipe, and variants, over 3 seeds, beside the tuned recipe's 3 seeds."""
+    rows = []
+    for name, recipe_name, label in NO_RECIPE_SEEDS:
+        d, base = res(name), res("sample_efficiency_" + recipe_name)
+        runs = d["runs"]
+        firsts = " / ".join(ksteps(r["first_step_at_90"]) for r in runs)
+        finals = pcts([r["final_success_rate"] for r in runs])
+        recipe = " / ".join(ksteps(b["first_step_at_90"]) for b in base["runs"])
+        rows.append([label, f"{rnd(d['steps'] / 1000, 1)}k", firsts, finals, recipe, f"`{name}`"])
+    return "\n\n".join([table(["configuration (20 evaluation episodes every 1k env steps)", "env steps",
+                               "first >= 90 % per seed", "last evaluation per seed",
+                               "the recipe's first >= 90 % (3 seeds)", "file"], rows),
+                        source(*sorted({n for n, _, _ in NO_RECIPE_SEEDS}),
+                               *sorted({"sample_efficiency_" + b for _, b, _ in NO_RECIPE_SEEDS}))])
+
+
 def no_recipe(res: Results) -> str:
     """One-seed probes of generic settings (no task recipe; flags in each file) beside the tuned recipe's 3 seeds."""
     rows = []

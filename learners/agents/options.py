@@ -14,8 +14,8 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
 3. this device's defaults (learners.agents.device_defaults.machine_defaults: the cheaper state RLPD agent and
    torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
 4. the task defaults (learners.agents.recipes TASK_DEFAULTS: RLPD with n-step returns, a Q-filtered BC term, the x10
-   state scale, a small ensemble, 2 updates per env step; the twin's pixel recipe with cameras) for a task on
-   robot-rl's arm env (`env_module` "envs": a twin preset or a lab's task file), also with `--no-recipe`; none for
+   state scale, a small ensemble, 2 updates per env step; nothing yet with cameras) for a task on robot-rl's arm
+   env (`env_module` "envs": a twin preset or a lab's task file), also with `--no-recipe`; none for
    an `--env-id` run or another module's env; an offline phase drops their Q filter as the recipe's;
 5. the task file's observation selection (`state_select` from `[observation] state`, or `pixels_state` with
    cameras; robot_rl.task_file): which state leaves the task's policy observes, a property of the task (what its
@@ -415,10 +415,10 @@ def resolve_agent(flags: AgentFlags, has_cameras: bool) -> AgentConfig:
     return settle(cfg, layers.machine, explicit=(layers.defaults, layers.recipe, layers.flags, layers.set))
 
 
-def updates_per_step(task: str | None, no_recipe: bool = False) -> int:
+def updates_per_step(task: str | None, no_recipe: bool = False, has_cameras: bool = False) -> int:
     """Agent updates per env step (train) or per received transition (learner) when no flag says: the task's
-    recipe's, else the task defaults' for a task on robot-rl's arm env, else 1."""
+    recipe's, else the task defaults' for a state run on robot-rl's arm env, else 1."""
     recipe = None if no_recipe or task is None else RECIPES.get(task)
     if recipe is not None and recipe.updates_per_step is not None:
         return recipe.updates_per_step
-    return (TASK_DEFAULTS.updates_per_step or 1) if arm_task(task) else 1
+    return (TASK_DEFAULTS.updates_per_step or 1) if arm_task(task) and not has_cameras else 1

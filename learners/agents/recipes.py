@@ -2,9 +2,10 @@
 trains with, typed and checked when this module is imported.
 
 `TASK_DEFAULTS` is what every task on robot-rl's own arm env (a twin preset, or a lab's task file: its state in
-metres and radians, a sparse success reward, demos) trains with when nothing else is said, `--no-recipe` included:
-RLPD with the mechanisms the twin's grasping tasks were measured to need (below). A recipe (`RECIPES`) holds only
-what one task needs on top of them. An `--env-id` run (any gymnasium env) gets neither: the algorithm's defaults.
+metres and radians, a sparse success reward, demos) trains with from its state when nothing else is said,
+`--no-recipe` included: RLPD with the mechanisms the twin's grasping tasks were measured to need (below). A recipe
+(`RECIPES`) holds what one task needs on top of them, and the twin presets' CPU-trimmed pixel recipe. An `--env-id`
+run (any gymnasium env) gets neither: the algorithm's defaults.
 
 Which state leaves a policy observes (AgentConfig.state_select) is not a recipe's: it is the task's, in its task
 file (robot_rl.task_file `[observation] state / pixels_state`; learners.agents.options applies it below the recipe).
@@ -25,7 +26,7 @@ Usage::
     recipe = recipe_for("twin-reach")           # DEFAULT_RECIPE for a task without one, or for None
     recipe.overrides("state")                   # {"discount": 0.9, "n_step": 1, "bc_q_filter": False}
     without_privileged(("object", "state[0:3]"))  # ("state[0:3]",): what a faithful run observes
-    TASK_DEFAULTS.updates_per_step              # 2
+    TASK_DEFAULTS.updates_per_step              # 2 (state runs)
     Recipe(state={"discout": 0.9})              # ConfigError: ... unknown AgentConfig field 'discout' (did you
                                                 # mean 'discount'?); valid fields: ...
 """
@@ -118,29 +119,37 @@ _PICK_PLACE_STATE: dict[str, Any] = {
     "bc_q_filter": True, "n_step": 5}
 """The state recipe of the grasping tasks (pick-cube, and cube-relocate's two directions)."""
 
-TASK_DEFAULTS = Recipe(state=_PICK_PLACE_STATE, pixels=_TWIN_PIXELS, updates_per_step=2)
-"""What a task on robot-rl's arm env trains with below its recipe, and with `--no-recipe` (learners.agents.options
-task_defaults_layer): the grasping tasks' state recipe and the twin's pixel recipe, 2 updates per env step. Measured
-without a recipe (benchmarks/sample_efficiency.py, 3 seeds; docs/training.md "Without a recipe"): pick-cube is this
-configuration exactly; peg insertion with it (its Q filter included) is in the same table. Not for an `--env-id`
-run, whose observation need not be metres and radians (the x10 state scale) nor its reward sparse."""
+TASK_DEFAULTS = Recipe(state=_PICK_PLACE_STATE, updates_per_step=2)
+"""What a task on robot-rl's arm env trains with from its state (no cameras) below its recipe, and with
+`--no-recipe` (learners.agents.options task_defaults_layer): the grasping tasks' state recipe, 2 updates per env
+step. Measured without a recipe (benchmarks/sample_efficiency.py, 3 seeds; docs/training.md "Without a recipe"):
+pick-cube is this configuration exactly; peg insertion with it (its Q filter included) is in the same table. With
+cameras nothing (SERL's image agent, 1 update per env step) until the pixel study settles what a new task gets: the
+twin presets' pixel recipe (`_TWIN_PIXELS`) is a CPU trim (batch 32, a conv encoder from scratch), not a default for a
+lab's GPU. Not for an `--env-id` run, whose observation need not be metres and radians (the x10 state scale) nor its
+reward sparse."""
 
 RECIPES: dict[str, Recipe] = {
     # reach: no grasp to rank, so no n-step returns and no Q filter; its unfiltered BC term learns it in 2-3k env
     # steps (the CI learning test); a shorter horizon (0.9)
-    "twin-reach": Recipe(state={"discount": 0.9, "n_step": 1, "bc_q_filter": False}),
-    # pick-cube and cube-relocate (both directions of the reset-free forward/backward run) train with the task
-    # defaults, Q-filtered BC included. Probes of cube-relocate (forward task alone, with resets, 50 demos, 6k env
-    # steps, evaluation every 1k on 20 episodes): the unfiltered BC term swung 0 / 65 / 60 / 0 / 40 / 45 % and its
+    "twin-reach": Recipe(state={"discount": 0.9, "n_step": 1, "bc_q_filter": False}, pixels=_TWIN_PIXELS,
+                         updates_per_step=2),
+    # pick-cube and cube-relocate (both directions of the reset-free forward/backward run) train from state with the
+    # task defaults, Q-filtered BC included. Probes of cube-relocate (forward task alone, with resets, 50 demos, 6k
+    # env steps, evaluation every 1k on 20 episodes): the unfiltered BC term swung 0 / 65 / 60 / 0 / 40 / 45 % and its
     # stochastic policy, the one a reset-free run trains with, succeeded on 15 % of episodes at 6k (it dropped or
     # pushed the cube, so the next direction started from a scene no demo shows); with the filter 0 / 5 / 20 / 65 /
     # 95 / 90 % (seed 0) and 0 / 0 / 5 / 50 / 80 / 75 % (seed 1), stochastic 55 % at 6k (seed 0). Neither the HIL-SERL
     # gripper head (0 / 65 / 65 / 35 / 60 / 30 %) nor the Monte-Carlo lower bound (0 / 60 / 40 / 45 / 20 % at 5k)
     # steadied the unfiltered recipe (seed 0 each). benchmarks/forward_backward.py measures it in the reset-free run.
+    "twin-pick-cube": Recipe(pixels=_TWIN_PIXELS, updates_per_step=2),
+    "twin-cube-relocate": Recipe(pixels=_TWIN_PIXELS, updates_per_step=2),
     # peg-insert (state): the task locks the gripper closed and its object observation is the peg's pose relative
-    # to the hole (README: the diagnosis and table); its BC term unfiltered
-    "twin-peg-insert": Recipe(state={"bc_q_filter": False}),
+    # to the hole (README: the diagnosis and table); its BC term unfiltered (with the filter: first >= 90 % at
+    # never / 2.0k / never in 4k env steps, 3 seeds; unfiltered 1.0-2.0k)
+    "twin-peg-insert": Recipe(state={"bc_q_filter": False}, pixels=_TWIN_PIXELS, updates_per_step=2),
 }
+RECIPES["twin-cube-relocate-back"] = RECIPES["twin-cube-relocate"]
 
 _unknown = sorted(set(RECIPES) - set(PRESETS))
 if _unknown:  # a recipe for a task robot_rl.presets does not know would never be used

@@ -106,8 +106,11 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
 
 
 def updates_per_transition(args: argparse.Namespace) -> float:
-    """--utd, else the task's recipe (also when `robot-rl sim` passes no --utd), else 1 (DEFAULT_RECIPE)."""
-    return float(args.utd) if args.utd is not None else float(updates_per_step(args.task, args.no_recipe))
+    """--utd, else the task's recipe (also when `robot-rl sim` passes no --utd), else the task defaults' (state),
+    else 1."""
+    if args.utd is not None:
+        return float(args.utd)
+    return float(updates_per_step(args.task, args.no_recipe, has_cameras=args.obs_mode == "pixels"))
 
 
 def learner_process_config(args: argparse.Namespace) -> LearnerProcessConfig:

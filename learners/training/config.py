@@ -309,10 +309,11 @@ class TrainConfig(Config):
         return DEFAULT_WARMUP_STEPS if self.warmup_steps is None else self.warmup_steps
 
     def steps_per_update(self) -> int:
-        """Agent updates per env step: the flag, else the task's recipe, else 1."""
+        """Agent updates per env step: the flag, else the task's recipe, else the task defaults' (a state run on
+        the arm env), else 1."""
         if self.updates_per_step is not None:
             return self.updates_per_step
-        return updates_per_step(self.task, self.no_recipe)
+        return updates_per_step(self.task, self.no_recipe, has_cameras=self.obs_mode == "pixels")
 
     def machine_defaults(self, has_cameras: bool) -> dict[str, Any]:
         """The device's defaults for this run's agent (learners.agents.device_defaults; {} on a GPU or with cameras)."""
