@@ -283,7 +283,7 @@ def test_sim_passes_faithful_to_the_learner_the_actors_and_the_evaluation(tmp_pa
     evaluation.close()
 
 
-def test_sim_passes_reward_to_every_actor_and_not_to_the_evaluation(tmp_path: Path) -> None:
+def test_sim_passes_reward_to_every_actor_and_the_evaluation_not_the_learner(tmp_path: Path) -> None:
     from actors.actor_env import make_actor_env
     from actors.run import parse_actor_args
     from learners.rewards.reward_model import ClassifierReward
@@ -309,8 +309,11 @@ def test_sim_passes_reward_to_every_actor_and_not_to_the_evaluation(tmp_path: Pa
         assert env.unwrapped.faithful
     finally:
         env.close()
-    # the learner computes no reward, the final evaluation reports the true success
-    assert "--reward" not in sim.learner_argv(None) and "--reward" not in sim.evaluate_argv(tmp_path / "e.json")
+    # the learner computes no reward; the final evaluation counts the run's reward (the classifier's success, the
+    # twin's true success reported beside it: actors.evaluation)
+    assert "--reward" not in sim.learner_argv(None)
+    ev = sim.evaluate_argv(tmp_path / "e.json")
+    assert ev[ev.index("--reward") + 1] == f"classifier:{cls}"
     # without --reward the actors get none (the env's)
     plain = Sim(sim_config(build_sim_parser().parse_args(["--task", "twin-pick-cube", "--out", str(tmp_path / "p")])))
     assert "--reward" not in plain.actor_argv(0, "tcp://127.0.0.1:1", None)
