@@ -324,8 +324,15 @@ NO_RECIPE_SEEDS = [
      "pick-cube: the same, the target the min over all 4 critics (no subset)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_scale10_filter.json", "twin-peg-insert_state.json",
      "peg-insert, `--no-recipe`: the task defaults (its recipe turns the Q filter off)"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_defaults_scale1.json", "twin-peg-insert_state.json",
+     "peg-insert: the task defaults with the state unscaled (`--state-scale 1`)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_b_filter.json", "twin-peg-insert_state.json",
      "peg-insert: the task defaults with `--obs-norm` in place of the x10 scale (seed 1 stopped at 2k)"),
+    ("sample_efficiency_twin-reach_state_norecipe_defaults.json", "twin-reach_state.json",
+     "reach, `--no-recipe`: the task defaults (its recipe: 1-step returns, no Q filter, discount 0.9; evaluation "
+     "every 500 env steps)"),
+    ("sample_efficiency_twin-reach_state_norecipe_defaults_scale1.json", "twin-reach_state.json",
+     "reach: the task defaults with the state unscaled"),
 ]
 
 
@@ -339,7 +346,7 @@ def no_recipe_seeds(res: Results) -> str:
         finals = pcts([r["final_success_rate"] for r in runs])
         recipe = " / ".join(ksteps(b["first_step_at_90"]) for b in base["runs"])
         rows.append([label, f"{rnd(d['steps'] / 1000, 1)}k", firsts, finals, recipe, f"`{name}`"])
-    return "\n\n".join([table(["configuration (20 evaluation episodes every 1k env steps)", "env steps",
+    return "\n\n".join([table(["configuration (20 evaluation episodes every 1k env steps unless said)", "env steps",
                                "first >= 90 % per seed", "last evaluation per seed",
                                "the recipe's first >= 90 % (3 seeds)", "file"], rows),
                         source(*sorted({n for n, _, _ in NO_RECIPE_SEEDS}),
