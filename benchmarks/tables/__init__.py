@@ -27,6 +27,7 @@ from pathlib import Path
 from .diagnosis import pixel_diagnosis
 from .fmt import Results
 from .learning import (
+    deterministic_gap,
     gym_defaults,
     hl_gauss,
     insertion_diagnosis,
@@ -100,6 +101,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,
     "no_recipe": no_recipe,
+    "deterministic_gap": deterministic_gap,
     "no_recipe_seeds": no_recipe_seeds,
     "insertion_diagnosis": insertion_diagnosis,
     "pixel_diagnosis": pixel_diagnosis,

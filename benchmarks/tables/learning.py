@@ -48,6 +48,27 @@ def main_command(res: Results) -> str:
                         source(*(n for n, _ in MAIN_COMMAND_RUNS))])
 
 
+def deterministic_gap(res: Results) -> str:
+    """Deterministic vs stochastic success of pick-cube checkpoints on the same seeds, and how the mode fails."""
+    d = res("deterministic_gap.json")
+    rows = []
+    for r in d["runs"]:
+        det, sto = r["deterministic"], r["stochastic"]
+        o = det["outcomes"]
+        miss = det["failed_tcp_cube_xy_m_median"]
+        rows.append([r["label"], ksteps(r["env_step"]), pct(r["train_success_rate"]), f"**{pct(det['success_rate'])}**",
+                     pct(sto["success_rate"]),
+                     f"{o['not moved']} / {o['not lifted']} / {o['lifted, no success']}",
+                     "-" if miss is None else f"{rnd(100 * miss, 1)} cm"])
+    return "\n\n".join([
+        table(["checkpoint (twin-pick-cube, state)", "env steps", "last training success", "deterministic",
+               "stochastic", "deterministic failures: cube never moved / moved, not lifted / lifted, no success",
+               "failures: TCP to cube at the end (median)"], rows),
+        f"{d['episodes']} episodes per mode on the same env seeds (from {d['first_seed']}), one thread; 'moved' = "
+        f"{rnd(100 * d['moved_m'])} cm, 'lifted' = {rnd(100 * d['lifted_m'])} cm above the start (the twin's "
+        f"privileged cube position: metrics only). " + source("deterministic_gap.json")])
+
+
 # ---- sample efficiency ------------------------------------------------------------------------------------------
 
 def seed_grid(res: Results, name: str, steps: Sequence[int]) -> str:
