@@ -78,7 +78,7 @@ from learners.agents.config import (
     sac_config,
 )
 from learners.agents.device_defaults import machine_defaults, settle
-from learners.agents.recipes import RECIPES, TASK_DEFAULTS, recipe_for, without_privileged
+from learners.agents.recipes import RECIPES, TASK_DEFAULTS, Recipe, recipe_for, without_privileged
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
@@ -345,19 +345,20 @@ def arm_task(task: str | None) -> bool:
 def task_defaults_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
     """TASK_DEFAULTS' overrides for a task on robot-rl's arm env ({} otherwise), kept with --no-recipe; an offline
     phase drops their Q filter (as `recipe_layer` does the recipe's)."""
-    if not arm_task(flags.task):
-        return {}
-    out = TASK_DEFAULTS.overrides("pixels" if has_cameras else "state", faithful=flags.faithful)
-    if flags.offline and out.get("bc_q_filter"):
-        out["bc_q_filter"] = False
-    return out
+    return _overrides(TASK_DEFAULTS, flags, has_cameras) if arm_task(flags.task) else {}
 
 
 def recipe_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
     """The task recipe's overrides for this run ({} for no task or --no-recipe), the offline rule applied."""
     if flags.task is None or flags.no_recipe:
         return {}
-    out = recipe_for(flags.task).overrides("pixels" if has_cameras else "state", faithful=flags.faithful)
+    return _overrides(recipe_for(flags.task), flags, has_cameras)
+
+
+def _overrides(recipe: Recipe, flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
+    """`recipe`'s overrides for this run's observation (faithful: without the privileged leaves), the offline rule
+    applied (an offline phase drops the Q filter: AgentFlags.offline)."""
+    out: dict[str, Any] = recipe.overrides("pixels" if has_cameras else "state", faithful=flags.faithful)
     if flags.offline and out.get("bc_q_filter"):
         out["bc_q_filter"] = False
     return out
