@@ -109,6 +109,8 @@ def _nets(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 CASES = {
     "rlpd-state": (dict(bc_weight=2.0), dict(), 5),
     "bc-q-filter": (dict(bc_weight=2.0, bc_q_filter=True, batch_size=32), dict(), 5),
+    "bc-q-filter-gripper": (dict(bc_weight=2.0, bc_q_filter=True, bc_q_filter_gripper=True, batch_size=32),
+                            dict(), 5),
     "mc-lower-bound": (dict(mc_lower_bound=True), dict(), 3),
     "sac-options": (dict(backup_entropy=True, grad_clip_norm=0.5, layer_norm=False, activation="relu",
                          ensemble_subsample=None, ensemble_size=2, critic_updates_per_actor_update=1,

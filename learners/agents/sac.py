@@ -66,6 +66,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from learners.agents.bc import bc_term
 from learners.agents.config import AgentConfig
 from learners.agents.encoders import random_shift
 from learners.agents.graphs import GraphedUpdate, graphs_mode
@@ -415,16 +416,9 @@ class SACAgent:
         q = self.q_values(torch.cat([feats, a], -1)).mean(0)  # mean over the ensemble (SERL, REDQ)
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
         mode = self.policy.combine(base_actions, torch.tanh(mean))
-        sq = (mode - bc_actions).pow(2).sum(-1)
-        mask = bc_mask
-        if self.cfg.bc_q_filter:  # only where the critic still prefers the human's action (Nair et al. 2018)
-            with torch.no_grad():
-                q_human = self.q_values(torch.cat([feats, bc_actions], -1)).mean(0)
-                q_mode = self.q_values(torch.cat([feats, mode.detach()], -1)).mean(0)
-            mask = mask * (q_human > q_mode).to(mask.dtype)
-        n_human = bc_mask.sum().clamp_min(1.0)
-        bc = (sq * mask).sum() / n_human  # over all human rows: the term fades as the filter drops rows
-        return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, mask.sum() / n_human
+        bc, kept = bc_term(lambda x: self.q_values(x).mean(0), feats, mode, bc_actions, bc_mask,
+                           self.cfg.bc_q_filter, self.cfg.bc_q_filter_gripper)
+        return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, kept
 
     # ------------------------------------------------------ optimizer steps, compile fallback, autocast
     def _loss_step(self, which: str, args: tuple[Any, ...], opt: torch.optim.Optimizer,

@@ -155,6 +155,7 @@ class Static:
     temperature_lr: float
     bc_weight: float
     bc_q_filter: bool
+    bc_q_filter_gripper: bool
     mc_lower_bound: bool
     backup_entropy: bool
     learn_temperature: bool

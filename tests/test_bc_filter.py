@@ -1,0 +1,75 @@
+"""The BC term's Q filters (learners.agents.bc): the joint filter and the gripper's own filter."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from learners.agents.bc import bc_term
+from learners.agents.config import AgentConfig
+from robot_rl.errors import ConfigError
+
+FEAT = 2
+
+
+def linear_q(weights: list[float]):
+    """A critic whose Q is the action's dot product with `weights` (features ignored)."""
+    w = torch.tensor(weights)
+    return lambda x: x[:, FEAT:] @ w
+
+
+def rows(mode: list[list[float]], human: list[list[float]], mask: list[float]):
+    return (torch.zeros(len(mode), FEAT), torch.tensor(mode, requires_grad=True), torch.tensor(human),
+            torch.tensor(mask))
+
+
+def test_unfiltered_term_is_the_squared_distance_over_human_rows() -> None:
+    feats, mode, human, mask = rows([[0.0, 0.0], [1.0, 1.0]], [[1.0, -1.0], [0.0, 0.0]], [1.0, 0.0])
+    bc, kept = bc_term(linear_q([1.0, 1.0]), feats, mode, human, mask, q_filter=False)
+    assert bc.item() == pytest.approx(2.0)  # only the human row: 1 + 1, over 1 human row
+    assert kept.item() == pytest.approx(1.0)
+
+
+def test_joint_filter_drops_rows_whose_human_action_the_critic_rates_lower() -> None:
+    # Q = a0 + a1; row 0: human 2 > mode 0 (kept); row 1: human -2 < mode 0 (dropped)
+    feats, mode, human, mask = rows([[0.0, 0.0], [0.0, 0.0]], [[1.0, 1.0], [-1.0, -1.0]], [1.0, 1.0])
+    bc, kept = bc_term(linear_q([1.0, 1.0]), feats, mode, human, mask, q_filter=True)
+    assert kept.item() == pytest.approx(0.5)
+    assert bc.item() == pytest.approx(2.0 / 2)  # row 0's distance 2, over both human rows
+
+
+def test_gripper_filter_keeps_the_gripper_clone_where_the_arm_is_dropped() -> None:
+    # Q = 10 * arm + 0.1 * gripper: the human's arm (-1) is rated far below the mode's (0), so the joint filter
+    # drops the row; its gripper command (+1) is still rated above the mode's (-0.5) with the mode's own arm
+    feats, mode, human, mask = rows([[0.0, -0.5]], [[-1.0, 1.0]], [1.0])
+    q = linear_q([10.0, 0.1])
+    joint, kept_joint = bc_term(q, feats, mode, human, mask, q_filter=True)
+    assert joint.item() == 0.0 and kept_joint.item() == 0.0
+    own, kept_own = bc_term(q, feats, mode, human, mask, q_filter=True, gripper_filter=True)
+    assert own.item() == pytest.approx(1.5 ** 2)  # only the gripper dim's distance
+    assert kept_own.item() == 0.0  # the share reports the arm's (joint) filter
+    own.backward()
+    assert mode.grad is not None
+    assert mode.grad[0, 0].item() == 0.0  # no pull on the arm
+    assert mode.grad[0, 1].item() == pytest.approx(2 * (-0.5 - 1.0))  # the gripper pulled toward +1
+
+
+def test_gripper_filter_drops_a_gripper_command_the_critic_rates_lower() -> None:
+    # the human opens (-1) where closing (+1, the mode) is rated higher; the human's arm is rated higher
+    feats, mode, human, mask = rows([[0.0, 1.0]], [[1.0, -1.0]], [1.0])
+    bc, kept = bc_term(linear_q([10.0, 0.1]), feats, mode, human, mask, q_filter=True, gripper_filter=True)
+    assert kept.item() == 1.0
+    assert bc.item() == pytest.approx(1.0)  # the arm dim's distance only
+
+
+def test_no_filter_leaves_gradients_out_of_the_critic() -> None:
+    w = torch.tensor([1.0, 1.0], requires_grad=True)
+    feats, mode, human, mask = rows([[0.0, 0.0]], [[1.0, 1.0]], [1.0])
+    bc, _ = bc_term(lambda x: x[:, FEAT:] @ w, feats, mode, human, mask, q_filter=True, gripper_filter=True)
+    bc.backward()
+    assert w.grad is None
+
+
+def test_gripper_filter_with_the_gripper_head_is_refused() -> None:
+    with pytest.raises(ConfigError, match="bc_q_filter_gripper"):
+        AgentConfig(bc_q_filter=True, bc_q_filter_gripper=True, gripper_head=True)
