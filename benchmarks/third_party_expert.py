@@ -106,12 +106,11 @@ class ExpertState:
 def observation_parts(obs: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
     """(TCP position (3,) m world, cube centre (3,) m world, gripper command 0 = open .. 1 = closed) of a
     PandaPickCubeBase-v0 state observation; ValueError for another layout."""
-    try:
-        agent = np.asarray(obs["agent_pos"], np.float64)
-        cube = np.asarray(obs["environment_state"], np.float64)
-    except (KeyError, TypeError):
+    if not isinstance(obs, Mapping) or "agent_pos" not in obs or "environment_state" not in obs:
         raise ValueError("expected a PandaPickCubeBase-v0 state observation (keys agent_pos, environment_state; "
-                         f"got {sorted(obs) if isinstance(obs, Mapping) else type(obs).__name__})") from None
+                         f"got {sorted(obs) if isinstance(obs, Mapping) else type(obs).__name__})")
+    agent = np.asarray(obs["agent_pos"], np.float64)
+    cube = np.asarray(obs["environment_state"], np.float64)
     if agent.shape != (18,) or cube.shape != (3,):
         raise ValueError(f"agent_pos must be (18,) and environment_state (3,), got {agent.shape} and {cube.shape}")
     return agent[TCP_SLICE], cube, float(agent[GRIPPER_INDEX] / GRIPPER_FULL)
