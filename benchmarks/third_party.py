@@ -1,22 +1,24 @@
-"""Third-party env: `robot-rl train` on gym-hil's PandaPickCubeBase-v0, an env no default was tuned on, installed
-from PyPI (the `bench` extra), with demos of a scripted privileged-state expert (benchmarks/third_party_expert.py).
+"""Third-party env: `robot-rl train` on gym-hil's PandaPickCubeBase-v0 with the cube at a seeded random position
+(benchmarks/gym_hil_random.py), an env no default was tuned on, installed from PyPI (the `bench` extra), with demos
+of a scripted privileged-state expert (benchmarks/third_party_expert.py).
 
 Steps: (1) the expert's success rate is measured over `--expert-episodes` seeds, without noise and with the demos'
 noise; (2) `--demos` successful expert episodes (position noise `--demo-noise` x its largest step, so the demos are
-not copies of one another: the registered env always resets to the same state) are recorded into
+more varied than the cube positions alone make them) are recorded into
 WORK/demos_gym_hil_pick_cube_noiseN in the project's episode format (kept between runs with the same --work:
 episodes already there count); (3) for each seed, the real training entry point runs in process,
 
-    robot-rl train --env-id gym_hil/PandaPickCubeBase-v0 --env-module gym_hil --demos DIR --success-key succeed
-        --action-scale auto --max-env-steps STEPS --eval-every E --eval-episodes N --seed S --threads 1 ...
+    robot-rl train --env-id robot_rl_bench/PandaPickCubeRandom-v0 --env-module gym_hil_random --demos DIR
+        --success-key succeed --action-scale auto --max-env-steps STEPS --eval-every E --eval-episodes N --seed S
+        --threads 1 ...
 
 with no recipe (an --env-id run gets the AgentConfig defaults); anything after `--` goes on to `robot-rl train`
 and wins. Why the two env flags: gym-hil reports success as info["succeed"] (`--success-key succeed`; without it
 every success rate reads 0), and its position actions are metres per step with bounds of +-1 m, while the expert's
 steps are a few cm (`--action-scale auto`: the agent's [-1, 1] covers the demos' range per dim).
 
-The learning curves come from the runs' metrics.jsonl (deterministic policy, `--eval-episodes` episodes; the env
-and the policy are deterministic, so each evaluation's episodes are alike and a rate is 0 % or 100 % in practice).
+The learning curves come from the runs' metrics.jsonl (deterministic policy, `--eval-episodes` episodes, each from
+its own seeded cube position).
 Prints the expert's figures and a success table (per evaluation and seed, first env step at >= 90 %), writes
 benchmarks/results/third_party_gym_hil_pick_cube[_LABEL].json (expert success rates, demo count and recording
 stats, the train flags, per-seed curves) and its PNG.
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds")
     p.add_argument("--steps", type=int, default=10_000, help="env steps per seed")
     p.add_argument("--eval-every", type=int, default=1000, help="env steps between evaluations")
-    p.add_argument("--eval-episodes", type=int, default=10, help="episodes per evaluation")
+    p.add_argument("--eval-episodes", type=int, default=20, help="episodes per evaluation")
     p.add_argument("--demos", type=int, default=20, help="expert demo episodes (successful ones)")
     p.add_argument("--demo-noise", type=float, default=0.3,
                    help="the demos' position noise, std as a fraction of the expert's largest step")

@@ -9,7 +9,9 @@ gym_hil/mujoco_gym_env.py, version 0.1.14):
   position: the 2F-85's pinch site (m, world frame; z up, the table at z = 0).
   `environment_state` (3,): the cube's centre (m, world frame): the privileged object state a real arm lacks.
   At reset the TCP is at about (0.49, 0, 0.078) and the cube (a 4 cm cube) at (0.50, 0, 0.02): the block position
-  is not random in the registered env (`random_block_position=False`), so every reset is the same state.
+  is not random in the registered env (`random_block_position=False`), so every reset is the same state; the
+  benchmark's env id (ENV_ID, benchmarks/gym_hil_random.py) draws the cube's xy in x 0.3..0.5, y -0.15..0.15 m from
+  the env's seed.
 - Action, Box [-1, 1]^7: [0:3] a position delta (m per 0.1 s step, world frame) added to the mocap target that
   the op-space controller tracks, clipped to x 0.2..0.6, y -0.3..0.3, z 0..0.5 m; so +-1 is +-1 m per step and
   the expert's steps are a few cm. [3:6] rotation: ignored by the env (the orientation target stays fixed).
@@ -48,8 +50,9 @@ set_env_defaults(one_thread=True)  # before numpy: its BLAS reads the thread cou
 
 import numpy as np  # noqa: E402
 
-ENV_ID = "gym_hil/PandaPickCubeBase-v0"
-ENV_MODULE = "gym_hil"
+ENV_ID = "robot_rl_bench/PandaPickCubeRandom-v0"
+ENV_MODULE = "gym_hil_random"
+"""PandaPickCubeBase-v0 with the cube at a seeded random position (benchmarks/gym_hil_random.py)."""
 SUCCESS_KEY = "succeed"
 """gym-hil's info key of the task's success."""
 

@@ -158,3 +158,20 @@ def test_the_expert_succeeds_on_gym_hil_and_its_demos_load_like_train_loads_them
         env.close()
     buf = load_demo_buffer(str(tmp_path / "demos"), spec, seed=0)  # the spec check `robot-rl train` makes
     assert len(buf) == sum(ep.length for ep in episodes)
+
+
+def test_the_benchmark_env_draws_the_cube_from_its_seed() -> None:
+    """robot_rl_bench/PandaPickCubeRandom-v0: a seed gives one cube position, another seed another; numpy's global
+    RNG (which gym-hil draws from) is left as it was."""
+    pytest.importorskip("gym_hil")
+    env = tpe.make_env()
+    try:
+        np.random.seed(123)  # noqa: NPY002 (gym-hil draws from the legacy global RNG)
+        before = np.random.get_state()[1].copy()  # noqa: NPY002 (gym-hil draws from the legacy global RNG)
+        first = [env.reset(seed=s)[0]["environment_state"].copy() for s in (0, 1, 0)]
+        assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002 (gym-hil draws from the legacy global RNG)
+    finally:
+        env.close()
+    assert np.allclose(first[0], first[2]) and not np.allclose(first[0], first[1])
+    for cube in first:  # inside gym-hil's sampling area (x 0.3..0.5, y -0.15..0.15 m)
+        assert 0.3 <= cube[0] <= 0.5 and -0.15 <= cube[1] <= 0.15
