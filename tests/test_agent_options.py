@@ -19,7 +19,7 @@ from learners.agents.options import (
     parse_value,
     resolve_agent_config,
 )
-from learners.agents.recipes import DEFAULT_RECIPE, RECIPES, TASK_DEFAULTS, Recipe, recipe_for, with_task_defaults
+from learners.agents.recipes import DEFAULT_RECIPE, DEMO_DEFAULTS, RECIPES, TASK_DEFAULTS, Recipe, recipe_for, with_task_defaults
 from learners.distributed.flags import agent_config as learner_agent_config
 from learners.distributed.flags import build_learner_parser, updates_per_transition
 from learners.training.config import TrainConfig
@@ -82,6 +82,28 @@ def test_recipe_values_reach_the_agent_config_of_train_and_learner() -> None:
     assert updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
     assert updates_per_transition(learner("--no-recipe")) == 2.0
     assert updates_per_transition(learner("--utd", "0.5")) == 0.5
+
+
+def test_an_env_id_run_with_demos_gets_the_demo_defaults_and_without_demos_nothing() -> None:
+    demo = DEMO_DEFAULTS.overrides("state")
+    assert demo == {"obs_norm": True, "discount": 0.95, "n_step": 5, "bc_weight": 30.0, "bc_q_filter": True}
+    with_demos = TrainConfig(env_id="Pendulum-v1", demos="/some/demos").agent_config(has_cameras=False)
+    assert {k: getattr(with_demos, k) for k in demo} == demo
+    plain = TrainConfig(env_id="Pendulum-v1").agent_config(has_cameras=False)
+    untouched = {k: getattr(plain, k) for k in demo}
+    assert untouched == {k: getattr(rlpd_state_config(), k) for k in demo}  # the algorithm's defaults
+    assert untouched != demo
+    # with cameras nothing yet; explicit flags win; the JAX backend (no obs_norm) keeps the rest
+    pixels = TrainConfig(env_id="Pendulum-v1", demos="/d").agent_config(has_cameras=True)
+    assert not pixels.bc_q_filter and pixels.n_step == 1
+    flagged = TrainConfig(env_id="Pendulum-v1", demos="/d", discount=0.99, agent_set=("n_step=3",))
+    assert (flagged.agent_config(False).discount, flagged.agent_config(False).n_step) == (0.99, 3)
+    jax = TrainConfig(env_id="Pendulum-v1", demos="/d", backend="jax").agent_config(has_cameras=False)
+    assert not jax.obs_norm and jax.bc_q_filter and jax.n_step == 5
+    # an offline phase drops the Q filter, as it does the task defaults'
+    offline = TrainConfig(env_id="Pendulum-v1", demos="/d", offline_updates=10).agent_config(has_cameras=False)
+    assert not offline.bc_q_filter and offline.bc_weight == 30.0
+    assert TrainConfig(env_id="Pendulum-v1", demos="/d").steps_per_update() == 1
 
 
 # ------------------------------------------------------------------------------------------------- --set

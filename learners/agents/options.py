@@ -15,8 +15,10 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
    torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
 4. the task defaults (learners.agents.recipes TASK_DEFAULTS: RLPD with n-step returns, a Q-filtered BC term, the x10
    state scale, a small ensemble, 2 updates per env step; nothing yet with cameras) for a task on robot-rl's arm
-   env (`env_module` "envs": a twin preset or a lab's task file), also with `--no-recipe`; none for
-   an `--env-id` run or another module's env; an offline phase drops their Q filter as the recipe's;
+   env (`env_module` "envs": a twin preset or a lab's task file), also with `--no-recipe`; for an `--env-id` run
+   with demos (`AgentFlags.demos`) DEMO_DEFAULTS (the same mechanisms with the state normalised per element; not
+   obs_norm with the JAX backend, which lacks it), otherwise none; an offline phase drops their Q filter as the
+   recipe's;
 5. the task file's observation selection (`state_select` from `[observation] state`, or `pixels_state` with
    cameras; robot_rl.task_file): which state leaves the task's policy observes, a property of the task (what its
    observation holds and what matters), not a learner setting, so `--no-recipe` keeps it (`--set state_select=`
@@ -78,7 +80,7 @@ from learners.agents.config import (
     sac_config,
 )
 from learners.agents.device_defaults import machine_defaults, settle
-from learners.agents.recipes import RECIPES, TASK_DEFAULTS, Recipe, recipe_for, without_privileged
+from learners.agents.recipes import DEMO_DEFAULTS, RECIPES, TASK_DEFAULTS, Recipe, recipe_for, without_privileged
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
@@ -245,6 +247,8 @@ class AgentFlags(Config):
     """A hardware-faithful run: the recipe's state selection loses the privileged leaves."""
     no_recipe: bool = False
     """--no-recipe: the task's recipe off (the task defaults and the task file's selection stay)."""
+    demos: bool = False
+    """The run learns from demos (train's --demos): an --env-id run then gets DEMO_DEFAULTS (layer 4)."""
     offline: bool = False
     """The run has an offline phase (train's --offline-updates): the Q-filtered BC term (task defaults or recipe) is
     off (learners.training.config.OFFLINE_BC_NOTE says why); --set bc_q_filter=true puts it back."""
@@ -343,9 +347,17 @@ def arm_task(task: str | None) -> bool:
 
 
 def task_defaults_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
-    """TASK_DEFAULTS' overrides for a task on robot-rl's arm env ({} otherwise), kept with --no-recipe; an offline
-    phase drops their Q filter (as `recipe_layer` does the recipe's)."""
-    return _overrides(TASK_DEFAULTS, flags, has_cameras) if arm_task(flags.task) else {}
+    """TASK_DEFAULTS' overrides for a task on robot-rl's arm env, kept with --no-recipe; DEMO_DEFAULTS' for an
+    --env-id run with demos (without obs_norm on the JAX backend); {} otherwise. An offline phase drops their Q
+    filter (as `recipe_layer` does the recipe's)."""
+    if arm_task(flags.task):
+        return _overrides(TASK_DEFAULTS, flags, has_cameras)
+    if flags.task is None and flags.demos:
+        out = _overrides(DEMO_DEFAULTS, flags, has_cameras)
+        if flags.backend == "jax":
+            out.pop("obs_norm", None)
+        return out
+    return {}
 
 
 def recipe_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:

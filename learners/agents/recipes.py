@@ -5,7 +5,8 @@ trains with, typed and checked when this module is imported.
 metres and radians, a sparse success reward, demos) trains with from its state when nothing else is said,
 `--no-recipe` included: RLPD with the mechanisms the twin's grasping tasks were measured to need (below). A recipe
 (`RECIPES`) holds what one task needs on top of them, and the twin presets' CPU-trimmed pixel recipe. An `--env-id`
-run (any gymnasium env) gets neither: the algorithm's defaults.
+run (any gymnasium env) gets neither: the algorithm's defaults, and with demos `DEMO_DEFAULTS` (the same learning
+mechanisms, with the state normalised per element by the demos' statistics, since its units are unknown).
 
 Which state leaves a policy observes (AgentConfig.state_select) is not a recipe's: it is the task's, in its task
 file (robot_rl.task_file `[observation] state / pixels_state`; learners.agents.options applies it below the recipe).
@@ -129,6 +130,16 @@ cameras nothing (SERL's image agent, 1 update per env step) until the pixel stud
 twin presets' pixel recipe (`_TWIN_PIXELS`) is a CPU trim (batch 32, a conv encoder from scratch), not a default for a
 lab's GPU. Not for an `--env-id` run, whose observation need not be metres and radians (the x10 state scale) nor its
 reward sparse."""
+
+DEMO_DEFAULTS = Recipe(state={
+    "obs_norm": True, "discount": 0.95, "n_step": 5, "bc_weight": 30.0, "bc_q_filter": True})
+"""What an `--env-id` run (any gymnasium env) with demos trains with from its state (learners.agents.options
+task_defaults_layer; `robot-rl train --demos`): the grasping tasks' learning mechanisms (5-step returns, the
+Q-filtered BC term, discount 0.95) on the algorithm's network and ensemble, with the state normalised per element
+by the demos' mean and std (AgentConfig.obs_norm) in place of the twin's x10 scale: a third-party env's readings
+need not be metres (gym-hil's gripper reads 0-255 beside positions in metres). Without demos (and with cameras)
+nothing: the algorithm's defaults, which the gymnasium defaults benchmark measures. Measured on a third-party pick
+task (benchmarks/third_party.py; docs/training.md "Without a recipe")."""
 
 RECIPES: dict[str, Recipe] = {
     # reach: no grasp to rank, so no n-step returns and no Q filter; its unfiltered BC term learns it in 2-3k env
