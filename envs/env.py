@@ -23,8 +23,9 @@ the *measured* pose (`max_lead_m` per axis, `max_lead_rad` in angle; why: envs.m
 clipped to the task's safety box (controllers.safety.clip_pose): `envs.motion.step_target`.
 
 Reward 1.0 on success (sparse), `terminated` on success, `truncated` at `max_episode_steps` or on a robot
-error (reported in the state, or a RobotError from `command` while the state reports an error: a reflex
-that arose since the last step; the next reset clears it). `info` always has "success", "objects"
+error (reported in the state, or a RobotError from `command` while the state reports an error: a guard's trip, a
+reflex that arose since the last step; the next reset clears it; `robot_error_ends="failure"` reports it as
+`terminated` with reward 0 instead). `info` always has "success", "objects"
 (privileged state, empty on hardware; there "success" is a placeholder False and `info["success_unknown"]` is True,
 robot_rl.reward_source.SUCCESS_UNKNOWN_INFO_KEY), "jitter_ms" (lateness of this step's deadline, 0.0 unless
 realtime), "gripper_changed", "clipped" (the safety box or step limit changed the target), with real
@@ -303,7 +304,9 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         success = self.task.success(state) if self._has_objects(state) else False
         self._episode_steps += 1
         terminated = bool(success) and cfg.terminate_on_success and cfg.task_reward
-        truncated = self._episode_steps >= self.max_episode_steps or bool(state.error)
+        failed = bool(state.error) and cfg.robot_error_ends == "failure"  # a trip or reflex: no bootstrap past it
+        terminated = terminated or failed
+        truncated = not failed and (self._episode_steps >= self.max_episode_steps or bool(state.error))
         info: dict[str, Any] = {
             "success": bool(success),
             "objects": state.objects,

@@ -19,7 +19,15 @@ from learners.agents.options import (
     parse_value,
     resolve_agent_config,
 )
-from learners.agents.recipes import DEFAULT_RECIPE, DEMO_DEFAULTS, RECIPES, TASK_DEFAULTS, Recipe, recipe_for, with_task_defaults
+from learners.agents.recipes import (
+    DEFAULT_RECIPE,
+    DEMO_DEFAULTS,
+    RECIPES,
+    TASK_DEFAULTS,
+    Recipe,
+    recipe_for,
+    with_task_defaults,
+)
 from learners.distributed.flags import agent_config as learner_agent_config
 from learners.distributed.flags import build_learner_parser, updates_per_transition
 from learners.training.config import TrainConfig

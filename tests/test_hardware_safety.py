@@ -577,3 +577,30 @@ def test_a_state_the_backend_receives_trips_the_guard_in_the_backend_thread() ->
             guard.command(s.pos_base_ee, s.quat_base_ee, 0.0)
     finally:
         guard.stop()
+
+
+@pytest.mark.parametrize("ends", ["failure", "truncation"])
+def test_a_trip_ends_the_episode_as_configured(ends: str) -> None:
+    """robot_error_ends: a guard's trip ends the episode as a failure (terminated, reward 0: learning takes it for a
+    dead end) or as a truncation (bootstrapped); info names the error either way."""
+    from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.twin import TwinRobot, TwinRobotConfig
+    from robot_rl.errors import ConfigError
+
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)), ServerSafetyConfig(clear_settle_s=0.2))
+    env = RobotEnv(guard, "reach", None, RobotEnvConfig(obs_mode="state", robot_error_ends=ends))
+    try:
+        env.reset(seed=0)
+        _, _, terminated, truncated, info = env.step(np.zeros(7, np.float32))
+        assert not (terminated or truncated) and "robot_error" not in info
+        q = np.array(PANDA_HOME_Q)
+        q[0] = PANDA_Q_MAX[0] - 0.02
+        guard.robot.reset_joints(q)
+        _, reward, terminated, truncated, info = env.step(np.zeros(7, np.float32))
+        assert (terminated, truncated) == ((True, False) if ends == "failure" else (False, True))
+        assert reward == 0.0 and not info["success"] and "joint 1" in info["robot_error"]
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match="robot_error_ends"):
+        RobotEnvConfig(robot_error_ends="stop")

@@ -123,7 +123,7 @@ class AgentConfig(Config):
     """With bc_q_filter, on an action whose last dim is a continuous gripper command: filter that dim on its own, by
     whether the critic prefers the human's gripper command with the policy's own arm motion (learners.agents.bc);
     the arm dims keep the joint filter. Off: the joint filter decides for the gripper too. Ignored without
-    bc_q_filter; not with gripper_head (whose gripper is a discrete head outside the BC term)."""
+    bc_q_filter and with gripper_head (whose gripper is a discrete head outside the BC term)."""
 
     mc_lower_bound: bool = False
     """Lower-bound every critic target by the row's Monte-Carlo return where it is known: target = max(r + gamma^k
@@ -333,8 +333,6 @@ class AgentConfig(Config):
                 "must be a run directory, checkpoint, policy file or py:MODULE:FACTORY (or none)")
         require(self.residual_base is None or not self.gripper_head, "residual_base", self.residual_base,
                 "cannot be combined with gripper_head (the residual corrects continuous actions only)")
-        require(not (self.bc_q_filter_gripper and self.gripper_head), "bc_q_filter_gripper", self.bc_q_filter_gripper,
-                "cannot be combined with gripper_head (its gripper is a discrete head outside the BC term)")
         require(len(self.gripper_hidden_dims) > 0 and all(h > 0 for h in self.gripper_hidden_dims),
                 "gripper_hidden_dims", self.gripper_hidden_dims, "must be a non-empty tuple of positive ints")
         require(math.isfinite(self.gripper_flip_penalty), "gripper_flip_penalty", self.gripper_flip_penalty,

@@ -117,7 +117,7 @@ _TWIN_PIXELS: dict[str, Any] = {
     "critic_updates_per_actor_update": 1, "ensemble_size": 2, "ensemble_subsample": 2}
 _PICK_PLACE_STATE: dict[str, Any] = {
     "discount": 0.95, **_TWIN_COMMON,
-    "bc_q_filter": True, "n_step": 5}
+    "bc_q_filter": True, "bc_q_filter_gripper": True, "n_step": 5}
 """The state recipe of the grasping tasks (pick-cube, and cube-relocate's two directions)."""
 
 TASK_DEFAULTS = Recipe(state=_PICK_PLACE_STATE, updates_per_step=2)

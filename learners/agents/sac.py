@@ -417,7 +417,7 @@ class SACAgent:
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
         mode = self.policy.combine(base_actions, torch.tanh(mean))
         bc, kept = bc_term(lambda x: self.q_values(x).mean(0), feats, mode, bc_actions, bc_mask,
-                           self.cfg.bc_q_filter, self.cfg.bc_q_filter_gripper)
+                           self.cfg.bc_q_filter, self.cfg.bc_q_filter_gripper and self.gripper is None)
         return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, kept
 
     # ------------------------------------------------------ optimizer steps, compile fallback, autocast

@@ -279,7 +279,8 @@ class TrainConfig(Config):
         """This run's agent options for the one resolver (learners.agents.options)."""
         select = tuple(e.strip() for e in self.state_select.split(",") if e.strip()) if self.state_select else None
         return AgentFlags(algo=self.algo, task=self.task, faithful=self.faithful, no_recipe=self.no_recipe,
-                          demos=self.demos is not None, offline=self.offline_updates > 0, device=self.device, seed=self.seed,
+                          demos=self.demos is not None, offline=self.offline_updates > 0, device=self.device,
+                          seed=self.seed,
                           hidden_dims=(self.hidden, self.hidden) if self.hidden is not None else None,
                           ensemble_size=self.ensemble, batch_size=self.batch_size, critic_updates=self.utd,
                           discount=self.discount, state_select=select, state_scale=self.state_scale,

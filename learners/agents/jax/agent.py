@@ -147,7 +147,7 @@ def _static(cfg: AgentConfig, policy: Policy, target_entropy: float) -> Static:
         state_dim=policy.layout.state_dim, proprio=policy.encoder.proprio is not None,
         dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
         critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
-        bc_q_filter=cfg.bc_q_filter, bc_q_filter_gripper=cfg.bc_q_filter_gripper,
+        bc_q_filter=cfg.bc_q_filter, bc_q_filter_gripper=cfg.bc_q_filter_gripper and not cfg.gripper_head,
         mc_lower_bound=cfg.mc_lower_bound, backup_entropy=cfg.backup_entropy,
         learn_temperature=cfg.learn_temperature, target_entropy=target_entropy, grad_clip_norm=cfg.grad_clip_norm,
         k=cfg.critic_updates_per_actor_update, minibatch=cfg.batch_size, feat_dim=policy.encoder.out_dim)
