@@ -8,7 +8,9 @@ privileged object position, the observation's `object` leaf: metrics only), the 
 the end, and the policy's mean gripper action over its last 10 steps ([-1, 1]; the twin closes above +0.5, opens
 below -0.5 and keeps its state between). Failures are sorted into: the cube never moved (< 1 cm: never grasped),
 moved but never lifted (< 2 cm above its start: a push or a failed grasp), and lifted without success (dropped, or
-not high enough). The run's last training success (metrics.jsonl; a sim run's summary.json) is printed beside.
+not high enough). The run's last training success (metrics.jsonl; a sim run's summary.json) is printed beside, and
+for a sim run how many of its training episodes its robot servers' safety guards stopped (their 'safety: STOP'
+log lines: the external force limit, mostly the fingers striking the table).
 
 Run: `python benchmarks/deterministic_gap.py RUN_DIR [RUN_DIR ...] [--episodes 50] [--labels NAME ...]`. Writes
 benchmarks/results/deterministic_gap.json.
@@ -67,6 +69,17 @@ def episode(env: Any, agent: Any, seed: int, deterministic: bool) -> dict[str, A
             "gripper_action_last10": float(np.mean(grip[-10:]))}
 
 
+def guard_trips(run: Path) -> dict[str, Any]:
+    """A sim run's safety-guard trips (the robot servers' 'safety: STOP' log lines) and training episodes (its
+    summary); {} for a run without robot servers (robot-rl train)."""
+    logs = sorted((run / "logs").glob("robot-server-*.log"))
+    if not logs:
+        return {}
+    trips = sum(line.startswith("safety: STOP") for log in logs for line in log.read_text().splitlines())
+    summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
+    return {"guard_trips": trips, "train_episodes": summary.get("episodes")}
+
+
 def measure(run: Path, episodes: int) -> dict[str, Any]:
     import torch
 
@@ -96,7 +109,7 @@ def measure(run: Path, episodes: int) -> dict[str, Any]:
         train = json.loads((run / "summary.json").read_text()).get("train_success_rate")
     out: dict[str, Any] = {"run": str(run), "checkpoint": str(ckpt),
                            "env_step": int(dict(meta.get("counters", {})).get("env_step", -1)),
-                           "train_success_rate": train}
+                           "train_success_rate": train, **guard_trips(run)}
     for mode, eps in modes.items():
         fails = [e for e in eps if not e["success"]]
         out[mode] = {"success_rate": float(np.mean([e["success"] for e in eps])),

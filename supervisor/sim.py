@@ -109,6 +109,15 @@ def milestones(rows: Sequence[dict[str, Any]], levels: Sequence[float] = (0.25, 
 
 # --------------------------------------------------------------------------------------------------- the run
 
+def guard_stops(logs: Path) -> int | None:
+    """How many times the robot servers' safety guards stopped the arm (their 'safety: STOP' log lines: each ends
+    the training episode it happened in); None without robot server logs (--in-process-twin)."""
+    files = sorted(logs.glob("robot-server-*.log"))
+    if not files:
+        return None
+    return sum(line.startswith("safety: STOP") for f in files for line in f.read_text(errors="replace").splitlines())
+
+
 def _card_image_size(directory: Path, source: str) -> int:
     """The square image size a reward classifier's card (DIR/card.json, written by `robot-rl train-classifier`)
     reads, for the robot servers' cameras. Read as plain JSON: the supervisor imports only the kernel; the actors
@@ -420,7 +429,8 @@ class Sim:
             "eval_true_success_rate": evaluation.get("true_success_rate") if evaluation else None,
             "eval_episodes": evaluation.get("episodes") if evaluation else 0,
             "eval_return": evaluation.get("return") if evaluation else None,
-            "milestones": milestones(rows), "learning_curves": curves, "actor_stats": actors,
+            "milestones": milestones(rows), "guard_stops": guard_stops(self.logs), "learning_curves": curves,
+            "actor_stats": actors,
             "intervene": a.intervene, "reward": a.reward, "reward_gate_k": a.reward_gate_k, "faithful": a.faithful,
             "learner_set": list(a.set),
             "timing": timing_overrides(a.faithful, a.camera_latency_ms, a.action_delay_ms),
@@ -436,6 +446,11 @@ class Sim:
             f"{summary['env_step']}, training success {fmt_rate(summary['train_success_rate'])}, deterministic "
             f"evaluation {'-' if ev is None else f'{ev:.2f}'}{counted} over {summary['eval_episodes']} episodes; "
             f"{self.out / 'summary.json'}")
+        if summary["guard_stops"]:
+            self.display.message(
+                f"sim: the robot servers' safety guards stopped {summary['guard_stops']} of {summary['episodes']} "
+                f"training episodes (each ends its episode, counted a failure in the training success; why: "
+                f"{self.logs}/robot-server-*.log)")
         return True
 
 

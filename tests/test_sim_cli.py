@@ -13,7 +13,7 @@ import pytest
 from robot_rl.checkpoint import save_checkpoint
 from robot_rl.cli import main
 from supervisor.display import Display, fmt_count, fmt_duration, fmt_rate, read_json
-from supervisor.sim import STOP_ACTORS, STOP_LEARNER, STOP_SERVERS, Sim, milestones, render_status
+from supervisor.sim import STOP_ACTORS, STOP_LEARNER, STOP_SERVERS, Sim, guard_stops, milestones, render_status
 from supervisor.sim_config import build_sim_parser, sim_config
 
 
@@ -78,6 +78,16 @@ def test_sim_display_renders_status() -> None:
                                                                      "success_rate": 0.6}]
     assert milestones(rows) == {"0.25": {"env_step": 200, "wall_s": 20.0}, "0.5": {"env_step": 200, "wall_s": 20.0},
                                 "0.8": None, "0.9": None}
+
+
+def test_guard_stops_counts_the_robot_servers_stop_lines(tmp_path: Path) -> None:
+    assert guard_stops(tmp_path) is None  # no robot servers (--in-process-twin)
+    (tmp_path / "robot-server-0.log").write_text(
+        "robot server: no command from client c for 1.02 s: holding the last target\n"
+        "safety: STOP: external force 60.6 N > 60.0 N; holding the pose\n"
+        "safety: trip cleared (external force 60.6 N > 60.0 N)\n")
+    (tmp_path / "robot-server-1.log").write_text("safety: STOP: joint 1 within 0.02 rad of its limit\n" * 2)
+    assert guard_stops(tmp_path) == 3
 
 
 def test_display_live_redraws_in_place_and_lines_mode_throttles(tmp_path: Path) -> None:

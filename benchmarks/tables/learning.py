@@ -26,8 +26,10 @@ from .fmt import (
 )
 
 MAIN_COMMAND_RUNS = [("main_command_twin-pick-cube.json", "compiled (the default)"),
-                     ("main_command_twin-pick-cube_compile_run2.json", "compiled, again"),
-                     ("main_command_twin-pick-cube_eager.json", "eager (`ROBOT_RL_COMPILE=0`)"),
+                     ("main_command_twin-pick-cube_run2.json", "compiled, again"),
+                     ("main_command_twin-pick-cube_2026-11-26.json", "compiled, before the gripper's own Q filter"),
+                     ("main_command_twin-pick-cube_compile_run2.json", "compiled, again, before it"),
+                     ("main_command_twin-pick-cube_eager.json", "eager (`ROBOT_RL_COMPILE=0`), before it"),
                      ("main_command_twin-peg-insert.json", "compiled (the default)")]
 
 
@@ -37,7 +39,8 @@ def main_command(res: Results) -> str:
         d = res(name)
         r = d["result"]
         ms = r["milestones"]
-        reached = " / ".join(f"{ksteps(ms[k]['env_step'])} ({minutes(ms[k]['wall_s'])} min)" for k in ("0.5", "0.9"))
+        reached = " / ".join("never" if not ms.get(k) else
+                             f"{ksteps(ms[k]['env_step'])} ({minutes(ms[k]['wall_s'])} min)" for k in ("0.5", "0.9"))
         n = r["eval_episodes"]
         rows.append([f"`{d['command']}`", variant, d["date"], f"{minutes(r['wall_s'])} min", rnd(r["updates_per_s"], 1),
                      f"{ksteps(r['env_step'])}", reached, pct(r["train_success_rate"]),
@@ -56,12 +59,15 @@ def deterministic_gap(res: Results) -> str:
         det, sto = r["deterministic"], r["stochastic"]
         o = det["outcomes"]
         miss = det["failed_tcp_cube_xy_m_median"]
-        rows.append([r["label"], ksteps(r["env_step"]), pct(r["train_success_rate"]), f"**{pct(det['success_rate'])}**",
+        trips = "-" if r.get("guard_trips") is None else f"{r['guard_trips']} / {r['train_episodes']}"
+        rows.append([r["label"], ksteps(r["env_step"]), pct(r["train_success_rate"]), trips,
+                     f"**{pct(det['success_rate'])}**",
                      pct(sto["success_rate"]),
                      f"{o['not moved']} / {o['not lifted']} / {o['lifted, no success']}",
                      "-" if miss is None else f"{rnd(100 * miss, 1)} cm"])
     return "\n\n".join([
-        table(["checkpoint (twin-pick-cube, state)", "env steps", "last training success", "deterministic",
+        table(["checkpoint (twin-pick-cube, state)", "env steps", "last training success",
+               "training episodes the guard stopped", "deterministic",
                "stochastic", "deterministic failures: cube never moved / moved, not lifted / lifted, no success",
                "failures: TCP to cube at the end (median)"], rows),
         f"{d['episodes']} episodes per mode on the same env seeds (from {d['first_seed']}), one thread; 'moved' = "

@@ -10,6 +10,15 @@ from .fmt import Results, Row, ksteps, minutes, rnd, table
 from .learning import MAIN_COMMAND_RUNS
 
 
+def first_reached(ms: dict) -> str:
+    """'training-episode success first 90 % at 2.7k env steps (1.9 min)', or the highest level reached."""
+    for level in ("0.9", "0.8", "0.5", "0.25"):
+        if ms.get(level):
+            return (f"training-episode success first {round(100 * float(level))} % at "
+                    f"{ksteps(ms[level]['env_step'])} env steps ({minutes(ms[level]['wall_s'])} min)")
+    return "training-episode success never 25 %"
+
+
 def readme_main_command(res: Results) -> str:
     """The README's sentence on the default command's run."""
     d = res(MAIN_COMMAND_RUNS[0][0])
@@ -17,8 +26,7 @@ def readme_main_command(res: Results) -> str:
     ms = r["milestones"]
     return (f"Measured on the 2-core CI machine ({d['date']}, `benchmarks/results/{MAIN_COMMAND_RUNS[0][0]}`): "
             f"{minutes(r['wall_s'])} minutes for {ksteps(r['env_step'])} env steps, the learner at "
-            f"{rnd(r['updates_per_s'], 1)} updates/s; training-episode success first 90 % at "
-            f"{ksteps(ms['0.9']['env_step'])} env steps ({minutes(ms['0.9']['wall_s'])} min), and the final "
+            f"{rnd(r['updates_per_s'], 1)} updates/s; {first_reached(ms)}, and the final "
             f"checkpoint lifts the cube in **{rnd(r['eval_success_rate'] * n)} of {n}** deterministic evaluation "
             f"episodes.")
 

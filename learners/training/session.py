@@ -289,8 +289,8 @@ class TrainSession:
         mean, std = run.agent.set_state_normalization(obs)
         self.log(f"[train] observation normalisation from {len(run.online)} online"
                  f"{f' + {len(run.demo)} demo' if run.demo is not None else ''} transitions: mean "
-                 f"{np.round(mean, 3).tolist()[:8]}{'...' if mean.size > 8 else ''}, std "
-                 f"{np.round(std, 3).tolist()[:8]}{'...' if std.size > 8 else ''}")
+                 f"{np.round(mean.astype(np.float64), 3).tolist()[:8]}{'...' if mean.size > 8 else ''}, std "
+                 f"{np.round(std.astype(np.float64), 3).tolist()[:8]}{'...' if std.size > 8 else ''}")
 
 
 def _reward_frames(row: Mapping[str, Any]) -> str:
