@@ -40,6 +40,7 @@ from .learning import (
     se_pick_cube_jax,
     se_pick_cube_state,
     se_pixels,
+    third_party,
     warm_start,
 )
 from .readme import README_BLOCKS
@@ -103,6 +104,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "no_recipe": no_recipe,
     "deterministic_gap": deterministic_gap,
     "no_recipe_seeds": no_recipe_seeds,
+    "third_party": third_party,
     "insertion_diagnosis": insertion_diagnosis,
     "pixel_diagnosis": pixel_diagnosis,
 }

@@ -89,15 +89,37 @@ def seed_grid(res: Results, name: str, steps: Sequence[int]) -> str:
     rows.append(["mean", *[pct(mean_at(d["runs"], s, spacing)) for s in steps], "", ""])
     train_final = [r["curve"][-1]["train_success_rate"] for r in d["runs"]]
     walls = [r["wall_s"] / 60 for r in d["runs"]]
-    note = (f"{len(d['runs'])} seeds, {d['demos']} scripted demos, {d['steps']:,} env steps, {d['eval_episodes']} "
-            f"deterministic evaluation episodes every {d['eval_every']:,} env steps ({d.get('backend') or 'torch'}, "
+    n_seeds, jobs = len(d["runs"]), d.get("jobs", len(d["runs"]))
+    note = (f"{n_seeds} seed{'s' if n_seeds != 1 else ''}, {d['demos']} scripted demos, {d['steps']:,} env steps, "
+            f"{d['eval_episodes']} deterministic evaluation episodes every {d['eval_every']:,} env steps "
+            f"({d.get('backend') or 'torch'}, "
             f"{d['time'][:10]}); final training-episode success {rnd(100 * min(train_final))}-"
             f"{rnd(100 * max(train_final))} %; {rnd(min(walls), 1)}-{rnd(max(walls), 1)} min per seed, "
-            f"{d.get('jobs', len(d['runs']))} seeds sharing the 2 cores. " + source(name))
+            + (f"{jobs} seeds sharing the 2 cores. " if jobs > 1 else "one seed at a time. ") + source(name))
     return table(header, rows) + "\n\n" + note
 
 
 GRID = list(range(2000, 20001, 2000))
+
+
+def third_party(res: Results) -> str:
+    """robot-rl train on gym-hil's pick-cube (random cube position) from a scripted expert's demos: the demo
+    defaults, and the generic defaults (what such a run got before them) for reference."""
+    name, generic = "third_party_gym_hil_pick_cube.json", "third_party_gym_hil_pick_cube_generic.json"
+    d = res(name)
+    noisy = [e for e in d["expert"]["by_noise"] if e["noise"] == d["demo_noise"]]
+    expert = (f"{d['env_id']} (gym-hil {d['versions'].get('gym-hil', '?')}); the scripted expert succeeds in "
+              f"{pct(d['expert']['success_rate'])} of {d['expert']['episodes']} episodes"
+              + (f" ({pct(noisy[0]['success_rate'])} with the demos' noise)" if noisy else "")
+              + f"; `robot-rl train {' '.join(d['train_flags'])} --demos DIR`, no agent flag (the demo defaults).")
+    g = res(generic)
+    steps = list(range(d["eval_every"], d["steps"] + 1, d["eval_every"]))
+    return "\n\n".join([
+        "**The demo defaults** (what `robot-rl train --env-id ... --demos DIR` trains with):",
+        seed_grid(res, name, steps), expert,
+        f"**The generic defaults** (RLPD without the demo defaults, as such a run trained before them: `-- "
+        f"{' '.join(g['extra_flags'])}`):",
+        seed_grid(res, generic, steps)])
 
 
 def se_pick_cube_state(res: Results) -> str:
@@ -119,7 +141,10 @@ PIXEL_RUNS = [("sample_efficiency_twin-pick-cube_pixels64.json", "pick-cube, tru
               ("sample_efficiency_twin-pick-cube_pixels64_timing.json",
                "pick-cube, true reward, teleported resets, simulated timing (frames 100 ms, targets 20 ms late)"),
               ("sample_efficiency_twin-pick-cube_pixels64_r10cache3k.json",
-               "pick-cube, true reward, teleported resets, a frozen random ResNet-10 via the feature cache (4 crops)")]
+               "pick-cube, true reward, teleported resets, a frozen random ResNet-10 via the feature cache (4 crops)"),
+              ("sample_efficiency_twin-pick-cube_pixels64_cellenc_defaults.json",
+               "pick-cube, true reward, teleported resets, a frozen ResNet-10 pretrained on the 20 demos "
+               "(`robot-rl pretrain-encoder`), the feature cache, the state defaults' 5-step returns and Q filters")]
 
 
 def se_pixels(res: Results) -> str:
@@ -340,9 +365,11 @@ NO_RECIPE_RUNS = [
 
 
 NO_RECIPE_SEEDS = [
+    ("sample_efficiency_twin-pick-cube_state_norecipe_gripper.json", "twin-pick-cube_state.json",
+     "pick-cube, `--no-recipe`: the task defaults (5-step, Q-filtered BC 30 with the gripper's own filter, x10 "
+     "state, discount 0.95, ensemble 4 / subset 2, batch 128, 2 updates per step)"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_defaults.json", "twin-pick-cube_state.json",
-     "pick-cube, `--no-recipe`: the task defaults (5-step, Q-filtered BC 30, x10 state, discount 0.95, ensemble 4 / "
-     "subset 2, batch 128, 2 updates per step)"),
+     "pick-cube, `--no-recipe`: the task defaults before the gripper's own filter"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_defaults_scale1.json", "twin-pick-cube_state.json",
      "pick-cube: the task defaults with the state unscaled (`--state-scale 1`)"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_b_filter.json", "twin-pick-cube_state.json",
