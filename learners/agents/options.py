@@ -248,7 +248,8 @@ class AgentFlags(Config):
     no_recipe: bool = False
     """--no-recipe: the task's recipe off (the task defaults and the task file's selection stay)."""
     demos: bool = False
-    """The run learns from demos (train's --demos): an --env-id run then gets DEMO_DEFAULTS (layer 4)."""
+    """The run learns from demos (train's --demos, or a warm start's source did: TrainConfig.source_demos): an
+    --env-id run then gets DEMO_DEFAULTS (layer 4)."""
     offline: bool = False
     """The run has an offline phase (train's --offline-updates): the Q-filtered BC term (task defaults or recipe) is
     off (learners.training.config.OFFLINE_BC_NOTE says why); --set bc_q_filter=true puts it back."""

@@ -70,6 +70,10 @@ class TrainConfig(Config):
     collect
     --warmup-steps env steps with it, then fine-tune on online data only (no demo buffer unless --demos is given).
     The loaded policy is evaluated at env step 0."""
+    source_demos: bool = False
+    """A warm start without --demos whose source run learned from demos (set by `robot-rl train` from the source's
+    checkpoint): an --env-id run keeps the demo defaults of the run it continues (learners.agents.options
+    AgentFlags.demos), so the loaded agent fits."""
     warmup_steps: int | None = None
     """With --init-from: env steps collected with the loaded policy (its stochastic actions; no updates, no random
     actions) before fine-tuning starts; replaces --learning-starts. None: 200 (WSRL's 5000 scaled to our tasks:
@@ -279,8 +283,8 @@ class TrainConfig(Config):
         """This run's agent options for the one resolver (learners.agents.options)."""
         select = tuple(e.strip() for e in self.state_select.split(",") if e.strip()) if self.state_select else None
         return AgentFlags(algo=self.algo, task=self.task, faithful=self.faithful, no_recipe=self.no_recipe,
-                          demos=self.demos is not None, offline=self.offline_updates > 0, device=self.device,
-                          seed=self.seed,
+                          demos=self.demos is not None or self.source_demos, offline=self.offline_updates > 0,
+                          device=self.device, seed=self.seed,
                           hidden_dims=(self.hidden, self.hidden) if self.hidden is not None else None,
                           ensemble_size=self.ensemble, batch_size=self.batch_size, critic_updates=self.utd,
                           discount=self.discount, state_select=select, state_scale=self.state_scale,

@@ -87,7 +87,7 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
     add_set_option(p, dest="agent_set")
     for f in dataclasses.fields(TrainConfig):
         if f.name in ("task", "env_id", "env_module", "agent_set", "action_low", "action_high", "demos",
-                      "extra_demos"):
+                      "extra_demos", "source_demos"):  # (source_demos: set by train from an --init-from source)
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default

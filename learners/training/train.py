@@ -155,6 +155,10 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
         return train_forward_backward(cfg, out, resume=resume, log=log)
     ckpt = check_run_dir(out, resume)
     cfg = resolve_action_box(resumed_config(cfg, out) if ckpt is not None else cfg, log=log)
+    if ckpt is None and cfg.init_from is not None and cfg.demos is None and cfg.task is None:
+        from learners.training.warm_start import source_learned_from_demos  # (an --env-id run's demo defaults)
+
+        cfg = dataclasses.replace(cfg, source_demos=source_learned_from_demos(cfg.init_from))
     run = build_run(cfg, reward_audit=out / "reward_audit")
     warm = load_warm_start(run) if cfg.init_from is not None and ckpt is None else None  # a resumed one restores
     write_run_files(run, out, log=log)

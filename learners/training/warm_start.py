@@ -113,6 +113,18 @@ def read_source(source: str | Path) -> tuple[Path, dict[str, np.ndarray], dict[s
     return ckpt, groups["agent"], meta
 
 
+def source_learned_from_demos(source: str | Path) -> bool:
+    """Whether the `robot-rl train` run that wrote the checkpoint `source` names learned from demos (its --demos,
+    or its own warm start's source did); False for a learner run or an unreadable source (init_agent_from then
+    reports what is wrong)."""
+    try:
+        _, _, meta = read_source(source)
+    except (CheckpointError, ConfigError):
+        return False
+    config = meta.get("config")
+    return isinstance(config, dict) and bool(config.get("demos") or config.get("source_demos"))
+
+
 def init_agent_from(agent: LearnerAgent, spec: EnvSpec, source: str | Path) -> tuple[Path, list[str]]:
     """Load the agent state of the checkpoint `source` names into `agent` (networks, targets, temperature, Adam
     moments; not the update counter or RNG states); returns (the checkpoint, notes on training settings that
