@@ -40,6 +40,7 @@ from .learning import (
     se_pick_cube_jax,
     se_pick_cube_state,
     se_pixels,
+    se_pixels_cellenc,
     third_party,
     warm_start,
 )
@@ -92,6 +93,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "sample_efficiency_peg_insert_state": se_peg_insert_state,
     "sample_efficiency_pick_cube_jax": se_pick_cube_jax,
     "sample_efficiency_pixels": se_pixels,
+    "sample_efficiency_pixels_cellenc": se_pixels_cellenc,
     "residual": residual,
     "hl_gauss": hl_gauss,
     "warm_start": warm_start,

@@ -95,7 +95,8 @@ def seed_grid(res: Results, name: str, steps: Sequence[int]) -> str:
             f"({d.get('backend') or 'torch'}, "
             f"{d['time'][:10]}); final training-episode success {rnd(100 * min(train_final))}-"
             f"{rnd(100 * max(train_final))} %; {rnd(min(walls), 1)}-{rnd(max(walls), 1)} min per seed, "
-            + (f"{jobs} seeds sharing the 2 cores. " if jobs > 1 else "one seed at a time. ") + source(name))
+            + ("assembled from finished run directories (their own wall times). " if d.get("from_runs") else
+               f"{jobs} seeds sharing the 2 cores. " if jobs > 1 else "one seed at a time. ") + source(name))
     return table(header, rows) + "\n\n" + note
 
 
@@ -145,6 +146,16 @@ PIXEL_RUNS = [("sample_efficiency_twin-pick-cube_pixels64.json", "pick-cube, tru
               ("sample_efficiency_twin-pick-cube_pixels64_cellenc_defaults.json",
                "pick-cube, true reward, teleported resets, a frozen ResNet-10 pretrained on the 20 demos "
                "(`robot-rl pretrain-encoder`), the feature cache, the state defaults' 5-step returns and Q filters")]
+
+
+def se_pixels_cellenc(res: Results) -> str:
+    """Pick-cube from pixels with a cell-pretrained frozen ResNet-10, batch 128 and a light head, per seed."""
+    name = "sample_efficiency_twin-pick-cube_pixels64_cellenc_b128.json"
+    d = res(name)
+    steps = list(range(d["eval_every"], d["steps"] + 1, d["eval_every"]))
+    stopped = [f"seed {r['seed']} at {ksteps(r['env_steps_done'])}" for r in d["runs"] if r["stopped_by_budget"]]
+    return seed_grid(res, name, steps) + (f" Stopped before {ksteps(d['steps'])} by the session's time: "
+                                          f"{', '.join(stopped)}." if stopped else "")
 
 
 def se_pixels(res: Results) -> str:
