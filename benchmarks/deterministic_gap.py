@@ -70,12 +70,13 @@ def episode(env: Any, agent: Any, seed: int, deterministic: bool) -> dict[str, A
 
 
 def guard_trips(run: Path) -> dict[str, Any]:
-    """A sim run's safety-guard trips (the robot servers' 'safety: STOP' log lines) and training episodes (its
-    summary); {} for a run without robot servers (robot-rl train)."""
-    logs = sorted((run / "logs").glob("robot-server-*.log"))
-    if not logs:
+    """A sim run's safety-guard trips (supervisor.sim.guard_stops: the robot servers' 'safety: STOP' log lines) and
+    training episodes (its summary); {} for a run without robot servers (robot-rl train)."""
+    from supervisor.sim import guard_stops
+
+    trips = guard_stops(run / "logs")
+    if trips is None:
         return {}
-    trips = sum(line.startswith("safety: STOP") for log in logs for line in log.read_text().splitlines())
     summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
     return {"guard_trips": trips, "train_episodes": summary.get("episodes")}
 

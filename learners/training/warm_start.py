@@ -118,8 +118,8 @@ def source_learned_from_demos(source: str | Path) -> bool:
     or its own warm start's source did); False for a learner run or an unreadable source (init_agent_from then
     reports what is wrong)."""
     try:
-        _, _, meta = read_source(source)
-    except (CheckpointError, ConfigError):
+        _, meta = load_checkpoint(find_checkpoint(source), only=())  # the meta alone: init_agent_from reads the agent
+    except CheckpointError:
         return False
     config = meta.get("config")
     return isinstance(config, dict) and bool(config.get("demos") or config.get("source_demos"))

@@ -192,18 +192,16 @@ def _actor_phase(carry: dict[str, Any], feats: Any, bc_actions: Any, bc_mask: An
         q = ensemble(carry["critic"], jnp.concatenate([feats, a], -1), st).mean(0)
         mode = jnp.tanh(mean)
         sq = jnp.square(mode - bc_actions)  # (B, A)
-        mask = bc_mask
-        per_row = sq.sum(-1) * mask
+        mask = keep_gripper = bc_mask
         if st.bc_q_filter:  # a human row counts only while the critic prefers its action to the mode (Nair 2018)
             def q_of(act: Any) -> Any:
                 return ensemble(carry["critic"], jnp.concatenate([feats, jax.lax.stop_gradient(act)], -1), st).mean(0)
             q_mode = q_of(mode)
-            mask = mask * jax.lax.stop_gradient(q_of(bc_actions) > q_mode).astype(mask.dtype)
-            per_row = sq.sum(-1) * mask
+            mask = keep_gripper = mask * jax.lax.stop_gradient(q_of(bc_actions) > q_mode).astype(mask.dtype)
             if st.bc_q_filter_gripper:  # the gripper (last) dim by its own filter (learners.agents.bc)
                 mixed = jnp.concatenate([mode[:, :-1], bc_actions[:, -1:]], -1)
                 keep_gripper = bc_mask * jax.lax.stop_gradient(q_of(mixed) > q_mode).astype(mask.dtype)
-                per_row = sq[:, :-1].sum(-1) * mask + sq[:, -1] * keep_gripper
+        per_row = sq[:, :-1].sum(-1) * mask + sq[:, -1] * keep_gripper
         bc = per_row.sum() / n_human  # over all human rows: the term fades as the filter drops rows
         return jnp.mean(alpha * logp - q) + st.bc_weight * bc, (logp, bc, mask.sum() / n_human)
 
