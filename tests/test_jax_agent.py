@@ -111,6 +111,15 @@ CASES = {
     "bc-q-filter": (dict(bc_weight=2.0, bc_q_filter=True, batch_size=32), dict(), 5),
     "bc-q-filter-gripper": (dict(bc_weight=2.0, bc_q_filter=True, bc_q_filter_gripper=True, batch_size=32),
                             dict(), 5),
+    "bc-q-filter-gripper-only": (dict(bc_weight=2.0, bc_q_filter=True, bc_q_filter_gripper=True,
+                                      bc_q_filter_arm="off", batch_size=32), dict(), 5),
+    "bc-q-filter-own": (dict(bc_weight=2.0, bc_q_filter=True, bc_q_filter_gripper=True, bc_q_filter_arm="own",
+                             batch_size=32), dict(), 5),
+    # the filters' warm-up: an update inside it (every human row kept), and one at its end (num_updates = start)
+    "bc-q-filter-warm-up": (dict(bc_weight=2.0, bc_q_filter=True, bc_q_filter_gripper=True, bc_q_filter_start=2,
+                                 batch_size=32), dict(), 5),
+    "bc-q-filter-started": (dict(bc_weight=2.0, bc_q_filter=True, bc_q_filter_gripper=True, bc_q_filter_start=2,
+                                 batch_size=32), dict(), 5),
     "mc-lower-bound": (dict(mc_lower_bound=True), dict(), 3),
     "sac-options": (dict(backup_entropy=True, grad_clip_norm=0.5, layer_norm=False, activation="relu",
                          ensemble_subsample=None, ensemble_size=2, critic_updates_per_actor_update=1,
@@ -139,6 +148,8 @@ def test_one_update_matches_torch(case: str, tmp_path: Path) -> None:
     assert sorted(t0) == sorted(j0)  # the same names (and so the same checkpoint layout for the networks)
     for key in t0:
         np.testing.assert_array_equal(t0[key], j0[key], err_msg=key)  # same initial parameters
+    if case.endswith("-started"):
+        ta.num_updates = ja.num_updates = cfg.bc_q_filter_start
     batch = _batch(spec, cfg.samples_per_update, seed=1, n_step=n_step)
     draws = _torch_draws(ta, spec)
     mt = ta.update(batch)
@@ -160,7 +171,9 @@ def test_one_update_matches_torch(case: str, tmp_path: Path) -> None:
         np.testing.assert_allclose(dj, dt, rtol=0, atol=max(atol, 1e-2 * float(np.abs(dt).max())), err_msg=key)
         changed += bool(np.abs(dt).max() > 0)
     assert changed >= len(t0) // 2  # the comparison is not vacuous: most tensors moved
-    if cfg.bc_q_filter:  # the filter kept some human rows and dropped others (so the mask itself is compared)
+    if case.endswith("-warm-up"):  # inside the warm-up every human row counts
+        assert mt["bc_kept"] == 1.0, mt
+    elif cfg.bc_q_filter:  # the filter kept some human rows and dropped others (so the mask itself is compared)
         assert 0.0 < mt["bc_kept"] < 1.0, mt
     if cfg.mc_lower_bound:  # the bound lifted some targets and not others
         assert 0.1 < mt["mc_bound_share"] < 0.6, mt

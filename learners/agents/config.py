@@ -42,6 +42,7 @@ DEVICE_REPLAY_MODES = ("auto", "on", "off")
 FEATURE_CACHE_MODES = ("auto", "on", "off")
 FEATURE_CACHE_DEVICES = ("auto", "host", "device")
 FEATURE_CACHE_DTYPES = ("float16", "float32")
+BC_ARM_FILTERS = ("joint", "own", "off")
 CUDA_GRAPHS_MODES = ("auto", "on", "off")
 BACKBONE_PRECISIONS = ("float32", "bf16")
 
@@ -124,6 +125,16 @@ class AgentConfig(Config):
     whether the critic prefers the human's gripper command with the policy's own arm motion (learners.agents.bc);
     the arm dims keep the joint filter. Off: the joint filter decides for the gripper too. Ignored without
     bc_q_filter and with gripper_head (whose gripper is a discrete head outside the BC term)."""
+    bc_q_filter_arm: str = "joint"
+    """With bc_q_filter, how the arm dims (all but the last) of a human row are filtered (learners.agents.bc):
+    'joint' (the whole human action against the mode, Q(s, a_human) > Q(s, mode)), 'own' (the human's arm motion
+    with the policy's own gripper command, Q(s, [a_human_arm, mode_gripper]) > Q(s, mode): a gripper dim the
+    critic rates arbitrarily, as where the task locks the gripper, does not sway it) or 'off' (cloned on every
+    human row; only with bc_q_filter_gripper, which then filters the gripper dim alone)."""
+    bc_q_filter_start: int = 0
+    """Agent updates before the BC term's Q filters apply (env steps x updates per env step): until then every
+    human row is cloned, while the critic learns to rank actions (a filter on an untrained critic drops rows at
+    random). 0: from the first update. Ignored without a filter."""
 
     mc_lower_bound: bool = False
     """Lower-bound every critic target by the row's Monte-Carlo return where it is known: target = max(r + gamma^k
@@ -277,6 +288,9 @@ class AgentConfig(Config):
     """Seed of the network initialisation and of the agent's own random streams."""
 
     def validate(self) -> None:
+        require(self.bc_q_filter_arm in BC_ARM_FILTERS, "bc_q_filter_arm", self.bc_q_filter_arm,
+                f"must be one of {BC_ARM_FILTERS}")
+        require(self.bc_q_filter_start >= 0, "bc_q_filter_start", self.bc_q_filter_start, "must be >= 0")
         from learners.agents.obs import parse_select
 
         for entry in self.state_select:
@@ -380,6 +394,19 @@ class AgentConfig(Config):
         v_top = 1.0 / (1.0 - self.discount)
         sigma = self.hl_gauss_sigma_ratio * v_top / (self.hl_gauss_bins - 6 * self.hl_gauss_sigma_ratio)
         return -3.0 * sigma, v_top + 3.0 * sigma
+
+    @property
+    def bc_filters(self) -> tuple[str, bool, bool]:
+        """(the arm dims' filter: 'off', 'joint' or 'own'; filter the gripper dim on its own; any filter): the BC
+        term's Q filters as learners.agents.bc applies them (torch and JAX). Nothing without bc_q_filter; the
+        gripper's own filter needs a continuous gripper dim (no gripper_head, whose gripper is outside the BC term);
+        with the head the arm dims are the whole BC action, so 'own' is 'joint' and 'off' falls back to it."""
+        if not self.bc_q_filter:
+            return "off", False, False
+        if self.gripper_head:
+            return "joint", False, True
+        arm = self.bc_q_filter_arm if (self.bc_q_filter_arm != "off" or self.bc_q_filter_gripper) else "joint"
+        return arm, self.bc_q_filter_gripper, True
 
     @property
     def samples_per_update(self) -> int:

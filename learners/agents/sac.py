@@ -283,7 +283,11 @@ class SACAgent:
                                     next_backbone=self.encoder.backbone_features(b.next_images))
         b = dataclasses.replace(b, base=self.policy.base_actions(batch["obs"]),
                                 next_base=self.policy.base_actions(batch["next_obs"]))
-        return b if self.policy.layout.cameras else b.in_minibatch_order()
+        b = b if self.policy.layout.cameras else b.in_minibatch_order()
+        if cfg.bc_filters[2]:  # a tensor, not a Python flag: one compiled graph across the warm-up's end
+            on = float(self.num_updates >= cfg.bc_q_filter_start)
+            b = dataclasses.replace(b, bc_filter_on=torch.tensor(on, dtype=torch.float32, device=self.device))
+        return b
 
     def _critic_phase(self, b: UpdateBatch, rows: slice, members: torch.Tensor, alpha: torch.Tensor,
                       shared_next: _NextActions | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -333,13 +337,14 @@ class SACAgent:
             noise = torch.randn(b.minibatch, self.arm_dim, generator=self.generator, device=self.device)
             (actor_loss, logp, bc_loss, bc_share), _ = self._loss_step(
                 "actor", (feats, noise, alpha, b.actions[last, : self.arm_dim], b.intervention[last],
-                          b.base[last] if b.base is not None else None), self.actor_opt, self._actor_params)
+                          b.base[last] if b.base is not None else None, b.bc_filter_on), self.actor_opt,
+                self._actor_params)
         finally:
             self.critic.requires_grad_(True)
         info: dict[str, torch.Tensor] = {}
         if self.cfg.bc_weight > 0:
             info["bc_loss"] = bc_loss.detach()
-            if self.cfg.bc_q_filter:
+            if self.cfg.bc_filters[2]:
                 info["bc_kept"] = bc_share.detach()  # share of the human rows the Q filter kept
         info["actor_loss"] = actor_loss.detach()
         return info, logp
@@ -406,9 +411,11 @@ class SACAgent:
 
     def _actor_loss_eager(self, feats: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor,
                           bc_actions: torch.Tensor, bc_mask: torch.Tensor, base_actions: torch.Tensor | None = None,
+                          filter_on: torch.Tensor | None = None,
                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """base_actions: the frozen base policy's actions with a residual base (cfg.residual_base), else None; the
-        critic, the BC term and its Q filter all see the executed action (base + bounded correction)."""
+        critic, the BC term and its Q filter all see the executed action (base + bounded correction). filter_on:
+        UpdateBatch.bc_filter_on."""
         mean, log_std = self.actor(self.policy.actor_input(feats, base_actions))
         mean = mean.float()
         out, logp = tanh_gaussian(mean, log_std, noise)
@@ -416,8 +423,9 @@ class SACAgent:
         q = self.q_values(torch.cat([feats, a], -1)).mean(0)  # mean over the ensemble (SERL, REDQ)
         # behaviour cloning on human rows (cfg.bc_weight; 0 leaves plain SAC): the mode toward the stored action
         mode = self.policy.combine(base_actions, torch.tanh(mean))
-        bc, kept = bc_term(lambda x: self.q_values(x).mean(0), feats, mode, bc_actions, bc_mask,
-                           self.cfg.bc_q_filter, self.cfg.bc_q_filter_gripper and self.gripper is None)
+        arm_filter, gripper_filter, _ = self.cfg.bc_filters
+        bc, kept = bc_term(lambda x: self.q_values(x).mean(0), feats, mode, bc_actions, bc_mask, arm_filter,
+                           gripper_filter, filter_on)
         return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, kept
 
     # ------------------------------------------------------ optimizer steps, compile fallback, autocast

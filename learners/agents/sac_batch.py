@@ -75,6 +75,9 @@ class UpdateBatch:
     base: torch.Tensor | None = None
     """The residual base policy's actions (B, A) on obs (None without a residual base)."""
     next_base: torch.Tensor | None = None
+    bc_filter_on: torch.Tensor | None = None
+    """0-d: 1.0 once the BC term's Q filters apply, 0.0 in their warm-up (AgentConfig.bc_q_filter_start); None
+    without a filter."""
 
     @property
     def minibatch(self) -> int:
@@ -94,7 +97,7 @@ class UpdateBatch:
         order = torch.arange(self.actions.shape[0], device=self.actions.device).view(self.minibatch, self.k)
         order = order.t().reshape(-1)
         moved = {f.name: getattr(self, f.name).index_select(0, order) for f in dataclasses.fields(self)
-                 if isinstance(getattr(self, f.name), torch.Tensor)}
+                 if isinstance(getattr(self, f.name), torch.Tensor) and getattr(self, f.name).dim() > 0}
         return dataclasses.replace(self, strided=False, **moved)
 
 

@@ -67,7 +67,8 @@ SUPPORTED_OPTIONS = frozenset({
     "learn_temperature", "backup_entropy", "grad_clip_norm", "bc_weight", "encoder", "encoder_weights",
     "freeze_encoder", "conv_channels", "num_spatial_features", "encoder_dropout", "image_latent_dim",
     "proprio_latent_dim", "augment_pad", "gripper_head", "gripper_hidden_dims", "gripper_flip_penalty",
-    "gripper_epsilon", "backend", "device", "seed", "bc_q_filter", "bc_q_filter_gripper", "mc_lower_bound",
+    "gripper_epsilon", "backend", "device", "seed", "bc_q_filter", "bc_q_filter_gripper", "bc_q_filter_arm",
+    "bc_q_filter_start", "mc_lower_bound",
     "device_replay",
 })
 """AgentConfig options the JAX agent implements; any other option set away from its default is refused."""
@@ -147,7 +148,8 @@ def _static(cfg: AgentConfig, policy: Policy, target_entropy: float) -> Static:
         state_dim=policy.layout.state_dim, proprio=policy.encoder.proprio is not None,
         dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
         critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
-        bc_q_filter=cfg.bc_q_filter, bc_q_filter_gripper=cfg.bc_q_filter_gripper and not cfg.gripper_head,
+        bc_arm_filter=cfg.bc_filters[0], bc_q_filter_gripper=cfg.bc_filters[1],
+        bc_q_filter_start=cfg.bc_q_filter_start,
         mc_lower_bound=cfg.mc_lower_bound, backup_entropy=cfg.backup_entropy,
         learn_temperature=cfg.learn_temperature, target_entropy=target_entropy, grad_clip_norm=cfg.grad_clip_norm,
         k=cfg.critic_updates_per_actor_update, minibatch=cfg.batch_size, feat_dim=policy.encoder.out_dim)

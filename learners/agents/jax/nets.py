@@ -154,8 +154,9 @@ class Static:
     critic_lr: float
     temperature_lr: float
     bc_weight: float
-    bc_q_filter: bool
-    bc_q_filter_gripper: bool
+    bc_arm_filter: str  # the arm dims' filter: 'off', 'joint', 'own' (AgentConfig.bc_filters[0])
+    bc_q_filter_gripper: bool  # the gripper dim's own filter (AgentConfig.bc_filters[1])
+    bc_q_filter_start: int  # updates before the filters apply (AgentConfig.bc_q_filter_start)
     mc_lower_bound: bool
     backup_entropy: bool
     learn_temperature: bool

@@ -193,17 +193,27 @@ def _actor_phase(carry: dict[str, Any], feats: Any, bc_actions: Any, bc_mask: An
         mode = jnp.tanh(mean)
         sq = jnp.square(mode - bc_actions)  # (B, A)
         mask = keep_gripper = bc_mask
-        if st.bc_q_filter:  # a human row counts only while the critic prefers its action to the mode (Nair 2018)
-            def q_of(act: Any) -> Any:
-                return ensemble(carry["critic"], jnp.concatenate([feats, jax.lax.stop_gradient(act)], -1), st).mean(0)
-            q_mode = q_of(mode)
-            mask = keep_gripper = mask * jax.lax.stop_gradient(q_of(bc_actions) > q_mode).astype(mask.dtype)
-            if st.bc_q_filter_gripper:  # the gripper (last) dim by its own filter (learners.agents.bc)
-                mixed = jnp.concatenate([mode[:, :-1], bc_actions[:, -1:]], -1)
-                keep_gripper = bc_mask * jax.lax.stop_gradient(q_of(mixed) > q_mode).astype(mask.dtype)
+        if st.bc_arm_filter != "off" or st.bc_q_filter_gripper:  # filters as in learners.agents.bc (Nair 2018)
+            own = jax.lax.stop_gradient(mode)
+
+            def kept(act: Any) -> Any:
+                q_act = ensemble(carry["critic"], jnp.concatenate([feats, jax.lax.stop_gradient(act)], -1), st)
+                return bc_mask * jax.lax.stop_gradient(q_act.mean(0) > q_mode).astype(bc_mask.dtype)
+
+            q_mode = ensemble(carry["critic"], jnp.concatenate([feats, own], -1), st).mean(0)
+            if st.bc_arm_filter != "off":  # a human row's arm counts only while the critic prefers it to the mode
+                arm = bc_actions if st.bc_arm_filter == "joint" else jnp.concatenate(
+                    [bc_actions[:, :-1], own[:, -1:]], -1)
+                mask = keep_gripper = kept(arm)
+            if st.bc_q_filter_gripper:  # the gripper (last) dim by its own filter
+                keep_gripper = kept(jnp.concatenate([own[:, :-1], bc_actions[:, -1:]], -1))
+            if st.bc_q_filter_start > 0:  # the warm-up: every human row counts
+                off = bc_mask * (carry["num_updates"] < st.bc_q_filter_start).astype(bc_mask.dtype)
+                mask, keep_gripper = jnp.maximum(mask, off), jnp.maximum(keep_gripper, off)
         per_row = sq[:, :-1].sum(-1) * mask + sq[:, -1] * keep_gripper
         bc = per_row.sum() / n_human  # over all human rows: the term fades as the filter drops rows
-        return jnp.mean(alpha * logp - q) + st.bc_weight * bc, (logp, bc, mask.sum() / n_human)
+        shown = mask if st.bc_arm_filter != "off" else keep_gripper
+        return jnp.mean(alpha * logp - q) + st.bc_weight * bc, (logp, bc, shown.sum() / n_human)
 
     (actor_loss, (logp, bc, bc_share)), a_grads = jax.value_and_grad(actor_loss_fn, has_aux=True)(carry["actor"])
     a_grads, _ = clip(a_grads, st.grad_clip_norm)
@@ -211,7 +221,7 @@ def _actor_phase(carry: dict[str, Any], feats: Any, bc_actions: Any, bc_mask: An
     info: dict[str, Any] = {}
     if st.bc_weight > 0:
         info["bc_loss"] = bc
-        if st.bc_q_filter:
+        if st.bc_arm_filter != "off" or st.bc_q_filter_gripper:
             info["bc_kept"] = bc_share  # share of the human rows the Q filter kept
     info["actor_loss"] = actor_loss
     return dict(carry, actor=new_actor, opt_actor=a_opt), info, logp
