@@ -82,6 +82,14 @@ def test_bad_arm_filter_is_refused_by_name() -> None:
         AgentConfig(bc_q_filter_arm="both")
 
 
+def test_floor_weights_a_dropped_row() -> None:
+    # row 0 kept (distance 2), row 1 dropped (distance 2): at floor 0.25 the dropped row counts a quarter
+    feats, mode, human, mask = rows([[0.0, 0.0], [0.0, 0.0]], [[1.0, 1.0], [-1.0, -1.0]], [1.0, 1.0])
+    bc, kept = bc_term(linear_q([1.0, 1.0]), feats, mode, human, mask, arm_filter="joint", floor=0.25)
+    assert bc.item() == pytest.approx((2.0 + 0.25 * 2.0) / 2)
+    assert kept.item() == pytest.approx(0.5)
+
+
 def test_gripper_only_filter_clones_every_arm_row_and_filters_the_gripper() -> None:
     # row 0: the human's arm (-1) rated far below the mode's (the joint filter would drop it), its gripper (+1) above
     # the mode's (-0.5): both dims cloned. Row 1: the human opens (-1) where the mode closes (+1, rated higher):
@@ -101,7 +109,8 @@ def test_warm_up_keeps_every_human_row_then_the_filter_applies() -> None:
     q = linear_q([1.0, 1.0])
     warm, kept_warm = bc_term(q, feats, mode, human, mask, arm_filter="joint", filter_on=torch.tensor(0.0))
     plain, _ = bc_term(q, feats, mode, human, mask, arm_filter="off")
-    assert warm.item() == pytest.approx(plain.item()) and kept_warm.item() == 1.0
+    assert warm.item() == pytest.approx(plain.item())
+    assert kept_warm.item() == pytest.approx(0.5)  # the share reports what the filter would keep
     on, kept_on = bc_term(q, feats, mode, human, mask, arm_filter="joint", gripper_filter=True,
                           filter_on=torch.tensor(1.0))
     assert kept_on.item() == pytest.approx(0.5)

@@ -26,6 +26,7 @@ Filters (no gradient flows through them):
 - the arm dims unfiltered with the gripper filtered (`arm_filter="off", gripper_filter=True`): every human row's
   arm motion is cloned, the gripper's only while the critic prefers it.
 - a warm-up (`filter_on` 0.0; AgentConfig.bc_q_filter_start): every row counts until the critic has trained.
+- a floor (`floor`; AgentConfig.bc_q_filter_floor): a dropped row still counts at this weight.
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ import torch
 
 def bc_term(q: Callable[[torch.Tensor], torch.Tensor], feats: torch.Tensor, mode: torch.Tensor,
             human_actions: torch.Tensor, human_mask: torch.Tensor, arm_filter: str = "off",
-            gripper_filter: bool = False, filter_on: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+            gripper_filter: bool = False, filter_on: torch.Tensor | None = None,
+            floor: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """(the BC term, a scalar; the share of human rows kept by the filter, a scalar: the arm dims' filter, or the
     gripper's when the arm is unfiltered). `arm_filter` 'off' / 'joint' / 'own' filters the arm dims (the whole
     action without `gripper_filter`); AgentConfig.bc_filters gives both. `filter_on` (0-d, 1.0 or 0.0; None = 1.0):
-    0.0 keeps every human row (the filters' warm-up, AgentConfig.bc_q_filter_start)."""
+    0.0 keeps every human row (the filters' warm-up, AgentConfig.bc_q_filter_start). `floor`: the weight of a
+    dropped row (AgentConfig.bc_q_filter_floor)."""
     sq = (mode - human_actions).pow(2)  # (B, A)
     n_human = human_mask.sum().clamp_min(1.0)
     if arm_filter == "off" and not gripper_filter:
@@ -59,8 +62,8 @@ def bc_term(q: Callable[[torch.Tensor], torch.Tensor], feats: torch.Tensor, mode
             keep = keep_gripper = kept(arm)
         if gripper_filter:
             keep_gripper = kept(torch.cat([own[:, :-1], human_actions[:, -1:]], -1))
-        if filter_on is not None:  # in the warm-up every human row counts
-            off = human_mask * (1.0 - filter_on)
-            keep, keep_gripper = torch.maximum(keep, off), torch.maximum(keep_gripper, off)
+        shown = keep if arm_filter != "off" else keep_gripper
+        least = human_mask * (floor if filter_on is None else torch.clamp(1.0 - filter_on, min=floor))
+        keep, keep_gripper = torch.maximum(keep, least), torch.maximum(keep_gripper, least)
     per_row = sq[:, :-1].sum(-1) * keep + sq[:, -1] * keep_gripper
-    return per_row.sum() / n_human, (keep if arm_filter != "off" else keep_gripper).sum() / n_human
+    return per_row.sum() / n_human, shown.sum() / n_human

@@ -135,6 +135,10 @@ class AgentConfig(Config):
     """Agent updates before the BC term's Q filters apply (env steps x updates per env step): until then every
     human row is cloned, while the critic learns to rank actions (a filter on an untrained critic drops rows at
     random). 0: from the first update. Ignored without a filter."""
+    bc_q_filter_floor: float = 0.0
+    """Weight in the BC term of a human row (arm or gripper part) the Q filter drops, relative to a kept row: 0
+    (default) drops it, 1 is no filter. A floor keeps some pull toward the demos where the critic rates the policy's
+    own action higher, which it does on nearly every demo state once the actor sits at the critic's maximum."""
 
     mc_lower_bound: bool = False
     """Lower-bound every critic target by the row's Monte-Carlo return where it is known: target = max(r + gamma^k
@@ -291,6 +295,7 @@ class AgentConfig(Config):
         require(self.bc_q_filter_arm in BC_ARM_FILTERS, "bc_q_filter_arm", self.bc_q_filter_arm,
                 f"must be one of {BC_ARM_FILTERS}")
         require(self.bc_q_filter_start >= 0, "bc_q_filter_start", self.bc_q_filter_start, "must be >= 0")
+        require(0.0 <= self.bc_q_filter_floor <= 1.0, "bc_q_filter_floor", self.bc_q_filter_floor, "must be in [0, 1]")
         from learners.agents.obs import parse_select
 
         for entry in self.state_select:

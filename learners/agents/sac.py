@@ -425,7 +425,7 @@ class SACAgent:
         mode = self.policy.combine(base_actions, torch.tanh(mean))
         arm_filter, gripper_filter, _ = self.cfg.bc_filters
         bc, kept = bc_term(lambda x: self.q_values(x).mean(0), feats, mode, bc_actions, bc_mask, arm_filter,
-                           gripper_filter, filter_on)
+                           gripper_filter, filter_on, self.cfg.bc_q_filter_floor)
         return (alpha * logp - q).mean() + self.cfg.bc_weight * bc, logp, bc, kept
 
     # ------------------------------------------------------ optimizer steps, compile fallback, autocast

@@ -68,7 +68,7 @@ SUPPORTED_OPTIONS = frozenset({
     "freeze_encoder", "conv_channels", "num_spatial_features", "encoder_dropout", "image_latent_dim",
     "proprio_latent_dim", "augment_pad", "gripper_head", "gripper_hidden_dims", "gripper_flip_penalty",
     "gripper_epsilon", "backend", "device", "seed", "bc_q_filter", "bc_q_filter_gripper", "bc_q_filter_arm",
-    "bc_q_filter_start", "mc_lower_bound",
+    "bc_q_filter_start", "bc_q_filter_floor", "mc_lower_bound",
     "device_replay",
 })
 """AgentConfig options the JAX agent implements; any other option set away from its default is refused."""
@@ -149,7 +149,7 @@ def _static(cfg: AgentConfig, policy: Policy, target_entropy: float) -> Static:
         dropout=cfg.encoder_dropout, augment_pad=cfg.augment_pad, tau=cfg.tau, actor_lr=cfg.actor_lr,
         critic_lr=cfg.critic_lr, temperature_lr=cfg.temperature_lr, bc_weight=cfg.bc_weight,
         bc_arm_filter=cfg.bc_filters[0], bc_q_filter_gripper=cfg.bc_filters[1],
-        bc_q_filter_start=cfg.bc_q_filter_start,
+        bc_q_filter_start=cfg.bc_q_filter_start, bc_q_filter_floor=cfg.bc_q_filter_floor,
         mc_lower_bound=cfg.mc_lower_bound, backup_entropy=cfg.backup_entropy,
         learn_temperature=cfg.learn_temperature, target_entropy=target_entropy, grad_clip_norm=cfg.grad_clip_norm,
         k=cfg.critic_updates_per_actor_update, minibatch=cfg.batch_size, feat_dim=policy.encoder.out_dim)

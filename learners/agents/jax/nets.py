@@ -157,6 +157,7 @@ class Static:
     bc_arm_filter: str  # the arm dims' filter: 'off', 'joint', 'own' (AgentConfig.bc_filters[0])
     bc_q_filter_gripper: bool  # the gripper dim's own filter (AgentConfig.bc_filters[1])
     bc_q_filter_start: int  # updates before the filters apply (AgentConfig.bc_q_filter_start)
+    bc_q_filter_floor: float  # weight of a dropped row (AgentConfig.bc_q_filter_floor)
     mc_lower_bound: bool
     backup_entropy: bool
     learn_temperature: bool
