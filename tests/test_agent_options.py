@@ -51,13 +51,13 @@ def test_a_recipe_with_a_misspelt_field_or_a_bad_value_fails_at_construction() -
 
 
 def test_task_defaults_and_the_recipes_on_top_of_them() -> None:
-    """Every arm task trains from its state with TASK_DEFAULTS; a recipe holds what one task needs on top (reach)
-    and the twin's pixel recipe; anything else gets DEFAULT_RECIPE (no overrides)."""
+    """Every arm task trains from its state with TASK_DEFAULTS; a recipe holds what one task needs on top (reach,
+    peg-insert) and the twin's pixel recipe; anything else gets DEFAULT_RECIPE (no overrides)."""
     assert set(RECIPES) == set(PRESETS)
     for name in PRESETS:
         assert recipe_for(name) is RECIPES[name] and recipe_for(name).updates_per_step == 2
     assert RECIPES["twin-pick-cube"].overrides("state") == {} == RECIPES["twin-cube-relocate"].overrides("state")
-    assert RECIPES["twin-peg-insert"].overrides("state") == {}  # peg-insert trains with the task defaults
+    assert RECIPES["twin-peg-insert"].overrides("state") == {"bc_q_filter_floor": 0.1}
     assert recipe_for(None) is DEFAULT_RECIPE and recipe_for("some-third-party-task") is DEFAULT_RECIPE
     assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step is None
     pick = TASK_DEFAULTS.overrides("state")

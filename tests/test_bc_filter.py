@@ -90,15 +90,12 @@ def test_floor_weights_a_dropped_row() -> None:
     assert kept.item() == pytest.approx(0.5)
 
 
-def test_floor_leaves_the_grippers_own_filter_hard() -> None:
-    # Q = 10 * arm + 0.1 * gripper; the human's arm (-1) and gripper (-1) both rated below the mode's (0, +1):
-    # under the gripper's own filter only the arm dim takes the floor
+def test_floor_weights_both_parts_and_the_warm_up_lifts_it() -> None:
+    # Q = 10 * arm + 0.1 * gripper; the human's arm (-1) and gripper (-1) both rated below the mode's (0, +1)
     feats, mode, human, mask = rows([[0.0, 1.0]], [[-1.0, -1.0]], [1.0])
     q = linear_q([10.0, 0.1])
     own, _ = bc_term(q, feats, mode, human, mask, arm_filter="joint", gripper_filter=True, floor=0.5)
-    assert own.item() == pytest.approx(0.5 * 1.0)  # the arm's distance 1 at half weight, the gripper's 4 not at all
-    joint, _ = bc_term(q, feats, mode, human, mask, arm_filter="joint", floor=0.5)
-    assert joint.item() == pytest.approx(0.5 * (1.0 + 4.0))  # the joint filter: the whole row at the floor
+    assert own.item() == pytest.approx(0.5 * (1.0 + 4.0))  # both dims dropped, both at half weight
     warm, _ = bc_term(q, feats, mode, human, mask, arm_filter="joint", gripper_filter=True, floor=0.5,
                       filter_on=torch.tensor(0.0))
     assert warm.item() == pytest.approx(1.0 + 4.0)  # in the warm-up every part counts fully

@@ -36,17 +36,17 @@ _COMMON = {"state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "b
 _PIXELS = {"encoder": "conv", "discount": 0.95, "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256),
            "batch_size": 32, "critic_updates_per_actor_update": 1, "ensemble_size": 2, "ensemble_subsample": 2}
 _PICK_STATE = {"discount": 0.95, **_COMMON, "bc_q_filter": True, "n_step": 5}
-_GRIPPER = {"bc_q_filter_gripper": True, "bc_q_filter_floor": 0.1}
-"""Since then the task defaults filter the gripper's BC on its own and give a dropped row a floor weight (both inert
-where a recipe turns the filter off)."""
+_GRIPPER = {"bc_q_filter_gripper": True}
+"""Since then the task defaults filter the gripper's BC on its own (inert where a recipe turns the filter off)."""
 OLD_RECIPES = {"twin-reach": {"state": {"discount": 0.9, **_COMMON, **_GRIPPER}, "pixels": _PIXELS},
                "twin-pick-cube": {"state": {**_PICK_STATE, **_GRIPPER}, "pixels": _PIXELS},
                "twin-cube-relocate": {"state": {**_PICK_STATE, **_GRIPPER}, "pixels": _PIXELS},
                "twin-cube-relocate-back": {"state": {**_PICK_STATE, **_GRIPPER}, "pixels": _PIXELS},
-               "twin-peg-insert": {"state": {**_PICK_STATE, **_GRIPPER}, "pixels": _PIXELS}}
+               "twin-peg-insert": {"state": {**_PICK_STATE, **_GRIPPER, "bc_q_filter_floor": 0.1},
+                                   "pixels": _PIXELS}}
 """The twin recipes as they were, whole, before the task defaults (learners.agents.recipes TASK_DEFAULTS) took what
-they shared, plus what the defaults gained since: the gripper's own Q filter and the filter's floor, with which
-peg-insert's recipe (it turned the filter off) gave way to the defaults. The presets train exactly these agents."""
+they shared, plus what changed since: the gripper's own Q filter in the defaults, and peg-insert's recipe, which
+turned the filter off, keeping it with a floor instead. The presets train exactly these agents."""
 
 
 def old_resolution(task: str, has_cameras: bool, faithful: bool, device: str) -> object:

@@ -26,13 +26,17 @@ from .fmt import (
 )
 
 MAIN_COMMAND_RUNS = [("main_command_twin-pick-cube.json", "compiled (the default)"),
-                     ("main_command_twin-pick-cube_gripper.json", "compiled, before the Q filter's floor"),
-                     ("main_command_twin-pick-cube_gripper_run2.json", "compiled, again, before the floor"),
+                     ("main_command_twin-pick-cube_run2.json", "compiled, again"),
+                     ("main_command_twin-pick-cube_floor.json",
+                      "compiled, with the Q filter's floor 0.1 (not the default)"),
+                     ("main_command_twin-pick-cube_floor_run2.json", "compiled, the same again"),
+                     ("main_command_twin-pick-cube_floor_arm.json",
+                      "compiled, the floor on the arm dims only (not the default)"),
                      ("main_command_twin-pick-cube_2026-11-26.json", "compiled, before the gripper's own Q filter"),
                      ("main_command_twin-pick-cube_compile_run2.json", "compiled, again, before it"),
                      ("main_command_twin-pick-cube_eager.json", "eager (`ROBOT_RL_COMPILE=0`), before it"),
-                     ("main_command_twin-peg-insert.json", "compiled (the default)"),
-                     ("main_command_twin-peg-insert_recipe.json", "compiled, its former recipe (BC unfiltered)")]
+                     ("main_command_twin-peg-insert.json", "compiled, with its recipe then (BC unfiltered; its recipe "
+                                                           "now keeps the filter with the floor: not re-measured)")]
 
 
 def main_command(res: Results) -> str:
@@ -57,7 +61,7 @@ def deterministic_gap(res: Results) -> str:
     """Deterministic vs stochastic success of pick-cube checkpoints on the same seeds, and how the mode fails."""
     d = res("deterministic_gap.json")
     rows = []
-    for r in d["runs"]:
+    for r in d["runs"] + res("deterministic_gap_floor.json")["runs"]:
         det, sto = r["deterministic"], r["stochastic"]
         o = det["outcomes"]
         miss = det["failed_tcp_cube_xy_m_median"]
@@ -74,7 +78,8 @@ def deterministic_gap(res: Results) -> str:
                "failures: TCP to cube at the end (median)"], rows),
         f"{d['episodes']} episodes per mode on the same env seeds (from {d['first_seed']}), one thread; 'moved' = "
         f"{rnd(100 * d['moved_m'])} cm, 'lifted' = {rnd(100 * d['lifted_m'])} cm above the start (the twin's "
-        f"privileged cube position: metrics only). " + source("deterministic_gap.json")])
+        f"privileged cube position: metrics only). " + source("deterministic_gap.json",
+                                                               "deterministic_gap_floor.json")])
 
 
 # ---- sample efficiency ------------------------------------------------------------------------------------------
@@ -378,21 +383,26 @@ NO_RECIPE_RUNS = [
 
 
 NO_RECIPE_SEEDS = [
-    ("sample_efficiency_twin-pick-cube_state_norecipe_floor01.json", "twin-pick-cube_state.json",
-     "pick-cube, `--no-recipe`: the task defaults (5-step, Q-filtered BC 30 with the gripper's own filter and a "
-     "dropped row's floor 0.1, x10 state, discount 0.95, ensemble 4 / subset 2, batch 128, 2 updates per step)"),
-    ("sample_efficiency_twin-peg-insert_state_norecipe_floor01.json", "twin-peg-insert_state.json",
-     "peg-insert, `--no-recipe`: the task defaults (the same; peg-insert has no recipe of its own now)"),
-    ("sample_efficiency_twin-pick-cube_state_norecipe_floor02.json", "twin-pick-cube_state.json",
-     "pick-cube: the task defaults with the filter's floor at 0.2"),
-    ("sample_efficiency_twin-peg-insert_state_norecipe_floor02.json", "twin-peg-insert_state.json",
-     "peg-insert: the task defaults with the filter's floor at 0.2"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_gripper.json", "twin-pick-cube_state.json",
-     "pick-cube, `--no-recipe`: the task defaults before the floor (a dropped row counts 0)"),
+     "pick-cube, `--no-recipe`: the task defaults (5-step, Q-filtered BC 30 with the gripper's own filter, x10 "
+     "state, discount 0.95, ensemble 4 / subset 2, batch 128, 2 updates per step)"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_scale10_filter.json", "twin-peg-insert_state.json",
+     "peg-insert, `--no-recipe`: the task defaults (before the gripper's own filter, which the task's locked gripper "
+     "makes moot)"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_floor01.json", "twin-peg-insert_state.json",
+     "peg-insert: the task defaults + a dropped demo row's floor 0.1 (`bc_q_filter_floor`; now peg-insert's recipe)"),
+    ("sample_efficiency_twin-pick-cube_state_norecipe_floor01.json", "twin-pick-cube_state.json",
+     "pick-cube: the task defaults + the floor 0.1 (its main command: 18 / 20 and 16 / 20)"),
+    ("sample_efficiency_twin-pick-cube_state_norecipe_floorarm.json", "twin-pick-cube_state.json",
+     "pick-cube: the task defaults + the floor on the arm dims only (the gripper's own filter without one)"),
+    ("sample_efficiency_twin-pick-cube_state_norecipe_floor02.json", "twin-pick-cube_state.json",
+     "pick-cube: the task defaults + the floor 0.2"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_floor02.json", "twin-peg-insert_state.json",
+     "peg-insert: the task defaults + the floor 0.2"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_armfree.json", "twin-pick-cube_state.json",
-     "pick-cube: the gripper filtered alone, every arm row cloned (`bc_q_filter_arm` off), no floor"),
+     "pick-cube: the gripper filtered alone, every arm row cloned (`bc_q_filter_arm` off)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_warm4k.json", "twin-peg-insert_state.json",
-     "peg-insert: no floor, the filter off for the first 4,000 updates (2k env steps, `bc_q_filter_start`)"),
+     "peg-insert: the filter off for the first 4,000 updates (2k env steps, `bc_q_filter_start`)"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_defaults.json", "twin-pick-cube_state.json",
      "pick-cube, `--no-recipe`: the task defaults before the gripper's own filter"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_defaults_scale1.json", "twin-pick-cube_state.json",
@@ -401,8 +411,6 @@ NO_RECIPE_SEEDS = [
      "pick-cube: the task defaults with per-element demo normalisation (`--obs-norm`) in place of the x10 scale"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_demo3.json", "twin-pick-cube_state.json",
      "pick-cube: the same, the target the min over all 4 critics (no subset)"),
-    ("sample_efficiency_twin-peg-insert_state_norecipe_scale10_filter.json", "twin-peg-insert_state.json",
-     "peg-insert, `--no-recipe`: the task defaults before the gripper's own filter and the floor"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_defaults_scale1.json", "twin-peg-insert_state.json",
      "peg-insert: the task defaults with the state unscaled (`--state-scale 1`)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_b_filter.json", "twin-peg-insert_state.json",

@@ -26,10 +26,11 @@ Filters (no gradient flows through them):
 - the arm dims unfiltered with the gripper filtered (`arm_filter="off", gripper_filter=True`): every human row's
   arm motion is cloned, the gripper's only while the critic prefers it.
 - a warm-up (`filter_on` 0.0; AgentConfig.bc_q_filter_start): every row counts until the critic has trained.
-- a floor (`floor`; AgentConfig.bc_q_filter_floor): a dropped row's arm dims (its gripper too under the joint filter)
-  still count at this weight. Not the gripper's own filter: a floor there pulls the mode at the object toward the
-  demos' "open" of the steps before they closed, which is the dead band the gripper's filter removed (a probe with
-  the floor on the gripper too: 5 of 50 deterministic episodes ended at an unmoved cube, gripper open).
+- a floor (`floor`; AgentConfig.bc_q_filter_floor): a dropped row (arm and gripper parts alike) still counts at this
+  weight. The floor on the gripper dim costs a little at the object (it pulls the mode toward the demos' "open" of
+  the steps before they closed: a probe's deterministic policy ended 5 of 50 episodes at an unmoved cube); without
+  it (the arm floored, the gripper's own filter hard) the policy of a pick run was less steady late in the run
+  (docs/training.md "Without a recipe").
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def bc_term(q: Callable[[torch.Tensor], torch.Tensor], feats: torch.Tensor, mode
     gripper's when the arm is unfiltered). `arm_filter` 'off' / 'joint' / 'own' filters the arm dims (the whole
     action without `gripper_filter`); AgentConfig.bc_filters gives both. `filter_on` (0-d, 1.0 or 0.0; None = 1.0):
     0.0 keeps every human row (the filters' warm-up, AgentConfig.bc_q_filter_start). `floor`: the weight of a
-    dropped row's arm dims (AgentConfig.bc_q_filter_floor)."""
+    dropped row (AgentConfig.bc_q_filter_floor)."""
     sq = (mode - human_actions).pow(2)  # (B, A)
     n_human = human_mask.sum().clamp_min(1.0)
     if arm_filter == "off" and not gripper_filter:
@@ -66,9 +67,7 @@ def bc_term(q: Callable[[torch.Tensor], torch.Tensor], feats: torch.Tensor, mode
         if gripper_filter:
             keep_gripper = kept(torch.cat([own[:, :-1], human_actions[:, -1:]], -1))
         shown = keep if arm_filter != "off" else keep_gripper
-        warm = human_mask * (0.0 if filter_on is None else 1.0 - filter_on)  # 1 on human rows in the warm-up
-        least = torch.clamp(warm, min=floor) * human_mask
-        keep = torch.maximum(keep, least)  # the gripper's own filter takes no floor (see the module docstring)
-        keep_gripper = torch.maximum(keep_gripper, warm if gripper_filter else least)
+        least = human_mask * (floor if filter_on is None else torch.clamp(1.0 - filter_on, min=floor))
+        keep, keep_gripper = torch.maximum(keep, least), torch.maximum(keep_gripper, least)
     per_row = sq[:, :-1].sum(-1) * keep + sq[:, -1] * keep_gripper
     return per_row.sum() / n_human, shown.sum() / n_human

@@ -136,9 +136,10 @@ class AgentConfig(Config):
     human row is cloned, while the critic learns to rank actions (a filter on an untrained critic drops rows at
     random). 0: from the first update. Ignored without a filter."""
     bc_q_filter_floor: float = 0.0
-    """Weight in the BC term of the arm dims of a human row the Q filter drops (its gripper dim too under the joint
-    filter; never under the gripper's own filter), relative to a kept row: 0 (default) drops it, 1 is no filter. A floor keeps some pull toward the demos where the critic rates the policy's
-    own action higher, which it does on nearly every demo state once the actor sits at the critic's maximum."""
+    """Weight in the BC term of a human row (arm and gripper parts alike) the Q filter drops, relative to a kept
+    row: 0 (default) drops it, 1 is no filter. A floor keeps some pull toward the demos where the critic rates the
+    policy's own action higher, which it does on nearly every demo state once the actor sits at the critic's
+    maximum (peg-insert's recipe: 0.1)."""
 
     mc_lower_bound: bool = False
     """Lower-bound every critic target by the row's Monte-Carlo return where it is known: target = max(r + gamma^k

@@ -209,10 +209,9 @@ def _actor_phase(carry: dict[str, Any], feats: Any, bc_actions: Any, bc_mask: An
                 keep_gripper = kept(jnp.concatenate([own[:, :-1], bc_actions[:, -1:]], -1))
         shown = mask if st.bc_arm_filter != "off" else keep_gripper
         if st.bc_arm_filter != "off" or st.bc_q_filter_gripper:  # a dropped row's weight: the floor, 1 in the warm-up
-            warm = bc_mask * (carry["num_updates"] < st.bc_q_filter_start).astype(bc_mask.dtype)
+            warm = (carry["num_updates"] < st.bc_q_filter_start).astype(bc_mask.dtype)
             least = bc_mask * jnp.maximum(warm, st.bc_q_filter_floor)
-            mask = jnp.maximum(mask, least)  # the gripper's own filter takes no floor (learners.agents.bc)
-            keep_gripper = jnp.maximum(keep_gripper, warm if st.bc_q_filter_gripper else least)
+            mask, keep_gripper = jnp.maximum(mask, least), jnp.maximum(keep_gripper, least)
         per_row = sq[:, :-1].sum(-1) * mask + sq[:, -1] * keep_gripper
         bc = per_row.sum() / n_human  # over all human rows: the term fades as the filter drops rows
         return jnp.mean(alpha * logp - q) + st.bc_weight * bc, (logp, bc, shown.sum() / n_human)
