@@ -403,6 +403,9 @@ NO_RECIPE_SEEDS = [
      "pick-cube: the gripper filtered alone, every arm row cloned (`bc_q_filter_arm` off)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_warm4k.json", "twin-peg-insert_state.json",
      "peg-insert: the filter off for the first 4,000 updates (2k env steps, `bc_q_filter_start`)"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_own.json", "twin-peg-insert_state.json",
+     "peg-insert: the arm dims judged with the policy's own gripper command (`bc_q_filter_arm` own; 2 seeds, "
+     "stopped at 2k)"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_defaults.json", "twin-pick-cube_state.json",
      "pick-cube, `--no-recipe`: the task defaults before the gripper's own filter"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_defaults_scale1.json", "twin-pick-cube_state.json",

@@ -49,7 +49,8 @@ inputs (state selection, scaling, normalisation) or the meaning of their outputs
 bounds, the HL-Gauss critic's value support: `compare_agent_configs` also compares `hl_gauss_support`), or the
 layout of the saved state (backend)."""
 
-SETTINGS_NOTED = ("discount", "n_step", "bc_weight", "bc_q_filter", "mc_lower_bound", "critic_updates_per_actor_update",
+SETTINGS_NOTED = ("discount", "n_step", "bc_weight", "bc_q_filter", "bc_q_filter_gripper", "bc_q_filter_arm",
+                  "bc_q_filter_start", "bc_q_filter_floor", "mc_lower_bound", "critic_updates_per_actor_update",
                   "batch_size", "actor_lr", "critic_lr", "temperature_lr", "tau", "target_entropy",
                   "target_entropy_per_dim", "learn_temperature", "backup_entropy", "ensemble_subsample",
                   "grad_clip_norm", "hl_gauss_sigma_ratio")
