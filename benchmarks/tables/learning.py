@@ -383,7 +383,7 @@ NO_RECIPE_RUNS = [
 
 
 NO_RECIPE_SEEDS = [
-    ("sample_efficiency_twin-pick-cube_state_norecipe_gripper.json", "twin-pick-cube_state.json",
+    ("sample_efficiency_twin-pick-cube_state_norecipe_10k.json", "twin-pick-cube_state.json",
      "pick-cube, `--no-recipe`: the task defaults (5-step, Q-filtered BC 30 with the gripper's own filter, x10 "
      "state, discount 0.95, ensemble 4 / subset 2, batch 128, 2 updates per step)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_scale10_filter.json", "twin-peg-insert_state.json",

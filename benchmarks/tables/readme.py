@@ -35,7 +35,7 @@ def readme_glance(res: Results) -> str:
     """The README's headline figures, one row per benchmark family."""
     mc = res("main_command_twin-pick-cube.json")["result"]
     mc2 = res("main_command_twin-pick-cube_run2.json")["result"]
-    pick = res("sample_efficiency_twin-pick-cube_state_norecipe_gripper.json")["runs"]
+    pick = res("sample_efficiency_twin-pick-cube_state_norecipe_10k.json")["runs"]
     peg = res("sample_efficiency_twin-peg-insert_state_norecipe_floor01.json")["runs"]
     tp = res("third_party_gym_hil_pick_cube.json")["runs"]
     cls = res("classifier.json")["sizes"]["64"]["test"]
@@ -52,7 +52,7 @@ def readme_glance(res: Results) -> str:
         ["pick-cube from state, the defaults a new task gets (no recipe), 3 seeds: first evaluation >= 90 %; last",
          " / ".join(ksteps(r["first_step_at_90"]) for r in pick) + " env steps; "
          + pcts([r["final_success_rate"] for r in pick]) + f" at {ksteps(pick[0]['env_steps_done'])}",
-         "sample_efficiency_twin-pick-cube_state_norecipe_gripper.json"],
+         "sample_efficiency_twin-pick-cube_state_norecipe_10k.json"],
         ["peg-insert from state, its recipe (the defaults + the Q filter's floor), 3 seeds: first evaluation >= 90 %; "
          "last", " / ".join(ksteps(r["first_step_at_90"]) for r in peg) + " env steps; "
          + pcts([r["final_success_rate"] for r in peg]) + f" at {ksteps(peg[0]['env_steps_done'])}",
