@@ -201,34 +201,11 @@ def test_filter_warm_up_updates_as_unfiltered_until_its_start() -> None:
 def test_gripper_filter_is_inert_with_the_gripper_head() -> None:
     """With HIL-SERL's discrete gripper head the Gaussian actor has no gripper dim: the option changes nothing (and
     without the head it does change the update)."""
-    import numpy as np
-
-    from learners.agents.sac import SACAgent
-    from robot_rl.specs import ArraySpec, EnvSpec
-
     torch.set_num_threads(1)
-    spec = EnvSpec("t", (ArraySpec("state", (5,), "float32"),), ArraySpec("action", (4,), "float32", -1.0, 1.0), 10.0)
-    rng = np.random.default_rng(0)
-    n = 16
-    batch = {"obs": {"state": rng.standard_normal((n, 5)).astype(np.float32)},
-             "next_obs": {"state": rng.standard_normal((n, 5)).astype(np.float32)},
-             "actions": np.concatenate([rng.uniform(-1, 1, (n, 3)), rng.choice([-1.0, 1.0], (n, 1))], 1)
-             .astype(np.float32),
-             "rewards": rng.standard_normal(n).astype(np.float32), "terminated": rng.random(n) < 0.1,
-             "intervention": np.ones(n, bool)}
+    spec, batch = _agent_batch(16)
 
-    def weights_after(head: bool, gripper_filter: bool) -> dict[str, np.ndarray]:
-        cfg = AgentConfig(gripper_head=head, bc_weight=5.0, bc_q_filter=True, bc_q_filter_gripper=gripper_filter,
-                          compile=False, batch_size=n, hidden_dims=(16, 16), ensemble_size=2, ensemble_subsample=2,
-                          critic_updates_per_actor_update=1, device="cpu")
-        agent = SACAgent(spec, cfg)
-        for _ in range(5):
-            agent.update(batch)
-        return {k: v for k, v in agent.state_dict().items() if k.startswith("policy/actor")}
+    def weights_after(head: bool, gripper_filter: bool):
+        return _actor_after(spec, batch, 5, gripper_head=head, bc_q_filter=True, bc_q_filter_gripper=gripper_filter)
 
-    def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-        assert a and a.keys() == b.keys()
-        return all(np.array_equal(a[k], b[k]) for k in a)
-
-    assert same(weights_after(True, False), weights_after(True, True))
-    assert not same(weights_after(False, False), weights_after(False, True))
+    assert _same(weights_after(True, False), weights_after(True, True))
+    assert not _same(weights_after(False, False), weights_after(False, True))
