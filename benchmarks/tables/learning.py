@@ -35,8 +35,8 @@ MAIN_COMMAND_RUNS = [("main_command_twin-pick-cube.json", "compiled (the default
                      ("main_command_twin-pick-cube_2026-11-26.json", "compiled, before the gripper's own Q filter"),
                      ("main_command_twin-pick-cube_compile_run2.json", "compiled, again, before it"),
                      ("main_command_twin-pick-cube_eager.json", "eager (`ROBOT_RL_COMPILE=0`), before it"),
-                     ("main_command_twin-peg-insert.json", "compiled, with its recipe then (BC unfiltered; its recipe "
-                                                           "now keeps the filter with the floor: not re-measured)")]
+                     ("main_command_twin-peg-insert.json", "compiled (the default: its Q filter with a floor)"),
+                     ("main_command_twin-peg-insert_2026-11-25.json", "compiled, its recipe then (BC unfiltered)")]
 
 
 def main_command(res: Results) -> str:
