@@ -284,7 +284,7 @@ class SACAgent:
         b = dataclasses.replace(b, base=self.policy.base_actions(batch["obs"]),
                                 next_base=self.policy.base_actions(batch["next_obs"]))
         b = b if self.policy.layout.cameras else b.in_minibatch_order()
-        if cfg.bc_filters[2]:  # a tensor, not a Python flag: one compiled graph across the warm-up's end
+        if cfg.bc_filters[2] and cfg.bc_q_filter_start > 0:  # a tensor, not a flag: one graph across the warm-up
             on = float(self.num_updates >= cfg.bc_q_filter_start)
             b = dataclasses.replace(b, bc_filter_on=torch.tensor(on, dtype=torch.float32, device=self.device))
         return b

@@ -77,7 +77,7 @@ class UpdateBatch:
     next_base: torch.Tensor | None = None
     bc_filter_on: torch.Tensor | None = None
     """0-d: 1.0 once the BC term's Q filters apply, 0.0 in their warm-up (AgentConfig.bc_q_filter_start); None
-    without a filter."""
+    without a filter or a warm-up (the filters then always apply: no tensor made and copied per update)."""
 
     @property
     def minibatch(self) -> int:

@@ -195,12 +195,12 @@ def _actor_phase(carry: dict[str, Any], feats: Any, bc_actions: Any, bc_mask: An
         mask = keep_gripper = bc_mask
         if st.bc_arm_filter != "off" or st.bc_q_filter_gripper:  # filters as in learners.agents.bc (Nair 2018)
             own = jax.lax.stop_gradient(mode)
+            q_mode = ensemble(carry["critic"], jnp.concatenate([feats, own], -1), st).mean(0)
 
             def kept(act: Any) -> Any:
                 q_act = ensemble(carry["critic"], jnp.concatenate([feats, jax.lax.stop_gradient(act)], -1), st)
                 return bc_mask * jax.lax.stop_gradient(q_act.mean(0) > q_mode).astype(bc_mask.dtype)
 
-            q_mode = ensemble(carry["critic"], jnp.concatenate([feats, own], -1), st).mean(0)
             if st.bc_arm_filter != "off":  # a human row's arm counts only while the critic prefers it to the mode
                 arm = bc_actions if st.bc_arm_filter == "joint" else jnp.concatenate(
                     [bc_actions[:, :-1], own[:, -1:]], -1)
