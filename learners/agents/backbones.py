@@ -12,6 +12,10 @@ both load from. Nothing is ever downloaded: weights come from a LOCAL file.
   {"architecture": "resnet10" | "resnet18", "format": "robot-rl-backbone-1", "source": ...};
   `weights_architecture(path)` reads it back (None for an older metadata-less file, which is a ResNet-10), so
   `--encoder-weights FILE` builds the right backbone; `load_backbone_weights(net, path)` checks names and shapes.
+- Target heads: a file `robot-rl pretrain-encoder` writes also holds, per camera, the small head it trained on top
+  of the backbone (flatten -> dense 256 -> ReLU -> dense, one output per pretraining target), under
+  `target_head_prefix(camera)`; `load_target_head(path, camera, in_features)` rebuilds one (AgentConfig
+  `encoder_features` 'targets' / 'both' feeds its predictions to the agent); the backbone loader ignores them.
 
 Usage::
 
@@ -36,6 +40,9 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 ARCHITECTURES = ("resnet10", "resnet18")
 """Backbone architectures a weights file can name (AgentConfig.encoder values with pretrained weights)."""
 FILE_FORMAT = "robot-rl-backbone-1"
+TARGETS_PREFIX = "targets."
+"""Key prefix of the target heads in a weights file (the rest of the file is the backbone)."""
+TARGET_HEAD_HIDDEN = 256
 
 
 def to_float_nchw(images: torch.Tensor, mean: tuple[float, ...] | None, std: tuple[float, ...] | None,
@@ -218,17 +225,73 @@ def backbone_keys(architecture: str) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in build_backbone(architecture).state_dict().items()}
 
 
-def save_backbone_weights(backbone: nn.Module, path: str | os.PathLike[str], source: str = "") -> None:
+def save_backbone_weights(backbone: nn.Module, path: str | os.PathLike[str], source: str = "",
+                          target_heads: Mapping[str, nn.Module] | None = None,
+                          target_names: tuple[str, ...] = ()) -> None:
     """Write a backbone's weights as safetensors with metadata naming its architecture (and `source`, free text:
-    where the weights came from), the format `load_backbone_weights` and `weights_architecture` read."""
+    where the weights came from), the format `load_backbone_weights` and `weights_architecture` read.
+    `target_heads` {camera: build_target_head(...) module}: stored beside it under `target_head_prefix(camera)`,
+    with `target_names` (what each output predicts) in the metadata."""
     from safetensors.torch import save_file
 
     arch = getattr(backbone, "architecture", None)
     meta = {"format": FILE_FORMAT, "source": source}
     if isinstance(arch, str):
         meta["architecture"] = arch
-    save_file({k: v.detach().cpu().contiguous() for k, v in backbone.state_dict().items()}, str(path),
-              metadata=meta)
+    tensors = {k: v.detach().cpu().contiguous() for k, v in backbone.state_dict().items()}
+    for camera, head in (target_heads or {}).items():
+        tensors |= {target_head_prefix(camera) + k: v.detach().cpu().contiguous()
+                    for k, v in head.state_dict().items()}
+    if target_heads:
+        meta["targets"] = ",".join(target_names)
+    save_file(tensors, str(path), metadata=meta)
+
+
+def target_head_prefix(camera: str) -> str:
+    """Key prefix of `camera`'s target head in a weights file ('images/front' -> 'targets.images__front.')."""
+    return f"{TARGETS_PREFIX}{camera.replace('/', '__')}."
+
+
+def build_target_head(in_features: int, n_out: int) -> nn.Sequential:
+    """A target head: flatten (B, C, h, w) backbone features -> dense 256 -> ReLU -> dense n_out, shape (B, n_out)."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(in_features, TARGET_HEAD_HIDDEN), nn.ReLU(),
+                         nn.Linear(TARGET_HEAD_HIDDEN, n_out))
+
+
+def load_target_head(path: str | os.PathLike[str], camera: str, in_features: int) -> nn.Sequential:
+    """`camera`'s target head from a weights file `robot-rl pretrain-encoder` wrote, frozen (no grad). ConfigError
+    when the file holds no head for that camera (naming the cameras it has), ShapeError when the head was trained
+    on another feature size (other images than the agent's: pretrain on frames of the size the agent sees)."""
+    from safetensors.torch import load_file
+
+    _check_file(path)
+    if str(path).endswith(TORCH_SUFFIXES):
+        raise ConfigError(f"{path}: a torchvision checkpoint holds no target heads; encoder_features 'targets' / "
+                          "'both' need a file written by `robot-rl pretrain-encoder`")
+    try:
+        tensors = load_file(str(path))
+    except Exception as err:  # safetensors raises its own error types for malformed files
+        raise ShapeError(f"{path}: unreadable safetensors file ({type(err).__name__}: {err})") from err
+    prefix = target_head_prefix(camera)
+    own = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+    if not own:
+        cams = sorted({k[len(TARGETS_PREFIX):].split(".")[0].replace("__", "/") for k in tensors
+                       if k.startswith(TARGETS_PREFIX)})
+        raise ConfigError(f"{path}: no target head for camera {camera!r} (heads for: {cams or 'none'}); "
+                          "encoder_features 'targets' / 'both' need a file `robot-rl pretrain-encoder` wrote from "
+                          "episodes with this camera")
+    out = own.get("3.weight")
+    if out is None or out.dim() != 2:
+        raise ShapeError(f"{path}: the target head of {camera!r} is incomplete (no 2-D '{prefix}3.weight')")
+    head = build_target_head(in_features, int(out.shape[0]))
+    try:
+        check_state_dict(head.state_dict(), own, f"{path} (target head of {camera!r})")
+    except ShapeError as err:
+        raise ShapeError(f"{err}; the head was trained on backbone features of another size: pretrain on frames "
+                         f"of the image size the agent sees") from err
+    head.load_state_dict({k: t.float() for k, t in own.items()})
+    head.requires_grad_(False)
+    return head.eval()
 
 
 def _check_file(path: str | os.PathLike[str]) -> None:
@@ -314,6 +377,7 @@ def load_backbone_weights(backbone: nn.Module, path: str | os.PathLike[str]) -> 
         tensors = load_file(str(path))
     except Exception as err:  # safetensors raises its own error types for malformed files
         raise ShapeError(f"{path}: unreadable safetensors file ({type(err).__name__}: {err})") from err
+    tensors = {k: v for k, v in tensors.items() if not k.startswith(TARGETS_PREFIX)}
     own = backbone.state_dict()
     check_state_dict(own, tensors, str(path))
     backbone.load_state_dict({k: t.to(own[k].dtype) for k, t in tensors.items()})

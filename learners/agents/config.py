@@ -33,6 +33,7 @@ from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
 ENCODERS = ("resnet10", "resnet18", "conv")
+ENCODER_FEATURES = ("spatial", "targets", "both")
 ACTIVATIONS = ("silu", "relu", "tanh", "gelu")
 BACKENDS = ("torch", "jax")
 CRITIC_LOSSES = ("mse", "hl_gauss")
@@ -195,6 +196,12 @@ class AgentConfig(Config):
     """Freeze the ResNet backbone (only the spatial-embedding head trains); ignored for 'conv'."""
     conv_channels: tuple[int, ...] = (32, 64, 128, 256)
     """Channels of the small conv backbone (3x3 convs, stride 2, valid padding: SERL's SmallEncoder)."""
+    encoder_features: str = "spatial"
+    """What a camera contributes to the features: 'spatial' = the trainable head over the backbone's feature map
+    (spatial embeddings -> dense -> LayerNorm -> tanh); 'targets' = the predictions of the frozen target head that
+    `robot-rl pretrain-encoder` stored in encoder_weights (per camera: TCP position now and at the next gripper
+    event, standardised: where the arm and the object are), nothing trainable; 'both' = the two concatenated.
+    'targets' / 'both' need a frozen ResNet with such a file, and the torch backend."""
     num_spatial_features: int = 8
     """Learned spatial embeddings per channel in the encoder head."""
     encoder_dropout: float = 0.1
@@ -330,6 +337,12 @@ class AgentConfig(Config):
         if self.grad_clip_norm is not None:
             require(self.grad_clip_norm > 0, "grad_clip_norm", self.grad_clip_norm, "must be > 0 or None")
         require(self.encoder in ENCODERS, "encoder", self.encoder, f"must be one of {ENCODERS}")
+        require(self.encoder_features in ENCODER_FEATURES, "encoder_features", self.encoder_features,
+                f"must be one of {ENCODER_FEATURES}")
+        require(self.encoder_features == "spatial" or (self.encoder != "conv" and self.freeze_encoder),
+                "encoder_features", self.encoder_features,
+                "'targets' / 'both' read a frozen pretrained ResNet's target heads: needs encoder resnet10 / resnet18 "
+                "with freeze_encoder (and encoder_weights from `robot-rl pretrain-encoder`)")
         require(len(self.conv_channels) > 0 and all(c > 0 for c in self.conv_channels), "conv_channels",
                 self.conv_channels, "must be a non-empty tuple of positive ints")
         require(self.num_spatial_features >= 1, "num_spatial_features", self.num_spatial_features, "must be >= 1")

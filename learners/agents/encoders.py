@@ -6,7 +6,9 @@
   `ResNet18` (torchvision's names, BatchNorm as a fixed affine map); their weights load from a LOCAL safetensors
   file (`load_backbone_weights`), never downloaded; names, shapes and the file's architecture are validated.
 - `ConvBackbone`: a small conv net trained from scratch (SERL's SmallEncoder: 3x3 convs, stride 2, valid).
-- `CameraEncoder`: backbone -> spatial learned embeddings (8) -> dropout 0.1 -> dense 256 -> LayerNorm -> tanh.
+- `CameraEncoder`: backbone -> spatial learned embeddings (8) -> dropout 0.1 -> dense 256 -> LayerNorm -> tanh;
+  with AgentConfig.encoder_features 'targets' the frozen target head of a `robot-rl pretrain-encoder` file instead
+  (its standardised predictions: TCP now and at the next gripper event), with 'both' the two concatenated.
 - `ObservationEncoder`: one CameraEncoder per camera plus a proprio branch (dense 64 -> LayerNorm -> tanh);
   with no cameras it passes the state vector through unchanged (state-based SAC/RLPD).
 
@@ -33,6 +35,7 @@ from learners.agents.backbones import (
     backbone_keys,
     build_backbone,
     load_backbone_weights,
+    load_target_head,
     save_backbone_weights,
     to_float_nchw,
     weights_architecture,
@@ -110,7 +113,8 @@ class SpatialLearnedEmbeddings(nn.Module):
 class CameraEncoder(nn.Module):
     """backbone -> spatial learned embeddings -> dropout -> dense -> LayerNorm -> tanh, for one camera."""
 
-    def __init__(self, backbone: nn.Module, in_hw: tuple[int, int], cfg: AgentConfig, frozen: bool) -> None:
+    def __init__(self, backbone: nn.Module, in_hw: tuple[int, int], cfg: AgentConfig, frozen: bool,
+                 targets: nn.Module | None = None) -> None:
         super().__init__()
         self.backbone = backbone
         self.frozen = frozen
@@ -118,13 +122,23 @@ class CameraEncoder(nn.Module):
         if min(out_hw) < 1:
             raise ShapeError(f"images of size {in_hw} are too small for the {type(backbone).__name__} backbone")
         c = int(backbone.out_channels)  # type: ignore[arg-type]
-        self.spatial = SpatialLearnedEmbeddings(c, out_hw[0], out_hw[1], cfg.num_spatial_features)
-        self.dropout = nn.Dropout(cfg.encoder_dropout)
-        self.dense = nn.Linear(c * cfg.num_spatial_features, cfg.image_latent_dim)
-        nn.init.xavier_uniform_(self.dense.weight)
-        nn.init.zeros_(self.dense.bias)
-        self.norm = nn.LayerNorm(cfg.image_latent_dim)
-        self.out_dim = cfg.image_latent_dim
+        self.feature_shape = (c, out_hw[0], out_hw[1])
+        """The backbone's output shape per frame (C, h, w): what the head reads (and the feature cache stores)."""
+        self.out_dim = 0
+        self.spatial: SpatialLearnedEmbeddings | None = None
+        if cfg.encoder_features != "targets":
+            self.spatial = SpatialLearnedEmbeddings(c, out_hw[0], out_hw[1], cfg.num_spatial_features)
+            self.dropout = nn.Dropout(cfg.encoder_dropout)
+            self.dense = nn.Linear(c * cfg.num_spatial_features, cfg.image_latent_dim)
+            nn.init.xavier_uniform_(self.dense.weight)
+            nn.init.zeros_(self.dense.bias)
+            self.norm = nn.LayerNorm(cfg.image_latent_dim)
+            self.out_dim = cfg.image_latent_dim
+        # the frozen target head (encoder_features 'targets' / 'both'): its predictions, never trained
+        self.targets = targets
+        if targets is not None:
+            targets.requires_grad_(False)
+            self.out_dim += int(targets[-1].out_features)  # type: ignore[index]
         # frozen backbones only: bf16 autocast for their forward (cfg.backbone_precision), channels-last weights
         self.bf16 = frozen and cfg.backbone_precision == "bf16"
         if frozen:
@@ -149,7 +163,15 @@ class CameraEncoder(nn.Module):
         return self.backbone(images)
 
     def head(self, feats: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.norm(self.dense(self.dropout(self.spatial(feats)))))
+        """(B, out_dim) features from the backbone's output (B, C, h, w)."""
+        parts: list[torch.Tensor] = []
+        if self.spatial is not None:
+            parts.append(torch.tanh(self.norm(self.dense(self.dropout(self.spatial(feats))))))
+        if self.targets is not None:
+            with torch.no_grad():
+                self.targets.eval()
+                parts.append(self.targets(feats.float()))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.head(self.backbone_features(images))
@@ -214,7 +236,15 @@ class ObservationEncoder(nn.Module):
                 frozen = False
             key = _module_key(cam.name)
             self.camera_keys[cam.name] = key
-            self.cameras[key] = CameraEncoder(backbone, (h, w), cfg, frozen)
+            targets = None
+            if cfg.encoder_features != "spatial":
+                if cfg.encoder_weights is None or not frozen:
+                    raise ConfigError(f"encoder_features={cfg.encoder_features!r} needs a frozen backbone with "
+                                      "encoder_weights from `robot-rl pretrain-encoder`")
+                oh, ow = backbone.output_hw(h, w)  # type: ignore[operator]
+                targets = load_target_head(cfg.encoder_weights, cam.name,
+                                           int(backbone.out_channels) * oh * ow)  # type: ignore[arg-type]
+            self.cameras[key] = CameraEncoder(backbone, (h, w), cfg, frozen, targets)
         self.proprio: nn.Module | None = None
         self.state_norm: StateNormalizer | None = (StateNormalizer(layout.state_dim)
                                                    if cfg.obs_norm and layout.state_dim > 0 else None)
@@ -228,7 +258,7 @@ class ObservationEncoder(nn.Module):
                 out += cfg.proprio_latent_dim
             else:
                 out += layout.state_dim
-        out += sum(cfg.image_latent_dim for _ in layout.cameras)
+        out += sum(enc.out_dim for enc in self.camera_encoders().values())
         self.out_dim = out
 
     def camera_encoders(self) -> dict[str, CameraEncoder]:
@@ -245,12 +275,15 @@ class ObservationEncoder(nn.Module):
         return bool(encs) and all(enc.frozen for enc in encs.values())
 
     def frozen_names(self) -> set[str]:
-        """state_dict names of the frozen backbone weights (never trained, never sent, never checkpointed)."""
+        """state_dict names of the frozen backbone and target-head weights (never trained, never sent, never
+        checkpointed: actors and resumed runs load them from encoder_weights)."""
         out: set[str] = set()
         for name, enc in self.camera_encoders().items():
+            key = self.camera_keys[name]
             if enc.frozen:
-                key = self.camera_keys[name]
                 out |= {f"cameras.{key}.backbone.{n}" for n in enc.backbone.state_dict()}
+            if enc.targets is not None:
+                out |= {f"cameras.{key}.targets.{n}" for n in enc.targets.state_dict()}
         return out
 
     def backbone_features(self, images: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -276,6 +309,8 @@ class ObservationEncoder(nn.Module):
         for enc in self.camera_encoders().values():
             if enc.frozen:
                 memo[id(enc.backbone)] = enc.backbone
+            if enc.targets is not None:
+                memo[id(enc.targets)] = enc.targets
         clone = copy.deepcopy(self, memo)
         clone.requires_grad_(False)
         return clone
@@ -283,6 +318,8 @@ class ObservationEncoder(nn.Module):
     def trainable_parameters(self) -> list[nn.Parameter]:
         """Parameters that train (everything but frozen backbones), in a fixed order."""
         frozen = {id(p) for enc in self.camera_encoders().values() if enc.frozen for p in enc.backbone.parameters()}
+        frozen |= {id(p) for enc in self.camera_encoders().values() if enc.targets is not None
+                   for p in enc.targets.parameters()}
         return [p for p in self.parameters() if id(p) not in frozen]
 
 

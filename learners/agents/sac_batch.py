@@ -149,7 +149,7 @@ def cached_backbone(features: Any, encoder: ObservationEncoder, n: int, device: 
     out = {}
     for name, enc in encs.items():
         t = torch.as_tensor(features[name]).to(device, torch.float32)
-        want = (n, *enc.spatial.kernel.shape[:3])
+        want = (n, *enc.feature_shape)
         if tuple(t.shape) != want:
             raise ShapeError(f"batch obs_features '{name}': expected {want}, got {tuple(t.shape)}")
         out[name] = t

@@ -19,6 +19,9 @@ a CPU cannot afford; reconstruction spends capacity on the background. The weakn
 far in the future (the approach's first steps) has an uncertain target (b) only if the scene does not show the
 object; on pick tasks it does, the camera sees the cube.
 
+The written file holds the backbone and, under `targets.<camera>.`, each camera's head (learners.agents.backbones
+`load_target_head`): AgentConfig `encoder_features='targets'` feeds the heads' predictions to the agent.
+
 Usage::
 
     report = pretrain_encoder(PretrainConfig(episodes=("demos/pick",), out="weights/cell_resnet10.safetensors"))
@@ -40,6 +43,7 @@ from torch import nn
 from learners.agents.backbones import (
     ARCHITECTURES,
     build_backbone,
+    build_target_head,
     load_backbone_weights,
     save_backbone_weights,
     weights_architecture,
@@ -163,17 +167,22 @@ def load_frames(paths: tuple[str, ...], gripper_index: int = -1) -> FrameSet:
 
 
 class PretrainModel(nn.Module):
-    """A shared backbone and one head per camera: flatten -> dense 256 -> relu -> dense (targets)."""
+    """A shared backbone and one head per camera: flatten -> dense 256 -> relu -> dense (targets)
+    (learners.agents.backbones.build_target_head; the file keeps the heads, AgentConfig.encoder_features)."""
 
     def __init__(self, backbone: nn.Module, cameras: dict[str, tuple[int, int]], n_out: int) -> None:
         super().__init__()
         self.backbone = backbone
         c = int(backbone.out_channels)  # type: ignore[arg-type]
         self.heads = nn.ModuleDict()
+        self.camera_names = list(cameras)
         for name, (h, w) in cameras.items():
             oh, ow = backbone.output_hw(h, w)  # type: ignore[operator]
-            self.heads[name.replace("/", "__")] = nn.Sequential(nn.Flatten(), nn.Linear(c * oh * ow, 256), nn.ReLU(),
-                                                                nn.Linear(256, n_out))
+            self.heads[name.replace("/", "__")] = build_target_head(c * oh * ow, n_out)
+
+    def camera_heads(self) -> dict[str, nn.Module]:
+        """{camera name: its head}."""
+        return {name: self.heads[name.replace("/", "__")] for name in self.camera_names}
 
     def forward(self, camera: str, images: torch.Tensor) -> torch.Tensor:
         return self.heads[camera.replace("/", "__")](self.backbone(images))
@@ -265,7 +274,8 @@ def pretrain_encoder(cfg: PretrainConfig) -> PretrainReport:
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_backbone_weights(backbone, out, source=f"robot-rl pretrain-encoder: next-gripper-event TCP + TCP from "
-                                                f"{len(eps)} episodes, {cfg.steps} steps")
+                                                f"{len(eps)} episodes, {cfg.steps} steps",
+                          target_heads=model.camera_heads(), target_names=TARGETS)
     k = max(1, min(20, cfg.steps // 5))
     report = PretrainReport(str(out), cfg.architecture, len(data.targets), len(eps) - n_val, n_val,
                             names, cfg.steps, round(seconds, 2), float(np.mean(losses[:k])),

@@ -41,8 +41,8 @@ FLAG = "--init-from"
 ARCHITECTURE_FIELDS = (
     "backend", "state_select", "state_scale", "obs_norm", "hidden_dims", "layer_norm", "activation", "ensemble_size",
     "std_min", "std_max", "residual_base", "residual_scale", "encoder", "encoder_weights", "freeze_encoder",
-    "conv_channels", "num_spatial_features", "image_latent_dim", "proprio_latent_dim", "gripper_head",
-    "gripper_hidden_dims", "critic_loss", "hl_gauss_bins",
+    "encoder_features", "conv_channels", "num_spatial_features", "image_latent_dim", "proprio_latent_dim",
+    "gripper_head", "gripper_hidden_dims", "critic_loss", "hl_gauss_bins",
 )
 """AgentConfig fields that must be equal in the source and this run: they decide the networks' shapes, their
 inputs (state selection, scaling, normalisation) or the meaning of their outputs (residual base and scale, std
