@@ -34,9 +34,10 @@ def _episode(grip: list[float]) -> Episode:
 
 def test_event_targets_point_at_the_next_gripper_command_change() -> None:
     y = event_targets(_episode([-1, -1, -1, 1, 1, -1, -1]))   # close at step 3, open at step 5, 8 frames
-    assert y.shape == (8, 6)
+    assert y.shape == (8, 9)
     np.testing.assert_array_equal(y[:, 0], np.arange(8))
     np.testing.assert_array_equal(y[:, 3], [3, 3, 3, 3, 5, 5, 7, 7])
+    np.testing.assert_array_equal(y[:, 6], [3, 2, 1, 0, 1, 0, 1, 0])  # the event relative to the TCP now
     np.testing.assert_array_equal(event_targets(_episode([1, 1, 1]))[:, 3], [3, 3, 3, 3])  # no event: the last frame
     # 0 = "no gripper change" (label recordings): -1, 0, -1 is no event; -1, 0, 1 is one, where the 1 is commanded
     np.testing.assert_array_equal(event_targets(_episode([-1, 0, -1, 0, 1, 0]))[:, 3], [4, 4, 4, 4, 4, 6, 6])
@@ -62,6 +63,10 @@ def test_pretraining_on_twin_episodes_lowers_the_loss_and_loads_frozen(tmp_path:
     agent = SACAgent(spec, AgentConfig(encoder="resnet10", encoder_weights=str(out), image_latent_dim=16,
                                        proprio_latent_dim=8, hidden_dims=(16,), ensemble_size=2, device="cpu"))
     assert agent.encoder.all_backbones_frozen
+    # the file keeps the heads: their nine predictions per camera are the agent's image features
+    targets = SACAgent(spec, AgentConfig(encoder="resnet10", encoder_weights=str(out), encoder_features="targets",
+                                         proprio_latent_dim=8, hidden_dims=(16,), ensemble_size=2, device="cpu"))
+    assert targets.encoder.out_dim == 8 + 9
     with pytest.raises(ConfigError, match="at least one episode"):
         PretrainConfig(episodes=())
     with pytest.raises(ConfigError, match="no such episode"):

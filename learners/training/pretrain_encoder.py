@@ -2,10 +2,12 @@
 self-describing safetensors file as `robot-rl convert-encoder`, so `--encoder-weights FILE` freezes it in the agent.
 
 The objective: from ONE camera frame, predict
-  (a) the TCP position now (proprio `state[0:3]`), and
+  (a) the TCP position now (proprio `state[0:3]`),
   (b) the TCP position at the NEXT GRIPPER EVENT of the episode (the step where the recorded gripper command
       changes sign: the operator closes on the object or opens at the goal; the episode's last TCP position when
-      no event follows),
+      no event follows), and
+  (c) (b) minus (a): the event's place relative to the gripper, which a wrist camera sees without knowing where
+      the arm is,
 each target standardised over the data set, mean squared error, with DrQ's random shift on the frames.
 
 Why this objective: a policy from pixels needs, above all, where the object (or goal) is relative to the gripper;
@@ -53,7 +55,8 @@ from robot_rl.config import Config, require
 from robot_rl.episodes import Episode, episode_paths, load_episode
 from robot_rl.errors import ConfigError, ShapeError
 
-TARGETS = ("tcp_x", "tcp_y", "tcp_z", "event_tcp_x", "event_tcp_y", "event_tcp_z")
+TARGETS = ("tcp_x", "tcp_y", "tcp_z", "event_tcp_x", "event_tcp_y", "event_tcp_z", "event_rel_x", "event_rel_y",
+           "event_rel_z")
 """The predicted quantities, in order (standardised over the training frames)."""
 
 
@@ -98,9 +101,10 @@ class PretrainConfig(Config):
 
 
 def event_targets(ep: Episode, gripper_index: int = -1) -> np.ndarray:
-    """(T+1, 6) targets of every frame: TCP position now, TCP position at the next gripper event (the frame at
-    which the recorded gripper command changes sign, zeros skipped; the last frame when none follows). Needs the
-    proprio `state` observation."""
+    """(T+1, 9) targets of every frame (TARGETS): TCP position now, TCP position at the next gripper event (the
+    frame at which the recorded gripper command changes sign, zeros skipped; the last frame when none follows), and
+    the second minus the first (where the event happens relative to the gripper now: what a wrist camera sees).
+    Needs the proprio `state` observation."""
     if "state" not in ep.observations or ep.observations["state"].shape[-1] < 3:
         raise ShapeError("pretraining targets need the proprio 'state' observation (TCP position in state[0:3])")
     tcp = ep.observations["state"][:, :3].astype(np.float32)
@@ -117,12 +121,12 @@ def event_targets(ep: Episode, gripper_index: int = -1) -> np.ndarray:
     nxt = np.full(n, n - 1)
     for e in reversed(events):
         nxt[: e + 1] = e
-    return np.concatenate([tcp, tcp[nxt]], axis=1)
+    return np.concatenate([tcp, tcp[nxt], tcp[nxt] - tcp], axis=1)
 
 
 @dataclasses.dataclass
 class FrameSet:
-    """Frames of every camera with their targets: images[camera] (N, H, W, C) uint8, targets (N, 6), and the
+    """Frames of every camera with their targets: images[camera] (N, H, W, C) uint8, targets (N, 9), and the
     episode index of each row (for the split)."""
 
     images: dict[str, np.ndarray]
