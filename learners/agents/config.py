@@ -200,8 +200,9 @@ class AgentConfig(Config):
     """What a camera contributes to the features: 'spatial' = the trainable head over the backbone's feature map
     (spatial embeddings -> dense -> LayerNorm -> tanh); 'targets' = the predictions of the frozen target head that
     `robot-rl pretrain-encoder` stored in encoder_weights (per camera: TCP position now, at the next gripper event,
-    and the second relative to the first, standardised: where the arm and the object are), nothing trainable; 'both' = the two concatenated.
-    'targets' / 'both' need a frozen ResNet with such a file, and the torch backend."""
+    and the second relative to the first, standardised: where the arm and the object are), nothing trainable;
+    'both' = the two concatenated. 'targets' / 'both' need a frozen ResNet with such a file, and the torch
+    backend."""
     num_spatial_features: int = 8
     """Learned spatial embeddings per channel in the encoder head."""
     encoder_dropout: float = 0.1
