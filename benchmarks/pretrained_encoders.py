@@ -12,8 +12,12 @@ nothing downloads here):
   0 = the mean) on held-out episodes (other seeds). The cube position is the twin's privileged state: a real
   robot does not have it, which is why it is only a probe target here, never a training target (pretrain-encoder
   trains on proprio and the recorded gripper command only).
+- target heads (the pretrained file only): per camera, how far the head's prediction of the next grasp's place
+  relative to the gripper (what AgentConfig encoder_features='targets' feeds a policy) lies from where the held-out
+  episode's gripper really closed, in cm (median and 90th percentile over the frames before the grasp; the truth
+  is the episode's own proprio and gripper command, no privileged state).
 
-Usage: python benchmarks/pretrained_encoders.py [--train-episodes 16 --probe-episodes 8 --pretrain-steps 150]
+Usage: python benchmarks/pretrained_encoders.py [--train-episodes 16 --probe-episodes 8 --pretrain-steps 1000]
        (prints a table; writes benchmarks/results/pretrained_encoders.json)
 """
 
@@ -128,6 +132,35 @@ def ridge_r2(f_train: np.ndarray, y_train: np.ndarray, groups: np.ndarray, f_tes
     return r2(b @ fit(a, y_train, alpha) + ym, y_test), alpha
 
 
+def target_head_errors(weights: str, train_dir: Path, probe_dir: Path) -> list[dict[str, Any]]:
+    """Per camera: the target head's predicted grasp place relative to the gripper (de-standardised with the
+    training frames' statistics) against the held-out episodes' recorded one (cm), over the frames before the
+    grasp."""
+    import torch
+
+    from learners.agents.backbones import build_backbone, load_backbone_weights, load_target_head
+    from learners.training.pretrain_encoder import TARGETS, load_frames
+
+    rel = [TARGETS.index(n) for n in ("event_rel_x", "event_rel_y", "event_rel_z")]
+    tr, te = load_frames((str(train_dir),)), load_frames((str(probe_dir),))
+    mean, std = tr.targets.mean(0), tr.targets.std(0) + 1e-3
+    truth = te.targets[:, rel]
+    before = np.linalg.norm(truth, axis=1) > 0.02  # the gripper still > 2 cm from where it will close
+    net = build_backbone("resnet10")
+    load_backbone_weights(net, weights)
+    net.eval()
+    out = []
+    with torch.no_grad():
+        for cam, imgs in te.images.items():
+            feats = torch.cat([net(torch.from_numpy(imgs[s:s + 64])) for s in range(0, len(imgs), 64)])
+            pred = load_target_head(weights, cam, feats[0].numel())(feats).numpy() * std + mean
+            grasp = 100 * np.linalg.norm(pred[:, rel] - truth, axis=1)[before]
+            out.append({"camera": cam, "frames": int(before.sum()),
+                        "grasp_err_cm_median": float(np.median(grasp)),
+                        "grasp_err_cm_p90": float(np.percentile(grasp, 90))})
+    return out
+
+
 def ms_per_frame(backbone: Any, px: int, reps: int) -> float:
     import torch
 
@@ -148,7 +181,7 @@ def main() -> None:
     add_out_dir(p)
     p.add_argument("--train-episodes", type=int, default=16)
     p.add_argument("--probe-episodes", type=int, default=8)
-    p.add_argument("--pretrain-steps", type=int, default=150)
+    p.add_argument("--pretrain-steps", type=int, default=1000)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--weights", action="append", default=[], help="NAME=FILE: also measure this weights file")
     add_work_dir(p, "where the recorded episodes and the pretrained file go")
@@ -163,10 +196,10 @@ def main() -> None:
     work = work_dir(args.work, "pretrained_encoders_")
     t0 = time.perf_counter()
     train = record(range(0, args.train_episodes), work / "demos")
-    test = record(range(1000, 1000 + args.probe_episodes), None)
+    test = record(range(1000, 1000 + args.probe_episodes), work / "probe")
     record_s = time.perf_counter() - t0
     pre = pretrain_encoder(PretrainConfig(episodes=(str(work / "demos"),), out=str(work / "cell_resnet10.safetensors"),
-                                          steps=args.pretrain_steps, batch_size=32, lr=1e-3, seed=0))
+                                          steps=args.pretrain_steps, seed=0))
     torch.manual_seed(0)
     options: dict[str, Any] = {"conv (from scratch; untrained here)": ConvBackbone(3, (32, 64, 128, 256)),
                                "resnet10, random weights": build_backbone("resnet10"),
@@ -188,6 +221,10 @@ def main() -> None:
                      "ms_per_frame_128px": ms_per_frame(net, 128, args.reps), "feature_dim": int(f_tr.shape[1]),
                      "probe_r2_tcp": r_tcp, "probe_r2_cube": r_cube, "probe_alpha_tcp": a_tcp,
                      "probe_alpha_cube": a_cube})
+    heads = target_head_errors(pre.out, work / "demos", work / "probe")
+    print_table(f"{'camera':14s} {'grasp place err cm (median / p90)':>34s}",
+                [f"{h['camera']:14s} {h['grasp_err_cm_median']:17.1f} / {h['grasp_err_cm_p90']:<14.1f}"
+                 for h in heads])
     print_table(f"{'option':50s} {'ms/frame 64px':>14s} {'ms/frame 128px':>15s} {'R2 TCP':>7s} {'R2 cube':>8s}",
                 [f"{r['option']:50s} {r['ms_per_frame_64px']:14.2f} {r['ms_per_frame_128px']:15.2f} "
                  f"{r['probe_r2_tcp']:7.2f} {r['probe_r2_cube']:8.2f}" for r in rows])
@@ -198,7 +235,7 @@ def main() -> None:
         "threads": 1, "batch": 32, "reps": args.reps,
         "pretrain": {k: v for k, v in pre.__dict__.items() if k != "out"},
         "privileged_note": "the cube position is the twin's privileged state, a probe target only",
-        "rows": rows})
+        "rows": rows, "target_heads": heads})
 
 
 if __name__ == "__main__":

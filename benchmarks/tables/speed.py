@@ -285,11 +285,23 @@ def pretrained_encoders(res: Results) -> str:
             f"fitted on {d['train_frames']} frames of {d['train_episodes']} scripted pick-cube episodes, R^2 on "
             f"{d['probe_frames']} frames of {d['probe_episodes']} held-out episodes (1 = exact, 0 = the mean). The "
             f"cube position is the twin's privileged state, a probe target only: a robot does not have it. "
-            f"pretrain-encoder: {pre['steps']} steps of batch 32 on {pre['train_episodes']} of those episodes in "
+            f"pretrain-encoder (its defaults but the steps): {pre['steps']} steps of batch 32 on "
+            f"{pre['train_episodes']} of those episodes in "
             f"{rnd(pre['seconds'] / 60, 1)} minutes on one thread; its loss on the other {pre['val_episodes']} went "
             f"from {rnd(pre['val_loss_first'], 2)} to {rnd(pre['val_loss_last'], 2)} (standardised targets).")
-    return "\n\n".join([table(["backbone (frozen)", "ms/frame 64x64", "ms/frame 128x128", "probe R^2 TCP",
-                               "probe R^2 cube"], rows), note, source("pretrained_encoders.json")])
+    parts = [table(["backbone (frozen)", "ms/frame 64x64", "ms/frame 128x128", "probe R^2 TCP", "probe R^2 cube"],
+                   rows), note]
+    heads = d.get("target_heads")
+    if heads:
+        parts.append(table(["pretrained file's target head", "grasp place, error (cm): median / p90"],
+                           [[h["camera"], f"{rnd(h['grasp_err_cm_median'], 1)} / {rnd(h['grasp_err_cm_p90'], 1)}"]
+                            for h in heads]))
+        parts.append(f"Target heads: the head's prediction of the next grasp's place relative to the gripper (what "
+                     f"`encoder_features=targets` gives a policy), de-standardised, against where each held-out "
+                     f"episode's gripper really closed (its own proprio and gripper command), over the "
+                     f"{heads[0]['frames']} frames at least 2 cm before the grasp.")
+    parts.append(source("pretrained_encoders.json"))
+    return "\n\n".join(parts)
 
 
 def feature_cache(res: Results) -> str:
