@@ -41,6 +41,7 @@ from .learning import (
     se_pick_cube_state,
     se_pixels,
     se_pixels_cellenc,
+    se_pixels_targets,
     third_party,
     warm_start,
 )
@@ -94,6 +95,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "sample_efficiency_pick_cube_jax": se_pick_cube_jax,
     "sample_efficiency_pixels": se_pixels,
     "sample_efficiency_pixels_cellenc": se_pixels_cellenc,
+    "sample_efficiency_pixels_targets": se_pixels_targets,
     "residual": residual,
     "hl_gauss": hl_gauss,
     "warm_start": warm_start,

@@ -152,12 +152,29 @@ PIXEL_RUNS = [("sample_efficiency_twin-pick-cube_pixels64.json", "pick-cube, tru
                "pick-cube, true reward, teleported resets, a frozen random ResNet-10 via the feature cache (4 crops)"),
               ("sample_efficiency_twin-pick-cube_pixels64_cellenc_defaults.json",
                "pick-cube, true reward, teleported resets, a frozen ResNet-10 pretrained on the 20 demos "
-               "(`robot-rl pretrain-encoder`), the feature cache, the state defaults' 5-step returns and Q filters")]
+               "(`robot-rl pretrain-encoder`), the feature cache, the state defaults' 5-step returns and Q filters"),
+              ("sample_efficiency_twin-pick-cube_pixels64_kptargets6.json",
+               "the same at batch 128, each camera's features only its target head's predictions "
+               "(`encoder_features=targets`; heads of the 6-target objective, 300 pretraining steps)"),
+              ("sample_efficiency_twin-pick-cube_pixels64_kptargets.json",
+               "the same with the 9-target heads (the grasp place relative to the gripper added), 1,000 "
+               "pretraining steps"),
+              ("sample_efficiency_twin-pick-cube_pixels64_kpboth.json",
+               "the 6-target heads' predictions beside the light trainable head (`encoder_features=both`, 2 spatial "
+               "features, no dropout)")]
 
 
 def se_pixels_cellenc(res: Results) -> str:
     """Pick-cube from pixels with a cell-pretrained frozen ResNet-10, batch 128 and a light head, per seed."""
-    name = "sample_efficiency_twin-pick-cube_pixels64_cellenc_b128.json"
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_cellenc_b128.json")
+
+
+def se_pixels_targets(res: Results) -> str:
+    """The same with the pretrained file's target-head predictions beside the light head (encoder_features=both)."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_kpboth_rel.json")
+
+
+def _pixel_seeds(res: Results, name: str) -> str:
     d = res(name)
     steps = list(range(d["eval_every"], d["steps"] + 1, d["eval_every"]))
     stopped = [f"seed {r['seed']} at {ksteps(r['env_steps_done'])}" for r in d["runs"] if r["stopped_by_budget"]]
@@ -406,6 +423,8 @@ NO_RECIPE_SEEDS = [
     ("sample_efficiency_twin-peg-insert_state_norecipe_own.json", "twin-peg-insert_state.json",
      "peg-insert: the arm dims judged with the policy's own gripper command (`bc_q_filter_arm` own; 2 seeds, "
      "stopped at 2k)"),
+    ("sample_efficiency_twin-peg-insert_state_norecipe_mc.json", "twin-peg-insert_state.json",
+     "peg-insert: the task defaults + the Monte-Carlo floor under the target (`mc_lower_bound`)"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_defaults.json", "twin-pick-cube_state.json",
      "pick-cube, `--no-recipe`: the task defaults before the gripper's own filter"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_defaults_scale1.json", "twin-pick-cube_state.json",
