@@ -324,3 +324,6 @@ def test_rlpd_with_cameras_is_serls_image_agent_and_the_encoder_default(tmp_path
     weights = ["--encoder-weights", "w.safetensors"]
     cfgs = _three_ways(tmp_path, "pixels", weights, weights, ["--learner-args=" + " ".join(weights)])
     assert {(c.encoder, c.encoder_weights) for c in cfgs} == {("resnet10", "w.safetensors")}
+    by_set = ["--set", "encoder_weights=w.safetensors"]  # --set names the file alone: the same (sim has only --set)
+    cfgs = _three_ways(tmp_path, "pixels", by_set, by_set, by_set)
+    assert {(c.encoder, c.encoder_weights) for c in cfgs} == {("resnet10", "w.safetensors")}

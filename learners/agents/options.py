@@ -409,11 +409,13 @@ def weights_file_encoder(path: str) -> str:
 
 def agent_layers(flags: AgentFlags, has_cameras: bool) -> AgentLayers:
     """Every layer of the resolution of `flags` for a run with (or without) cameras."""
+    given = parse_set(flags.set)
+    if given.get("encoder_weights") is not None and "encoder" not in given:  # as --encoder-weights does
+        given["encoder"] = weights_file_encoder(str(given["encoder_weights"]))
     return AgentLayers(base={"encoder": DEFAULT_ENCODER}, machine=machine_layer(flags, has_cameras),
                        defaults=task_defaults_layer(flags, has_cameras), task=task_layer(flags, has_cameras),
                        recipe=recipe_layer(flags, has_cameras),
-                       flags=flag_layer(flags, has_cameras),
-                       set=parse_set(flags.set))
+                       flags=flag_layer(flags, has_cameras), set=given)
 
 
 def machine_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
