@@ -21,15 +21,9 @@ from learners.agents.config import AgentConfig
 from learners.agents.encoders import ObservationEncoder
 from learners.agents.obs import ObsLayout
 from robot_rl.errors import ConfigError, ShapeError
-from robot_rl.specs import ArraySpec, EnvSpec
+from tests.test_feature_cache import CAMS, _spec  # two 32x32 cameras, a 5-element state, 3 actions
 
 torch.set_num_threads(1)
-CAMS = ("images/front", "images/wrist")
-
-
-def _spec(h: int = 32) -> EnvSpec:
-    obs = (*(ArraySpec(c, (h, h, 3), "uint8", 0, 255) for c in CAMS), ArraySpec("state", (5,), "float32"))
-    return EnvSpec("img", obs, ArraySpec("action", (4,), "float32", -1, 1), 10.0)
 
 
 def _write(path: Path, cams: tuple[str, ...] = CAMS, in_features: int = 512,
@@ -98,7 +92,7 @@ def test_an_update_trains_the_agent_but_not_the_target_heads(tmp_path: Path) -> 
         o = {c: rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8) for c in CAMS}
         return o | {"state": rng.standard_normal((n, 5)).astype(np.float32)}
 
-    batch = {"obs": obs(), "next_obs": obs(), "actions": rng.uniform(-1, 1, (n, 4)).astype(np.float32),
+    batch = {"obs": obs(), "next_obs": obs(), "actions": rng.uniform(-1, 1, (n, 3)).astype(np.float32),
              "rewards": rng.uniform(0, 1, n).astype(np.float32), "terminated": np.zeros(n, np.float32)}
     dense_before = agent.encoder.camera_encoders()["images/front"].dense.weight.detach().clone()
     for _ in range(3):
