@@ -8,7 +8,8 @@
 - `ConvBackbone`: a small conv net trained from scratch (SERL's SmallEncoder: 3x3 convs, stride 2, valid).
 - `CameraEncoder`: backbone -> spatial learned embeddings (8) -> dropout 0.1 -> dense 256 -> LayerNorm -> tanh;
   with AgentConfig.encoder_features 'targets' the frozen target head of a `robot-rl pretrain-encoder` file instead
-  (its standardised predictions: TCP now and at the next gripper event), with 'both' the two concatenated.
+  (its standardised predictions: TCP now, at the next gripper event, and the second relative to the first), with
+  'both' the two concatenated.
 - `ObservationEncoder`: one CameraEncoder per camera plus a proprio branch (dense 64 -> LayerNorm -> tanh);
   with no cameras it passes the state vector through unchanged (state-based SAC/RLPD).
 
@@ -168,8 +169,7 @@ class CameraEncoder(nn.Module):
         if self.spatial is not None:
             parts.append(torch.tanh(self.norm(self.dense(self.dropout(self.spatial(feats))))))
         if self.targets is not None:
-            with torch.no_grad():
-                self.targets.eval()
+            with torch.no_grad():  # no mode-dependent layer in a target head: train / eval mode is moot
                 parts.append(self.targets(feats.float()))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
