@@ -161,7 +161,10 @@ PIXEL_RUNS = [("sample_efficiency_twin-pick-cube_pixels64.json", "pick-cube, tru
                "pretraining steps"),
               ("sample_efficiency_twin-pick-cube_pixels64_kpboth.json",
                "the 6-target heads' predictions beside the light trainable head (`encoder_features=both`, 2 spatial "
-               "features, no dropout)")]
+               "features, no dropout)"),
+              ("sample_efficiency_twin-pick-cube_pixels64_kpboth_rel20k.json",
+               "the 9-target heads beside the light trainable head, seed 0 of the 3-seed study below run on to 20k "
+               "env steps")]
 
 
 def se_pixels_cellenc(res: Results) -> str:
