@@ -164,7 +164,10 @@ PIXEL_RUNS = [("sample_efficiency_twin-pick-cube_pixels64.json", "pick-cube, tru
                "features, no dropout)"),
               ("sample_efficiency_twin-pick-cube_pixels64_kpboth_rel20k.json",
                "the 9-target heads beside the light trainable head, seed 0 of the 3-seed study below run on to 20k "
-               "env steps")]
+               "env steps"),
+              ("sample_efficiency_twin-peg-insert_pixels64_kpboth_rel.json",
+               "peg-insert, the same setup (heads pretrained on its 20 demos; its recipe's Q filter with the floor 0.1 "
+               "in place of the gripper filter)")]
 
 
 def se_pixels_cellenc(res: Results) -> str:
