@@ -262,20 +262,21 @@ def load_target_head(path: str | os.PathLike[str], camera: str, in_features: int
     """`camera`'s target head from a weights file `robot-rl pretrain-encoder` wrote, frozen (no grad). ConfigError
     when the file holds no head for that camera (naming the cameras it has), ShapeError when the head was trained
     on another feature size (other images than the agent's: pretrain on frames of the size the agent sees)."""
-    from safetensors.torch import load_file
+    from safetensors import safe_open
 
     _check_file(path)
     if str(path).endswith(TORCH_SUFFIXES):
         raise ConfigError(f"{path}: a torchvision checkpoint holds no target heads; encoder_features 'targets' / "
                           "'both' need a file written by `robot-rl pretrain-encoder`")
-    try:
-        tensors = load_file(str(path))
+    prefix = target_head_prefix(camera)
+    try:  # only the head's tensors are read (the backbone's are loaded once, by load_backbone_weights)
+        with safe_open(str(path), framework="pt") as f:
+            names = list(f.keys())
+            own = {k[len(prefix):]: f.get_tensor(k) for k in names if k.startswith(prefix)}
     except Exception as err:  # safetensors raises its own error types for malformed files
         raise ShapeError(f"{path}: unreadable safetensors file ({type(err).__name__}: {err})") from err
-    prefix = target_head_prefix(camera)
-    own = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
     if not own:
-        cams = sorted({k[len(TARGETS_PREFIX):].split(".")[0].replace("__", "/") for k in tensors
+        cams = sorted({k[len(TARGETS_PREFIX):].split(".")[0].replace("__", "/") for k in names
                        if k.startswith(TARGETS_PREFIX)})
         raise ConfigError(f"{path}: no target head for camera {camera!r} (heads for: {cams or 'none'}); "
                           "encoder_features 'targets' / 'both' need a file `robot-rl pretrain-encoder` wrote from "

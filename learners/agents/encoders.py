@@ -237,10 +237,8 @@ class ObservationEncoder(nn.Module):
             key = _module_key(cam.name)
             self.camera_keys[cam.name] = key
             targets = None
-            if cfg.encoder_features != "spatial":
-                if cfg.encoder_weights is None or not frozen:
-                    raise ConfigError(f"encoder_features={cfg.encoder_features!r} needs a frozen backbone with "
-                                      "encoder_weights from `robot-rl pretrain-encoder`")
+            if cfg.encoder_features != "spatial":  # AgentConfig asked for a frozen ResNet, pretrained_backbone
+                assert cfg.encoder_weights is not None  # for its weights file (each refuses otherwise)
                 oh, ow = backbone.output_hw(h, w)  # type: ignore[operator]
                 targets = load_target_head(cfg.encoder_weights, cam.name,
                                            int(backbone.out_channels) * oh * ow)  # type: ignore[arg-type]
