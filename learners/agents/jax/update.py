@@ -192,7 +192,7 @@ def _actor_phase(carry: dict[str, Any], feats: Any, bc_actions: Any, bc_mask: An
         q = ensemble(carry["critic"], jnp.concatenate([feats, a], -1), st).mean(0)
         mode = jnp.tanh(mean)
         sq = jnp.square(mode - bc_actions)  # (B, A)
-        mask = keep_gripper = bc_mask
+        mask = keep_gripper = shown = bc_mask
         if st.bc_arm_filter != "off" or st.bc_q_filter_gripper:  # filters as in learners.agents.bc (Nair 2018)
             own = jax.lax.stop_gradient(mode)
             q_mode = ensemble(carry["critic"], jnp.concatenate([feats, own], -1), st).mean(0)
@@ -207,8 +207,8 @@ def _actor_phase(carry: dict[str, Any], feats: Any, bc_actions: Any, bc_mask: An
                 mask = keep_gripper = kept(arm)
             if st.bc_q_filter_gripper:  # the gripper (last) dim by its own filter
                 keep_gripper = kept(jnp.concatenate([own[:, :-1], bc_actions[:, -1:]], -1))
-        shown = mask if st.bc_arm_filter != "off" else keep_gripper
-        if st.bc_arm_filter != "off" or st.bc_q_filter_gripper:  # a dropped row's weight: the floor, 1 in the warm-up
+            shown = mask if st.bc_arm_filter != "off" else keep_gripper
+            # a dropped row's weight: the floor, 1 in the warm-up
             warm = (carry["num_updates"] < st.bc_q_filter_start).astype(bc_mask.dtype)
             least = bc_mask * jnp.maximum(warm, st.bc_q_filter_floor)
             mask, keep_gripper = jnp.maximum(mask, least), jnp.maximum(keep_gripper, least)
