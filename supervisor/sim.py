@@ -1,7 +1,9 @@
 """`robot-rl sim`'s library: distributed training in simulation, every part a separate process, one progress view.
 
 Starts (each as ``python -m robot_rl.cli ...`` in its own process group): scripted demo recording (unless --demos),
-one twin robot server per actor (``robot-server``), the learner (``learner``) and N actors (``actor --robot``).
+one twin robot server per actor (``robot-server``), from cameras the learner's preparation (``learner
+--prepare-only``: the camera encoder pretrained on the demos when the agent's config asks), the learner
+(``learner``) and N actors (``actor --robot``).
 Renders the learner's OUT/status.json as one live display (env steps, success rate, updates/s, weights version
 per actor, buffer sizes). Finishes when the learner reaches --max-env-steps, then stops the actors and servers,
 redraws the learning curves (OUT/learning_curve.png against env steps, OUT/learning_curve_time.png against wall
@@ -295,6 +297,19 @@ class Sim:
         return child.wait_for_line(re.compile(r"serving .* on (tcp://\S+)"), self.cfg.start_timeout,
                                    self.sup.stop_requested).group(1)
 
+    def prepare_learner(self, demos: Path | None) -> None:
+        """From cameras with demos the learner's agent may pretrain its encoder on them first (minutes on a CPU):
+        run that as its own step (`learner --prepare-only`, no start timeout), so the learner starts in time."""
+        if self.cfg.obs_mode != "pixels" or demos is None:
+            return
+        self.display.message("sim: preparing the learner (its camera encoder is pretrained on the demos when the "
+                             "agent's config asks; minutes on a CPU) ...")
+        child = self.sup.start(self.spec("learner-prepare", [*self.learner_argv(demos), "--prepare-only"]))
+        rc = self.sup.wait(child)
+        if rc != 0:
+            raise ChildError(f"preparing the learner failed (exit code {rc}); see {child.log_path}:\n"
+                             f"{tail(child.log_path)}")
+
     def start_learner(self, demos: Path | None) -> str:
         child = self.sup.start(self.spec("learner", self.learner_argv(demos), STOP_LEARNER))
         return child.wait_for_line(re.compile(r"listening on (tcp://\S+)"), self.cfg.start_timeout,
@@ -337,6 +352,7 @@ class Sim:
                     robots: list[str | None] = [None] * a.actors
                     if not a.in_process_twin:
                         robots = [self.start_server(i) for i in range(a.actors)]
+                    self.prepare_learner(demos)
                     learner_addr = self.start_learner(demos)
                     self.display.message(f"sim: learner on {learner_addr}; {a.actors} actor(s); logs in {self.logs}")
                     for i in range(a.actors):

@@ -22,6 +22,7 @@ from learners.agents.options import (
 from learners.agents.recipes import (
     DEFAULT_RECIPE,
     DEMO_DEFAULTS,
+    PIXEL_ENCODER_DEFAULTS,
     RECIPES,
     TASK_DEFAULTS,
     Recipe,
@@ -51,8 +52,8 @@ def test_a_recipe_with_a_misspelt_field_or_a_bad_value_fails_at_construction() -
 
 
 def test_task_defaults_and_the_recipes_on_top_of_them() -> None:
-    """Every arm task trains from its state with TASK_DEFAULTS; a recipe holds what one task needs on top (reach,
-    peg-insert) and the twin's pixel recipe; anything else gets DEFAULT_RECIPE (no overrides)."""
+    """Every arm task trains with TASK_DEFAULTS; a recipe holds what one task needs on top (reach, peg-insert);
+    anything else gets DEFAULT_RECIPE (no overrides)."""
     assert set(RECIPES) == set(PRESETS)
     for name in PRESETS:
         assert recipe_for(name) is RECIPES[name] and recipe_for(name).updates_per_step == 2
@@ -62,7 +63,12 @@ def test_task_defaults_and_the_recipes_on_top_of_them() -> None:
     assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step is None
     pick = TASK_DEFAULTS.overrides("state")
     assert pick["n_step"] == 5 and pick["bc_weight"] == 30.0 and pick["bc_q_filter"] and pick["discount"] == 0.95
-    assert TASK_DEFAULTS.updates_per_step == 2 and TASK_DEFAULTS.overrides("pixels") == {}
+    assert TASK_DEFAULTS.updates_per_step == 2
+    pix = TASK_DEFAULTS.overrides("pixels")  # the pixel study's setup: an encoder pretrained on the demos
+    assert (pix["encoder"], pix["encoder_pretrain_steps"], pix["encoder_features"]) == ("resnet10", 1000, "both")
+    assert pix["batch_size"] == 128 and pix["n_step"] == 5 and pix["bc_q_filter"] and pix["bc_q_filter_gripper"]
+    assert set(PIXEL_ENCODER_DEFAULTS) <= set(pix)
+    assert RECIPES["twin-pick-cube"].overrides("pixels") == {}  # no pixel recipe: the defaults
     reach = with_task_defaults("twin-reach").overrides("state")  # the filter and n-step do not reach it
     assert (reach["n_step"], reach["bc_q_filter"], reach["discount"]) == (1, False, 0.9)
     assert with_task_defaults("twin-pick-cube").overrides("state") == pick
@@ -80,17 +86,44 @@ def test_recipe_values_reach_the_agent_config_of_train_and_learner() -> None:
                 learner_agent_config(learner()), learner_agent_config(learner("--no-recipe"))):
         assert {k: getattr(cfg, k) for k in state} == state  # the task defaults: --no-recipe keeps them
     pixels = with_task_defaults("twin-pick-cube").overrides("pixels")
-    for cfg in (TrainConfig(task="twin-pick-cube", obs_mode="pixels").agent_config(has_cameras=True),
-                learner_agent_config(learner("--obs-mode", "pixels"))):
+    for cfg in (TrainConfig(task="twin-pick-cube", obs_mode="pixels", demos="/d").agent_config(has_cameras=True),
+                learner_agent_config(learner("--obs-mode", "pixels", "--demos", "/d"))):
         assert {k: getattr(cfg, k) for k in pixels} == pixels
     assert TrainConfig(task="twin-pick-cube").steps_per_update() == 2
     assert TrainConfig(task="twin-pick-cube", no_recipe=True).steps_per_update() == 2  # the task defaults'
     assert TrainConfig(task="twin-pick-cube", obs_mode="pixels", no_recipe=True).steps_per_update() == 1
+    assert TrainConfig(task="twin-pick-cube", obs_mode="pixels", no_recipe=True, demos="/d").steps_per_update() == 2
     assert updates_per_transition(learner("--no-recipe", "--obs-mode", "pixels")) == 1.0
+    assert updates_per_transition(learner("--no-recipe", "--obs-mode", "pixels", "--demos", "/d")) == 2.0
     assert TrainConfig(env_id="Pendulum-v1").steps_per_update() == 1
     assert updates_per_transition(learner()) == 2.0  # what `robot-rl sim` gets when it passes no --utd
     assert updates_per_transition(learner("--no-recipe")) == 2.0
     assert updates_per_transition(learner("--utd", "0.5")) == 0.5
+
+
+def test_pixel_defaults_need_demos_and_step_aside_for_a_chosen_encoder() -> None:
+    """From cameras an arm task gets the pixel defaults only with demos (the encoder is pretrained on them) and on
+    the torch backend; a run that names its encoder keeps the rest of the defaults but not their encoder part."""
+    def train(**kw: Any) -> Any:
+        return TrainConfig(task="twin-pick-cube", obs_mode="pixels", **kw).agent_config(has_cameras=True)
+
+    plain = train()  # no demos: SERL's image agent (DrQ), a conv encoder from scratch, no pretraining
+    assert (plain.encoder, plain.encoder_pretrain_steps, plain.n_step, plain.bc_q_filter) == ("conv", 0, 1, False)
+    lab = TrainConfig(task="twin-pick-cube", obs_mode="pixels", demos="/d", no_recipe=True)
+    cfg = lab.agent_config(has_cameras=True)  # --no-recipe keeps the task defaults
+    assert (cfg.encoder, cfg.encoder_pretrain_steps, cfg.encoder_features, cfg.encoder_weights) == (
+        "resnet10", 1000, "both", None)
+    for chosen in (train(demos="/d", encoder="conv"), train(demos="/d", agent_set=("encoder=conv",))):
+        assert (chosen.encoder, chosen.encoder_pretrain_steps, chosen.encoder_features) == ("conv", 0, "spatial")
+        assert chosen.batch_size == 128 and chosen.n_step == 5  # the rest of the defaults stay
+    weights = train(demos="/d", encoder_weights="/w/imagenet.safetensors")  # e.g. convert-encoder's: no heads
+    assert (weights.encoder_pretrain_steps, weights.encoder_features) == (0, "spatial")
+    steps = train(demos="/d", agent_set=("encoder_pretrain_steps=50",))  # only the steps: the default encoder
+    assert (steps.encoder, steps.encoder_pretrain_steps, steps.encoder_features) == ("resnet10", 50, "both")
+    jax = TrainConfig(task="twin-pick-cube", obs_mode="pixels", demos="/d", backend="jax")
+    assert jax.agent_config(has_cameras=True).encoder_pretrain_steps == 0
+    peg = TrainConfig(task="twin-peg-insert", obs_mode="pixels", demos="/d").agent_config(has_cameras=True)
+    assert peg.bc_q_filter_floor == 0.1 and not peg.bc_q_filter_gripper and peg.encoder_pretrain_steps == 1000
 
 
 def test_an_env_id_run_with_demos_gets_the_demo_defaults_and_without_demos_nothing() -> None:

@@ -141,9 +141,11 @@ REHEARSAL: dict[str, Step] = {
              "two label episodes and a few gradient steps: the rehearsal checks the hand-over, not the accuracy"),
     "robot-rl learner --task configs/lab.toml --demos demos/pick --offline-updates 1000 --out runs/pick":
         Step(("--bind", "{learner}", "--hidden", "32,32", "--ensemble", "2", "--batch", "8", "--critic-updates", "1",
-              "--learning-starts", "100000", "--log-every", "1", "--no-tensorboard", "--quiet", "--threads", "1"),
-             "a free port; tiny networks and batches, no online updates (CPU CI: the rehearsal checks the hand-over "
-             "from the demos' policy to the actors, not the learning)"),
+              "--learning-starts", "100000", "--log-every", "1", "--no-tensorboard", "--quiet", "--threads", "1",
+              "--set", "encoder_pretrain_steps=2"),
+             "a free port; tiny networks and batches, 2 steps of the encoder's pretraining on the demos, no online "
+             "updates (CPU CI: the rehearsal checks the hand-over from the demos' policy to the actors, not the "
+             "learning)"),
     "robot-rl actor --task configs/lab.toml --robot ADDR --learner ADDR --reward classifier:classifiers/pick":
         Step(("--max-steps", "3", *ACTOR_EXTRA, "--stats-out", "actor-classifier.json"), ACTOR_WHY),
     "robot-rl actor --task configs/lab.toml --robot ADDR --learner ADDR --reward classifier:classifiers/pick "

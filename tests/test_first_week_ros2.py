@@ -67,8 +67,10 @@ REHEARSAL: dict[str, Step] = {
     "--episodes 20 --out demos/pick": Step(),
     "robot-rl learner --task configs/lab.toml --demos demos/pick --out runs/pick":
         Step(("--bind", "{learner}", "--hidden", "32,32", "--ensemble", "2", "--batch", "8", "--critic-updates", "1",
-              "--learning-starts", "100000", "--log-every", "1", "--no-tensorboard", "--quiet", "--threads", "1"),
-             "a free port; tiny networks, no updates (CPU CI: the hand-over to the actor, not the learning)"),
+              "--learning-starts", "100000", "--log-every", "1", "--no-tensorboard", "--quiet", "--threads", "1",
+              "--set", "encoder_pretrain_steps=2"),
+             "a free port; tiny networks, 2 steps of the encoder's pretraining on the demos, no updates (CPU CI: the "
+             "hand-over to the actor, not the learning)"),
     "robot-rl actor --task configs/lab.toml --robot ADDR --learner ADDR --intervene spacemouse "
     "--device-config spacemouse.json": Step(("--max-steps", "8", *ACTOR_EXTRA), ACTOR_WHY),
     "robot-rl estop ADDR": Step(),

@@ -208,3 +208,29 @@ def test_sim_takes_the_task_files_observation_mode_and_the_flag_wins(tmp_path: P
     assert modes() == ("pixels", ["pixels"], ["pixels"])  # as `robot-rl actor` / `learner` read the file
     assert modes("--obs-mode", "state") == ("state", ["state"], ["state"])
     assert sim(tmp_path).cfg.obs_mode == "state"  # a preset without [observation] mode
+
+
+def test_sim_prepares_a_pixel_learner_with_demos_in_a_step_of_its_own(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """From cameras with demos the learner's encoder may be pretrained on them first: sim runs `learner ...
+    --prepare-only` (waited for, no start timeout) before the learner; a state run or one without demos does not,
+    and a failing step is an error naming its log."""
+    from supervisor.process import ChildError
+
+    started: list[list[str]] = []
+    codes = iter([0, 3])
+    for extra, demos, runs in ((("--obs-mode", "pixels"), tmp_path / "demos", True),
+                               (("--obs-mode", "pixels"), None, False), ((), tmp_path / "demos", False)):
+        s = sim(tmp_path, *extra)
+        monkeypatch.setattr(s.sup, "start", lambda spec: started.append(list(spec.argv)) or spec)
+        monkeypatch.setattr(s.sup, "wait", lambda child: next(codes))
+        started.clear()
+        s.prepare_learner(demos)
+        assert bool(started) == runs
+        if runs:
+            assert started[0] == [*s.learner_argv(demos), "--prepare-only"]
+    s = sim(tmp_path, "--obs-mode", "pixels")
+    monkeypatch.setattr(s.sup, "start", lambda spec: spec)
+    monkeypatch.setattr(s.sup, "wait", lambda child: 3)
+    with pytest.raises(ChildError, match=r"preparing the learner failed .exit code 3.*learner-prepare.log"):
+        s.prepare_learner(tmp_path / "demos")

@@ -58,9 +58,9 @@ def readme_glance(res: Results) -> str:
          "last", " / ".join(ksteps(r["first_step_at_90"]) for r in peg) + " env steps; "
          + pcts([r["final_success_rate"] for r in peg]) + f" at {ksteps(peg[0]['env_steps_done'])}",
          "sample_efficiency_twin-peg-insert_state_norecipe_floor01.json"],
-        ["pick-cube from two 64x64 cameras + proprio (no object state): a ResNet-10 pretrained on the 20 demos, "
-         "frozen, its target heads' predictions beside a light trainable head, 3 seeds: first evaluation >= 90 %; "
-         "last", " / ".join(ksteps(r["first_step_at_90"]) for r in px) + " env steps; "
+        ["pick-cube from two 64x64 cameras + proprio (no object state), the pixel defaults' setup: a ResNet-10 "
+         "pretrained on the 20 demos, frozen, its target heads' predictions beside a light trainable head, 3 seeds: "
+         "first evaluation >= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in px) + " env steps; "
          + pcts([r["final_success_rate"] for r in px]) + f" at {ksteps(px[0]['env_steps_done'])}",
          "sample_efficiency_twin-pick-cube_pixels64_kpboth_rel.json"],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "

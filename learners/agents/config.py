@@ -203,6 +203,12 @@ class AgentConfig(Config):
     and the second relative to the first, standardised: where the arm and the object are), nothing trainable;
     'both' = the two concatenated. 'targets' / 'both' need a frozen ResNet with such a file, and the torch
     backend."""
+    encoder_pretrain_steps: int = 0
+    """With cameras and no encoder_weights: `robot-rl train` and `robot-rl learner` first pretrain the encoder on the
+    run's demos for this many steps (`robot-rl pretrain-encoder`'s objective and defaults, the run's seed) into
+    OUT/encoder.safetensors, reused when the run resumes, and freeze it (learners.training.pretrain_encoder
+    `with_run_encoder`); 0: no pretraining. The default for a task on the arm env with cameras and demos
+    (learners.agents.recipes TASK_DEFAULTS)."""
     num_spatial_features: int = 8
     """Learned spatial embeddings per channel in the encoder head."""
     encoder_dropout: float = 0.1
@@ -344,6 +350,7 @@ class AgentConfig(Config):
                 "encoder_features", self.encoder_features,
                 "'targets' / 'both' read a frozen pretrained ResNet's target heads: needs encoder resnet10 / resnet18 "
                 "with freeze_encoder (and encoder_weights from `robot-rl pretrain-encoder`)")
+        require(self.encoder_pretrain_steps >= 0, "encoder_pretrain_steps", self.encoder_pretrain_steps, "must be >= 0")
         require(len(self.conv_channels) > 0 and all(c > 0 for c in self.conv_channels), "conv_channels",
                 self.conv_channels, "must be a non-empty tuple of positive ints")
         require(self.num_spatial_features >= 1, "num_spatial_features", self.num_spatial_features, "must be >= 1")

@@ -14,11 +14,12 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
 3. this device's defaults (learners.agents.device_defaults.machine_defaults: the cheaper state RLPD agent and
    torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
 4. the task defaults (learners.agents.recipes TASK_DEFAULTS: RLPD with n-step returns, a Q-filtered BC term, the x10
-   state scale, a small ensemble, 2 updates per env step; nothing yet with cameras) for a task on robot-rl's arm
-   env (`env_module` "envs": a twin preset or a lab's task file), also with `--no-recipe`; for an `--env-id` run
-   with demos (`AgentFlags.demos`) DEMO_DEFAULTS (the same mechanisms with the state normalised per element; not
-   obs_norm with the JAX backend, which lacks it), otherwise none; an offline phase drops their Q filter as the
-   recipe's;
+   state scale, a small ensemble, 2 updates per env step; with cameras only with demos on the torch backend, then
+   also a frozen ResNet-10 pretrained on the demos at the run's start unless the run names its encoder) for a task
+   on robot-rl's arm env (`env_module` "envs": a twin preset or a lab's task file), also with `--no-recipe`; for an
+   `--env-id` run with demos (`AgentFlags.demos`) DEMO_DEFAULTS (the same mechanisms with the state normalised per
+   element; not obs_norm with the JAX backend, which lacks it), otherwise none; an offline phase drops their Q
+   filter as the recipe's;
 5. the task file's observation selection (`state_select` from `[observation] state`, or `pixels_state` with
    cameras; robot_rl.task_file): which state leaves the task's policy observes, a property of the task (what its
    observation holds and what matters), not a learner setting, so `--no-recipe` keeps it (`--set state_select=`
@@ -80,7 +81,15 @@ from learners.agents.config import (
     sac_config,
 )
 from learners.agents.device_defaults import machine_defaults, settle
-from learners.agents.recipes import DEMO_DEFAULTS, RECIPES, TASK_DEFAULTS, Recipe, recipe_for, without_privileged
+from learners.agents.recipes import (
+    DEMO_DEFAULTS,
+    PIXEL_ENCODER_DEFAULTS,
+    RECIPES,
+    TASK_DEFAULTS,
+    Recipe,
+    recipe_for,
+    without_privileged,
+)
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
 
@@ -347,12 +356,27 @@ def arm_task(task: str | None) -> bool:
     return get_preset(task).env_module == "envs"
 
 
+def chose_encoder(flags: AgentFlags) -> bool:
+    """The run names its camera encoder itself: --encoder, --encoder-weights, or --set of encoder, encoder_weights
+    or encoder_features (`--set encoder_pretrain_steps=N` alone only changes how long the default one pretrains)."""
+    given = {item.split("=", 1)[0].strip() for item in flags.set}
+    return flags.encoder is not None or flags.encoder_weights is not None or bool(
+        given & {"encoder", "encoder_weights", "encoder_features"})
+
+
 def task_defaults_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
-    """TASK_DEFAULTS' overrides for a task on robot-rl's arm env, kept with --no-recipe; DEMO_DEFAULTS' for an
-    --env-id run with demos (without obs_norm on the JAX backend); {} otherwise. An offline phase drops their Q
-    filter (as `recipe_layer` does the recipe's)."""
+    """TASK_DEFAULTS' overrides for a task on robot-rl's arm env, kept with --no-recipe (with cameras only with
+    demos and the torch backend, and without their encoder part when the run chose its encoder: `chose_encoder`);
+    DEMO_DEFAULTS' for an --env-id run with demos (without obs_norm on the JAX backend); {} otherwise. An offline
+    phase drops their Q filter (as `recipe_layer` does the recipe's)."""
     if arm_task(flags.task):
-        return _overrides(TASK_DEFAULTS, flags, has_cameras)
+        if has_cameras and (not flags.demos or flags.backend == "jax"):
+            return {}
+        out = _overrides(TASK_DEFAULTS, flags, has_cameras)
+        if has_cameras and chose_encoder(flags):
+            for name in PIXEL_ENCODER_DEFAULTS:
+                out.pop(name, None)
+        return out
     if flags.task is None and flags.demos:
         out = _overrides(DEMO_DEFAULTS, flags, has_cameras)
         if flags.backend == "jax":
@@ -431,10 +455,11 @@ def resolve_agent(flags: AgentFlags, has_cameras: bool) -> AgentConfig:
     return settle(cfg, layers.machine, explicit=(layers.defaults, layers.recipe, layers.flags, layers.set))
 
 
-def updates_per_step(task: str | None, no_recipe: bool = False, has_cameras: bool = False) -> int:
+def updates_per_step(task: str | None, no_recipe: bool = False, has_cameras: bool = False,
+                     demos: bool = False) -> int:
     """Agent updates per env step (train) or per received transition (learner) when no flag says: the task's
-    recipe's, else the task defaults' for a state run on robot-rl's arm env, else 1."""
+    recipe's, else the task defaults' for a run on robot-rl's arm env (from cameras only with demos), else 1."""
     recipe = None if no_recipe or task is None else RECIPES.get(task)
     if recipe is not None and recipe.updates_per_step is not None:
         return recipe.updates_per_step
-    return (TASK_DEFAULTS.updates_per_step or 1) if arm_task(task) and not has_cameras else 1
+    return (TASK_DEFAULTS.updates_per_step or 1) if arm_task(task) and (demos or not has_cameras) else 1

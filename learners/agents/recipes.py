@@ -2,9 +2,9 @@
 trains with, typed and checked when this module is imported.
 
 `TASK_DEFAULTS` is what every task on robot-rl's own arm env (a twin preset, or a lab's task file: its state in
-metres and radians, a sparse success reward, demos) trains with from its state when nothing else is said,
-`--no-recipe` included: RLPD with the mechanisms the twin's grasping tasks were measured to need (below). A recipe
-(`RECIPES`) holds what one task needs on top of them, and the twin presets' CPU-trimmed pixel recipe. An `--env-id`
+metres and radians, a sparse success reward, demos) trains with when nothing else is said, `--no-recipe` included:
+RLPD with the mechanisms the twin's grasping tasks were measured to need (below), and from cameras with demos a
+frozen encoder pretrained on those demos. A recipe (`RECIPES`) holds what one task needs on top of them. An `--env-id`
 run (any gymnasium env) gets neither: the algorithm's defaults, and with demos `DEMO_DEFAULTS` (the same learning
 mechanisms, with the state normalised per element by the demos' statistics, since its units are unknown).
 
@@ -109,31 +109,43 @@ DEFAULT_RECIPE = Recipe()
 # critic's maximum the filter drops nearly every demo row (on peg insertion 99 %, where the critic then rated the
 # policy's action 0.08 above the demo's while the policy failed a third of its episodes), so a dropped row keeps a
 # floor weight of 0.1 in peg insertion's recipe (bc_q_filter_floor), which keeps its demos' pull there.
-# Reach and the pixel recipes keep the unfiltered BC term (bc_weight 30): fast (90 % on reach in 2-3k steps, the
-# CI learning test), carried by the demos.
+# Reach keeps the unfiltered BC term (bc_weight 30): fast (90 % on reach in 2-3k steps, the CI learning test),
+# carried by the demos.
 _TWIN_COMMON: dict[str, Any] = {
     "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 128,
     "critic_updates_per_actor_update": 1, "ensemble_size": 4, "ensemble_subsample": 2}
-_TWIN_PIXELS: dict[str, Any] = {
-    "encoder": "conv", "discount": 0.95,
-    "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 32,
-    "critic_updates_per_actor_update": 1, "ensemble_size": 2, "ensemble_subsample": 2}
+PIXEL_ENCODER_DEFAULTS = ("encoder", "encoder_pretrain_steps", "encoder_features")
+"""The camera-encoder part of the pixel defaults: dropped when the run chooses its encoder itself (--encoder,
+--encoder-weights, --set encoder / encoder_weights / encoder_features; learners.agents.options chose_encoder)."""
+_PIXELS_WITH_DEMOS: dict[str, Any] = {
+    "encoder": "resnet10", "encoder_pretrain_steps": 1000, "encoder_features": "both",
+    "num_spatial_features": 2, "encoder_dropout": 0.0,
+    "discount": 0.95, "n_step": 5, "state_scale": 10.0, "bc_weight": 30.0, "bc_q_filter": True,
+    "bc_q_filter_gripper": True, "hidden_dims": (256, 256), "batch_size": 128, "critic_updates_per_actor_update": 1,
+    "ensemble_size": 2, "ensemble_subsample": 2}
+"""What a task on the arm env trains with from cameras + proprio when it has demos (measured on the twin: docs/
+training.md "From pixels"): SERL's frozen ResNet-10, pretrained first on the run's own demos (`robot-rl
+pretrain-encoder`'s objective, 1,000 steps: the TCP now and at the next gripper event, labels from proprio and the
+recorded gripper command, so a real cell has them), its target heads' predictions beside a light trainable head (2
+spatial features per channel, no dropout), the state recipe's learning mechanisms (5-step returns, the Q-filtered BC
+term with the gripper filtered apart, discount 0.95, the x10 state scale), batch 128, 2 critics (CPU cost; the
+frozen backbone's outputs are cached per stored frame, learners.replay.feature_cache)."""
 _PICK_PLACE_STATE: dict[str, Any] = {
     "discount": 0.95, **_TWIN_COMMON,
     "bc_q_filter": True, "bc_q_filter_gripper": True, "n_step": 5}
 """The state recipe of the grasping tasks (pick-cube, and cube-relocate's two directions)."""
 
-TASK_DEFAULTS = Recipe(state=_PICK_PLACE_STATE, updates_per_step=2)
+TASK_DEFAULTS = Recipe(state=_PICK_PLACE_STATE, pixels=_PIXELS_WITH_DEMOS, updates_per_step=2)
 """What a task on robot-rl's arm env trains with from its state (no cameras) below its recipe, and with
 `--no-recipe` (learners.agents.options task_defaults_layer): the grasping tasks' state recipe, 2 updates per env
 step. Measured without a recipe (benchmarks/sample_efficiency.py, 3 seeds; docs/training.md "Without a recipe"):
 pick-cube is this configuration exactly; peg insertion (its Q filter, without the floor its recipe adds) and reach
 (its n-step returns, filter and discount) learn slower with it than with their recipes; the x10 scale beat the
 unscaled state on both of those. With
-cameras nothing (SERL's image agent, 1 update per env step) until the pixel study settles what a new task gets: the
-twin presets' pixel recipe (`_TWIN_PIXELS`) is a CPU trim (batch 32, a conv encoder from scratch), not a default for a
-lab's GPU. Not for an `--env-id` run, whose observation need not be metres and radians (the x10 state scale) nor its
-reward sparse."""
+cameras and demos `_PIXELS_WITH_DEMOS` (an encoder pretrained on the demos at the run's start; its encoder part,
+PIXEL_ENCODER_DEFAULTS, only when the run names no encoder of its own), 2 updates per env step; with cameras and no
+demos nothing (SERL's image agent, 1 update per env step). Not for an `--env-id` run, whose observation need not be
+metres and radians (the x10 state scale) nor its reward sparse."""
 
 DEMO_DEFAULTS = Recipe(state={
     "obs_norm": True, "discount": 0.95, "n_step": 5, "bc_weight": 30.0, "bc_q_filter": True})
@@ -145,11 +157,12 @@ need not be metres (gym-hil's gripper reads 0-255 beside positions in metres). W
 nothing: the algorithm's defaults, which the gymnasium defaults benchmark measures. Measured on a third-party pick
 task (benchmarks/third_party.py; docs/training.md "Without a recipe")."""
 
+_REACH: dict[str, Any] = {"discount": 0.9, "n_step": 1, "bc_q_filter": False}
 RECIPES: dict[str, Recipe] = {
     # reach: no grasp to rank, so no n-step returns and no Q filter; its unfiltered BC term learns it in 2-3k env
     # steps (the CI learning test); a shorter horizon (0.9)
-    "twin-reach": Recipe(state={"discount": 0.9, "n_step": 1, "bc_q_filter": False}, pixels=_TWIN_PIXELS,
-                         updates_per_step=2),
+    # (its pixels too: not measured there with the pixel defaults)
+    "twin-reach": Recipe(state=_REACH, pixels=_REACH, updates_per_step=2),
     # pick-cube and cube-relocate (both directions of the reset-free forward/backward run) train from state with the
     # task defaults, Q-filtered BC included. Probes of cube-relocate (forward task alone, with resets, 50 demos, 6k
     # env steps, evaluation every 1k on 20 episodes): the unfiltered BC term swung 0 / 65 / 60 / 0 / 40 / 45 % and its
@@ -158,8 +171,8 @@ RECIPES: dict[str, Recipe] = {
     # 95 / 90 % (seed 0) and 0 / 0 / 5 / 50 / 80 / 75 % (seed 1), stochastic 55 % at 6k (seed 0). Neither the HIL-SERL
     # gripper head (0 / 65 / 65 / 35 / 60 / 30 %) nor the Monte-Carlo lower bound (0 / 60 / 40 / 45 / 20 % at 5k)
     # steadied the unfiltered recipe (seed 0 each). benchmarks/forward_backward.py measures it in the reset-free run.
-    "twin-pick-cube": Recipe(pixels=_TWIN_PIXELS, updates_per_step=2),
-    "twin-cube-relocate": Recipe(pixels=_TWIN_PIXELS, updates_per_step=2),
+    "twin-pick-cube": Recipe(updates_per_step=2),
+    "twin-cube-relocate": Recipe(updates_per_step=2),
     # peg-insert (state): the task locks the gripper closed and its object observation is the peg's pose relative
     # to the hole (README: the diagnosis and table). Its Q filter keeps a floor (bc_q_filter_floor 0.1: a dropped demo
     # row still counts at a tenth of its weight): once the actor sits at the critic's maximum the filter drops nearly
@@ -168,7 +181,9 @@ RECIPES: dict[str, Recipe] = {
     # former recipe, the BC term unfiltered: 2.0 / 1.0 / 1.0k). Not in the task defaults: on pick-cube the floor
     # pulls the gripper's mode toward the demos' "open" at the cube (its main command 18 / 20 and 16 / 20, against 20
     # / 20 twice without), and on the arm dims alone it left pick-cube's late evaluations unsteady.
-    "twin-peg-insert": Recipe(state={"bc_q_filter_floor": 0.1}, pixels=_TWIN_PIXELS, updates_per_step=2),
+    # From pixels the same floor, the gripper not filtered apart (its one-seed pixel run: 90 % at 9k env steps).
+    "twin-peg-insert": Recipe(state={"bc_q_filter_floor": 0.1},
+                              pixels={"bc_q_filter_floor": 0.1, "bc_q_filter_gripper": False}, updates_per_step=2),
 }
 RECIPES["twin-cube-relocate-back"] = RECIPES["twin-cube-relocate"]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 
 from learners.agents.backbones import ARCHITECTURES
 from learners.training.pretrain_encoder import PretrainConfig, pretrain_encoder
@@ -44,5 +45,6 @@ def main(argv: list[str]) -> int:
     cfg = PretrainConfig(episodes=tuple(a.episodes), out=a.out, architecture=a.arch, init_weights=a.init_weights,
                          steps=a.steps, batch_size=a.batch_size, lr=a.lr, augment_pad_px=a.augment_pad,
                          gripper_index=a.gripper_index, seed=a.seed, threads=a.threads)
-    print(json.dumps(dataclasses.asdict(pretrain_encoder(cfg))))
+    report = pretrain_encoder(cfg, log=lambda s: print(f"[pretrain-encoder] {s}", file=sys.stderr, flush=True))
+    print(json.dumps(dataclasses.asdict(report)))
     return 0

@@ -87,13 +87,17 @@ def build_learner_parser(description: str | None = None) -> argparse.ArgumentPar
     n.add_argument("--heartbeat", type=float, default=1.0, help="heartbeat interval (s)")
     n.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="pretrain the camera encoder on the demos if the agent's config asks, then exit (robot-rl "
+                        "sim runs this before the learner)")
     return p
 
 
 def learner_agent_flags(args: argparse.Namespace) -> AgentFlags:
     """The agent options of parsed `robot-rl learner` arguments (validated: a bad --set fails here)."""
     return AgentFlags(algo=args.agent, task=args.task, faithful=args.faithful, no_recipe=args.no_recipe,
-                      device=args.device, seed=args.seed, hidden_dims=args.hidden, ensemble_size=args.ensemble,
+                      demos=args.demos is not None, device=args.device, seed=args.seed, hidden_dims=args.hidden,
+                      ensemble_size=args.ensemble,
                       batch_size=args.batch, critic_updates=args.critic_updates, encoder=args.encoder,
                       encoder_weights=args.encoder_weights, backend=args.backend, set=tuple(args.set))
 
@@ -110,7 +114,8 @@ def updates_per_transition(args: argparse.Namespace) -> float:
     else 1."""
     if args.utd is not None:
         return float(args.utd)
-    return float(updates_per_step(args.task, args.no_recipe, has_cameras=args.obs_mode == "pixels"))
+    return float(updates_per_step(args.task, args.no_recipe, has_cameras=args.obs_mode == "pixels",
+                                  demos=args.demos is not None))
 
 
 def learner_process_config(args: argparse.Namespace) -> LearnerProcessConfig:
@@ -129,4 +134,4 @@ def learner_process_config(args: argparse.Namespace) -> LearnerProcessConfig:
                                 bind=args.bind, demos=args.demos, resume=args.resume, obs_mode=args.obs_mode,
                                 image_size=args.image_size, faithful=args.faithful, keys=args.keys,
                                 insecure=args.insecure, heartbeat_s=args.heartbeat, threads=args.threads,
-                                quiet=args.quiet)
+                                quiet=args.quiet, prepare_only=args.prepare_only)

@@ -41,6 +41,7 @@ from learners.agents.options import (
 )
 from learners.distributed.learner import Learner, LearnerConfig, check_learner_run_dir, set_torch_threads
 from learners.training.demos import load_demo_episodes
+from learners.training.pretrain_encoder import with_run_encoder
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.config import Config, require
 from robot_rl.gym_env import env_spec_of, make_task_env
@@ -84,6 +85,10 @@ class LearnerProcessConfig(Config):
     """torch threads (0: torch's default)."""
     quiet: bool = False
     """No progress lines on stderr."""
+    prepare_only: bool = False
+    """Resolve the agent, pretrain its camera encoder on the demos when its config asks (OUT/encoder.safetensors,
+    learners.training.pretrain_encoder.with_run_encoder), and exit without serving: `robot-rl sim` runs this first,
+    so the learner it then starts (which reuses the file) is up within the start timeout."""
 
     def validate(self) -> None:
         require(self.obs_mode in ("state", "pixels"), "obs_mode", self.obs_mode, "must be state or pixels")
@@ -184,6 +189,11 @@ def run_learner_process(cfg: LearnerProcessConfig) -> int:
     if cfg.resume and existing is not None:  # resume with the run's own agent config
         agent_cfg = resumed_agent_config(existing, agent_cfg)
     demos = load_demo_episodes(cfg.demos, spec) if cfg.demos is not None and existing is None else []
+    agent_cfg = with_run_encoder(agent_cfg, [cfg.demos] if cfg.demos is not None else [], cfg.out,
+                                 log=lambda s: say(f"learner: {s}"))  # pixels with demos: pretrained on them
+    if cfg.prepare_only:
+        say(f"learner: prepared (encoder: {agent_cfg.encoder_weights or agent_cfg.encoder})")
+        return 0
     endpoint = bind_endpoint(cfg, spec)
     stop = threading.Event()
 

@@ -40,6 +40,7 @@ from learners.agents.policy import Policy, build_policy
 from learners.agents.residual import save_policy_file
 from learners.training.config import TrainConfig
 from learners.training.online import action_bounds, evaluate_episodes, from_env_action
+from learners.training.pretrain_encoder import with_run_encoder
 from learners.training.run_env import make_run_env, resolve_action_box, run_env_spec
 from robot_rl.checkpoint import save_checkpoint
 from robot_rl.config import Config, require
@@ -249,7 +250,8 @@ def train_bc(tcfg: TrainConfig, bcfg: BCConfig, out: Path, log: Callable[[str], 
     env = make_run_env(tcfg)
     try:
         spec = run_env_spec(env, tcfg)
-        agent_cfg = bc_agent_config(tcfg, spec)
+        agent_cfg = with_run_encoder(bc_agent_config(tcfg, spec), tcfg.demo_dirs(), out,
+                                     log=lambda s: log(f"[train-bc] {s}"))  # pixels: pretrained on the demos
         data = DemoSplit.of(load_bc_demos(tcfg, spec), bcfg, action_bounds(env))
         policy = build_policy(spec, agent_cfg)
         if agent_cfg.obs_norm:

@@ -318,7 +318,8 @@ class TrainConfig(Config):
         the arm env), else 1."""
         if self.updates_per_step is not None:
             return self.updates_per_step
-        return updates_per_step(self.task, self.no_recipe, has_cameras=self.obs_mode == "pixels")
+        return updates_per_step(self.task, self.no_recipe, has_cameras=self.obs_mode == "pixels",
+                                demos=self.demos is not None or self.source_demos)
 
     def machine_defaults(self, has_cameras: bool) -> dict[str, Any]:
         """The device's defaults for this run's agent (learners.agents.device_defaults; {} on a GPU or with cameras)."""

@@ -60,6 +60,7 @@ from learners.training.forward_backward import (
     forward_backward,
 )
 from learners.training.online import evaluate_episodes
+from learners.training.pretrain_encoder import with_run_encoder
 from learners.training.run_env import make_run_env, run_env_spec
 from learners.training.run_state import TrainingRun
 from learners.training.scalars import ScalarWriter
@@ -126,7 +127,8 @@ def direction_config(cfg: TrainConfig, backward_task: str) -> TrainConfig:
 def build_direction(name: str, dcfg: TrainConfig, spec: EnvSpec, goal: str, source: str, demos: str | None,
                     shapes: Any, out: Path) -> Direction:
     """One direction: its agent, online buffer, demo buffer and reward model (audit in OUT/reward_audit/NAME)."""
-    agent = SACAgent(spec, dcfg.agent_config(has_cameras=bool(spec.cameras)))
+    agent = SACAgent(spec, with_run_encoder(dcfg.agent_config(has_cameras=bool(spec.cameras)),
+                                            [demos] if demos else [], out / name))  # pixels: pretrained on its demos
     online = ReplayBuffer(spec, dcfg.replay_capacity, seed=dcfg.seed)
     backward = name == "backward"
     demo = load_demo_buffer(demos, spec, seed=dcfg.seed + 1, flag=f"--{'backward-' * backward}demos") \

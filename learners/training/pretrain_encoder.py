@@ -24,10 +24,15 @@ object; on pick tasks it does, the camera sees the cube.
 The written file holds the backbone and, under `targets.<camera>.`, each camera's head (learners.agents.backbones
 `load_target_head`): AgentConfig `encoder_features='targets'` feeds the heads' predictions to the agent.
 
+A run's own encoder: with AgentConfig.encoder_pretrain_steps > 0 (the default from cameras with demos on the arm
+env) and no encoder_weights, `with_run_encoder` pretrains on the run's demos into OUT/encoder.safetensors before the
+agent is built (`robot-rl train`, `robot-rl learner`), or reuses that file (a resumed run).
+
 Usage::
 
     report = pretrain_encoder(PretrainConfig(episodes=("demos/pick",), out="weights/cell_resnet10.safetensors"))
     report.val_loss_first, report.val_loss_last            # held-out loss before / after (standardised units)
+    agent_cfg = with_run_encoder(agent_cfg, ["demos/pick"], "runs/pick")   # encoder_weights=.../encoder.safetensors
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ import dataclasses
 import json
 import math
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -50,6 +57,7 @@ from learners.agents.backbones import (
     save_backbone_weights,
     weights_architecture,
 )
+from learners.agents.config import AgentConfig
 from learners.agents.encoders import random_shift
 from robot_rl.config import Config, require
 from robot_rl.episodes import Episode, episode_paths, load_episode
@@ -83,7 +91,8 @@ class PretrainConfig(Config):
     gripper_index: int = -1
     """Action element carrying the gripper command (sign change = gripper event); -1 = the last."""
     val_fraction: float = 0.2
-    """Share of episodes (whole episodes, at least one) held out for the validation loss."""
+    """Share of episodes (whole episodes, at least one) held out for the validation loss; with a single episode none
+    (the report's validation losses are then the training frames')."""
     seed: int = 0
     """Seed of the split, the initialisation and the batches."""
     threads: int = 0
@@ -228,20 +237,21 @@ def _val_loss(model: PretrainModel, data: FrameSet, rows: np.ndarray, y: torch.T
     return total / max(n, 1)
 
 
-def pretrain_encoder(cfg: PretrainConfig) -> PretrainReport:
-    """Train a backbone on the objective in the module docstring; write cfg.out (+ cfg.out + '.json')."""
+def pretrain_encoder(cfg: PretrainConfig, log: Callable[[str], Any] | None = None) -> PretrainReport:
+    """Train a backbone on the objective in the module docstring; write cfg.out (+ cfg.out + '.json'). `log`: a
+    progress line every tenth of the steps (step, mean training loss since the last line, ETA)."""
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     data = load_frames(cfg.episodes, cfg.gripper_index)
     rng = np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed)
     eps = np.unique(data.episode)
-    if len(eps) < 2:
-        raise ConfigError("pretraining needs at least 2 episodes (one is held out for the validation loss)")
-    n_val = max(1, round(cfg.val_fraction * len(eps)))
+    n_val = max(1, round(cfg.val_fraction * len(eps))) if len(eps) >= 2 else 0
     val_eps = rng.permutation(eps)[:n_val]
     is_val = np.isin(data.episode, val_eps)
     train_rows, val_rows = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+    if n_val == 0:  # one episode: nothing to hold out; the "held-out" losses are the training frames'
+        val_rows = train_rows
     mean = data.targets[train_rows].mean(0)
     std = data.targets[train_rows].std(0) + 1e-3
     y = torch.from_numpy((data.targets - mean) / std)
@@ -272,6 +282,11 @@ def pretrain_encoder(cfg: PretrainConfig) -> PretrainReport:
         losses.append(float(loss.detach()))
         if not math.isfinite(losses[-1]):
             raise ShapeError(f"pretraining diverged at step {step} (loss {losses[-1]}); lower lr")
+        every = max(1, cfg.steps // 10)
+        if log is not None and (step + 1) % every == 0 and step + 1 < cfg.steps:
+            elapsed = time.perf_counter() - start
+            log(f"pretraining step {step + 1}/{cfg.steps}: loss {np.mean(losses[-every:]):.3f}, "
+                f"ETA {elapsed / (step + 1) * (cfg.steps - step - 1):.0f} s")
     seconds = time.perf_counter() - start
     val_last = _val_loss(model, data, val_rows, y)
     fit_last = _val_loss(model, data, train_rows, y)
@@ -286,3 +301,38 @@ def pretrain_encoder(cfg: PretrainConfig) -> PretrainReport:
                             float(np.mean(losses[-k:])), val_first, val_last, fit_first, fit_last)
     Path(str(out) + ".json").write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")
     return report
+
+
+RUN_ENCODER_FILE = "encoder.safetensors"
+"""The file in a run directory that holds the encoder the run pretrained on its demos."""
+
+
+def with_run_encoder(cfg: AgentConfig, demo_dirs: Sequence[str | Path], out_dir: str | Path,
+                     log: Callable[[str], Any] = print, source_weights: str | None = None) -> AgentConfig:
+    """`cfg` with the encoder pretraining it asks for done: when cfg.encoder_pretrain_steps > 0, the encoder is a
+    ResNet and no encoder_weights are given, pretrain it on `demo_dirs` (this module's objective, the command's
+    defaults, cfg.seed) into OUT/encoder.safetensors, or reuse that file when it is there with its report (a
+    resumed run), and return cfg with encoder_weights = its absolute path (what the run's agent_config.json, the
+    checkpoints and the actors then name); `source_weights` (a warm start's source run's encoder file) is taken
+    instead of pretraining. Otherwise `cfg` unchanged. ConfigError when there are no demos."""
+    if cfg.encoder_pretrain_steps <= 0 or cfg.encoder_weights is not None or cfg.encoder == "conv":
+        return cfg
+    if source_weights is not None:
+        log(f"encoder: the warm start's source's ({source_weights})")
+        return cfg.replace(encoder_weights=source_weights)
+    path = (Path(out_dir) / RUN_ENCODER_FILE).resolve()
+    if path.is_file() and Path(str(path) + ".json").is_file():
+        log(f"encoder: the run's pretrained {cfg.encoder} ({path})")
+        return cfg.replace(encoder_weights=str(path))
+    if not demo_dirs:
+        raise ConfigError(f"encoder_pretrain_steps={cfg.encoder_pretrain_steps}: the camera encoder is pretrained on "
+                          f"the run's demos and this run has none: give --demos DIR (recorded with cameras), or "
+                          f"--encoder-weights FILE (robot-rl pretrain-encoder's), or --encoder conv")
+    log(f"encoder: pretraining {cfg.encoder} on the demos for {cfg.encoder_pretrain_steps} steps "
+        f"(robot-rl pretrain-encoder's objective) into {path} ...")
+    report = pretrain_encoder(PretrainConfig(episodes=tuple(str(d) for d in demo_dirs), out=str(path),
+                                             architecture=cfg.encoder, steps=cfg.encoder_pretrain_steps,
+                                             seed=cfg.seed), log=lambda s: log(f"encoder: {s}"))
+    log(f"encoder: pretrained in {report.seconds:.0f} s on {report.frames} frames ({', '.join(report.cameras)}); "
+        f"held-out loss {report.val_loss_first:.3f} -> {report.val_loss_last:.3f}")
+    return cfg.replace(encoder_weights=str(path))

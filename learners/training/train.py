@@ -40,8 +40,10 @@ from learners.training.config import TrainConfig
 from learners.training.demos import load_demo_buffer
 from learners.training.forward_backward_run import train_forward_backward
 from learners.training.online import LoopCounters, action_bounds, set_env_rng_state
+from learners.training.pretrain_encoder import with_run_encoder
 from learners.training.run_env import camera_source, make_run_env, resolve_action_box, run_env_spec
 from learners.training.session import Run, TrainSession
+from learners.training.warm_start import source_encoder_weights
 from robot_rl.run_dir import check_run_dir
 
 
@@ -53,12 +55,14 @@ class WarmStart:
     notes: list[str]
 
 
-def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
+def build_run(cfg: TrainConfig, reward_audit: Path | None = None, out: Path | None = None, log: Any = print) -> Run:
     """Make the envs, agent and buffers (demo episodes loaded) for `cfg`. With a learned or human reward the
     training env is wrapped in `RewardModelWrapper` (positives logged in `reward_audit`); the evaluation env
     keeps the env's own reward and success. A faithful run's training env is hardware-faithful (TrainConfig.faithful;
     the reward model is then its only reward). With --intervene the training env carries the operator's device and
-    the run has a demo buffer even without --demos: the operator's rows go to both buffers."""
+    the run has a demo buffer even without --demos: the operator's rows go to both buffers. An agent config that asks
+    for a camera encoder pretrained on the demos (AgentConfig.encoder_pretrain_steps) gets it first, in `out`
+    (learners.training.pretrain_encoder.with_run_encoder; `out` None: the current directory)."""
     torch.set_num_threads(cfg.torch_threads)
     env, eval_env = make_run_env(cfg, for_reward_model=True), make_run_env(cfg)
     model = make_reward_model(cfg.reward, camera_shapes_of_env(env), reward_audit, k=cfg.reward_gate_k,
@@ -66,12 +70,21 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None) -> Run:
     if model is not None:
         env = RewardModelWrapper(env, model)
     spec = run_env_spec(env, cfg)
-    agent = make_agent(spec, cfg.agent_config(has_cameras=bool(spec.cameras)))
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
     demo = (load_demo_buffer(cfg.demo_dirs(), spec, seed=cfg.seed + 1, bounds=action_bounds(env),
                              narrowed_actions=bool(cfg.action_low),
                              warn_action_space=env.action_space if not cfg.action_low and cfg.task is None else None)
             if cfg.demos else None)
+    try:  # the demos are checked first: a camera encoder may then be pretrained on them (minutes)
+        source = source_encoder_weights(cfg.init_from) if cfg.init_from is not None else None
+        agent_cfg = with_run_encoder(cfg.agent_config(has_cameras=bool(spec.cameras)), cfg.demo_dirs(),
+                                     out if out is not None else Path("."), log=lambda s: log(f"[train] {s}"),
+                                     source_weights=source)
+    except BaseException:
+        env.close()
+        eval_env.close()
+        raise
+    agent = make_agent(spec, agent_cfg)
     if demo is None and cfg.intervene is not None:  # the operator's rows go to a demo buffer too (HIL-SERL)
         demo = ReplayBuffer(spec, ReplayConfig().demo_capacity, seed=cfg.seed + 1)
     run = Run(cfg, env, eval_env, spec, agent, online, demo, LoopCounters(), np.random.default_rng(cfg.seed))
@@ -159,7 +172,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, log: Any = print) -
         from learners.training.warm_start import source_learned_from_demos  # (an --env-id run's demo defaults)
 
         cfg = dataclasses.replace(cfg, source_demos=source_learned_from_demos(cfg.init_from))
-    run = build_run(cfg, reward_audit=out / "reward_audit")
+    run = build_run(cfg, reward_audit=out / "reward_audit", out=out, log=log)
     warm = load_warm_start(run) if cfg.init_from is not None and ckpt is None else None  # a resumed one restores
     write_run_files(run, out, log=log)
     if ckpt is None:

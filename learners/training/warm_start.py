@@ -126,6 +126,19 @@ def source_learned_from_demos(source: str | Path) -> bool:
     return isinstance(config, dict) and bool(config.get("demos") or config.get("source_demos"))
 
 
+def source_encoder_weights(source: str | Path) -> str | None:
+    """The camera encoder weights file the run that wrote the checkpoint `source` names trained with (its agent
+    config's encoder_weights, e.g. the encoder it pretrained on its demos), so a warm start builds the same encoder;
+    None without one or for an unreadable source (init_agent_from then reports what is wrong)."""
+    try:
+        _, meta = load_checkpoint(find_checkpoint(source), only=())
+    except CheckpointError:
+        return None
+    cfg = meta.get("agent_config")
+    weights = cfg.get("encoder_weights") if isinstance(cfg, dict) else None
+    return weights if isinstance(weights, str) else None
+
+
 def init_agent_from(agent: LearnerAgent, spec: EnvSpec, source: str | Path) -> tuple[Path, list[str]]:
     """Load the agent state of the checkpoint `source` names into `agent` (networks, targets, temperature, Adam
     moments; not the update counter or RNG states); returns (the checkpoint, notes on training settings that
@@ -161,4 +174,4 @@ def init_agent_from(agent: LearnerAgent, spec: EnvSpec, source: str | Path) -> t
     return ckpt, notes
 
 
-__all__ = ["ARCHITECTURE_FIELDS", "compare_agent_configs", "init_agent_from", "read_source"]
+__all__ = ["ARCHITECTURE_FIELDS", "compare_agent_configs", "init_agent_from", "read_source", "source_encoder_weights"]
