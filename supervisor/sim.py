@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import shlex
 import sys
@@ -305,10 +306,24 @@ class Sim:
         self.display.message("sim: preparing the learner (its camera encoder is pretrained on the demos when the "
                              "agent's config asks; minutes on a CPU) ...")
         child = self.sup.start(self.spec("learner-prepare", [*self.learner_argv(demos), "--prepare-only"]))
+        self.relay(child, "learner: encoder: ")
         rc = self.sup.wait(child)
         if rc != 0:
             raise ChildError(f"preparing the learner failed (exit code {rc}); see {child.log_path}:\n"
                              f"{tail(child.log_path)}")
+
+    def relay(self, child: Child, prefix: str) -> None:
+        """Show `child`'s output lines that start with `prefix` on the display until it exits (or a stop is
+        requested: `Supervisor.wait` then stops it)."""
+        while True:
+            try:
+                line = child.lines.get(timeout=0.2)
+            except queue.Empty:
+                if not child.alive() or self.sup.stop_requested.is_set():
+                    return
+                continue
+            if line.startswith(prefix):
+                self.display.message(f"sim: {line.split(': ', 1)[1].rstrip()}")
 
     def start_learner(self, demos: Path | None) -> str:
         child = self.sup.start(self.spec("learner", self.learner_argv(demos), STOP_LEARNER))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -215,22 +216,34 @@ def test_sim_prepares_a_pixel_learner_with_demos_in_a_step_of_its_own(tmp_path: 
     """From cameras with demos the learner's encoder may be pretrained on them first: sim runs `learner ...
     --prepare-only` (waited for, no start timeout) before the learner; a state run or one without demos does not,
     and a failing step is an error naming its log."""
+    import queue
+    import types
+
     from supervisor.process import ChildError
 
+    def child(spec: Any) -> Any:  # exited, its output still queued
+        started.append(list(spec.argv))
+        lines: queue.Queue[str] = queue.Queue()
+        for line in ("learner: encoder: pretraining step 100/1000: loss 0.5, ETA 20 s\n", "learner: other\n"):
+            lines.put(line)
+        return types.SimpleNamespace(alive=lambda: False, lines=lines, log_path=spec.log_path)
+
     started: list[list[str]] = []
-    codes = iter([0, 3])
     for extra, demos, runs in ((("--obs-mode", "pixels"), tmp_path / "demos", True),
                                (("--obs-mode", "pixels"), None, False), ((), tmp_path / "demos", False)):
         s = sim(tmp_path, *extra)
-        monkeypatch.setattr(s.sup, "start", lambda spec: started.append(list(spec.argv)) or spec)
-        monkeypatch.setattr(s.sup, "wait", lambda child: next(codes))
+        shown: list[str] = []
+        monkeypatch.setattr(s.sup, "start", child)
+        monkeypatch.setattr(s.sup, "wait", lambda c: 0)
+        monkeypatch.setattr(s.display, "message", shown.append)
         started.clear()
         s.prepare_learner(demos)
         assert bool(started) == runs
         if runs:
             assert started[0] == [*s.learner_argv(demos), "--prepare-only"]
+            assert shown[1:] == ["sim: encoder: pretraining step 100/1000: loss 0.5, ETA 20 s"]  # relayed
     s = sim(tmp_path, "--obs-mode", "pixels")
-    monkeypatch.setattr(s.sup, "start", lambda spec: spec)
-    monkeypatch.setattr(s.sup, "wait", lambda child: 3)
+    monkeypatch.setattr(s.sup, "start", child)
+    monkeypatch.setattr(s.sup, "wait", lambda c: 3)
     with pytest.raises(ChildError, match=r"preparing the learner failed .exit code 3.*learner-prepare.log"):
         s.prepare_learner(tmp_path / "demos")
