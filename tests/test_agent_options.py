@@ -58,7 +58,7 @@ def test_task_defaults_and_the_recipes_on_top_of_them() -> None:
     for name in PRESETS:
         assert recipe_for(name) is RECIPES[name] and recipe_for(name).updates_per_step == 2
     assert RECIPES["twin-pick-cube"].overrides("state") == {} == RECIPES["twin-cube-relocate"].overrides("state")
-    assert RECIPES["twin-peg-insert"].overrides("state") == {"bc_q_filter_floor": 0.1}
+    assert RECIPES["twin-peg-insert"].overrides("state") == {}  # its floor: the locked gripper's default
     assert recipe_for(None) is DEFAULT_RECIPE and recipe_for("some-third-party-task") is DEFAULT_RECIPE
     assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step is None
     pick = TASK_DEFAULTS.overrides("state")
@@ -124,6 +124,28 @@ def test_pixel_defaults_need_demos_and_step_aside_for_a_chosen_encoder() -> None
     assert jax.agent_config(has_cameras=True).encoder_pretrain_steps == 0
     peg = TrainConfig(task="twin-peg-insert", obs_mode="pixels", demos="/d").agent_config(has_cameras=True)
     assert peg.bc_q_filter_floor == 0.1 and not peg.bc_q_filter_gripper and peg.encoder_pretrain_steps == 1000
+
+
+def test_a_locked_gripper_gives_the_q_filter_its_floor_with_or_without_a_recipe(tmp_path: Path) -> None:
+    """The floor follows the task file's [gripper] mode (a physical property), so peg-insert keeps it with
+    --no-recipe and a lab's task with a locked gripper gets it; a free gripper does not."""
+    from learners.distributed.flags import agent_config as learner_cfg
+    from learners.distributed.flags import build_learner_parser
+
+    for no_recipe in (False, True):
+        peg = TrainConfig(task="twin-peg-insert", no_recipe=no_recipe).agent_config(has_cameras=False)
+        assert peg.bc_q_filter_floor == 0.1 and peg.bc_q_filter and peg.bc_q_filter_gripper
+        pick = TrainConfig(task="twin-pick-cube", no_recipe=no_recipe).agent_config(has_cameras=False)
+        assert pick.bc_q_filter_floor == 0.0
+    for mode, floor in (("locked_open", 0.1), ("free", 0.0)):
+        task = tmp_path / f"lab-{mode}.toml"
+        task.write_text(f'[task]\nname = "lab-{mode}"\nbase = "twin-pick-cube"\n\n[gripper]\nmode = "{mode}"\n')
+        args = build_learner_parser().parse_args(["--task", str(task), "--out", str(tmp_path / "o"), "--no-recipe"])
+        assert learner_cfg(args).bc_q_filter_floor == floor
+    assert with_task_defaults("twin-peg-insert").overrides("state")["bc_q_filter_floor"] == 0.1  # benchmarks' view
+    assert "bc_q_filter_floor" not in with_task_defaults("twin-pick-cube").overrides("state")
+    explicit = TrainConfig(task="twin-peg-insert", agent_set=("bc_q_filter_floor=0",)).agent_config(False)
+    assert explicit.bc_q_filter_floor == 0.0  # --set wins
 
 
 def test_an_env_id_run_with_demos_gets_the_demo_defaults_and_without_demos_nothing() -> None:

@@ -147,6 +147,18 @@ PIXEL_ENCODER_DEFAULTS, only when the run names no encoder of its own), 2 update
 demos nothing (SERL's image agent, 1 update per env step). Not for an `--env-id` run, whose observation need not be
 metres and radians (the x10 state scale) nor its reward sparse."""
 
+LOCKED_GRIPPER = Recipe(state={"bc_q_filter_floor": 0.1},
+                        pixels={"bc_q_filter_floor": 0.1, "bc_q_filter_gripper": False})
+"""What the task defaults add for a task whose gripper is locked (its task file's `[gripper] mode` locked_closed or
+locked_open: a physical property of the task, not a learner setting): the Q filter keeps a floor (a dropped demo row
+still counts at a tenth of its weight). Once the actor sits at the critic's maximum the filter drops nearly every
+demo row; on peg insertion (the gripper holds the peg) the BC term then vanished and the policy drifted away from the
+insertion (the defaults without it: first >= 90 % at never / 2.1k / never in 4k env steps; with it 1.0 / 1.0 / 1.0k,
+last 100 / 100 / 95 % at 10k; 3 seeds, `--no-recipe`). Not for a free gripper: there the floor pulls the gripper's
+mode toward the demos' "open" at the object (pick-cube's main command 18 / 20 and 16 / 20 with it, 20 / 20 twice
+without), and on the arm dims alone it left pick-cube's late evaluations unsteady; a locked gripper has no such
+mode to pull. From cameras the gripper is not filtered apart (the measured pixel run's setting)."""
+
 DEMO_DEFAULTS = Recipe(state={
     "obs_norm": True, "discount": 0.95, "n_step": 5, "bc_weight": 30.0, "bc_q_filter": True})
 """What an `--env-id` run (any gymnasium env) with demos trains with from its state (learners.agents.options
@@ -173,17 +185,11 @@ RECIPES: dict[str, Recipe] = {
     # steadied the unfiltered recipe (seed 0 each). benchmarks/forward_backward.py measures it in the reset-free run.
     "twin-pick-cube": Recipe(updates_per_step=2),
     "twin-cube-relocate": Recipe(updates_per_step=2),
-    # peg-insert (state): the task locks the gripper closed and its object observation is the peg's pose relative
-    # to the hole (README: the diagnosis and table). Its Q filter keeps a floor (bc_q_filter_floor 0.1: a dropped demo
-    # row still counts at a tenth of its weight): once the actor sits at the critic's maximum the filter drops nearly
-    # every demo row, and here the BC term's loss cost the insertion (the defaults alone: first >= 90 % at never /
-    # 2.1k / never in 4k env steps, 3 seeds; with the floor 1.0 / 1.0 / 1.0k, last 100 / 100 / 95 % at 10k; its
-    # former recipe, the BC term unfiltered: 2.0 / 1.0 / 1.0k). Not in the task defaults: on pick-cube the floor
-    # pulls the gripper's mode toward the demos' "open" at the cube (its main command 18 / 20 and 16 / 20, against 20
-    # / 20 twice without), and on the arm dims alone it left pick-cube's late evaluations unsteady.
-    # From pixels the same floor, the gripper not filtered apart (its one-seed pixel run: 90 % at 9k env steps).
-    "twin-peg-insert": Recipe(state={"bc_q_filter_floor": 0.1},
-                              pixels={"bc_q_filter_floor": 0.1, "bc_q_filter_gripper": False}, updates_per_step=2),
+    # peg-insert: the task locks the gripper closed (its task file), so the task defaults add LOCKED_GRIPPER's floor;
+    # its object observation is the peg's pose relative to the hole (README: the diagnosis and table). Its former
+    # recipes: the BC term unfiltered (first >= 90 % at 2.0 / 1.0 / 1.0k), then the floor as a recipe (now the
+    # locked gripper's default, so --no-recipe keeps it).
+    "twin-peg-insert": Recipe(updates_per_step=2),
 }
 RECIPES["twin-cube-relocate-back"] = RECIPES["twin-cube-relocate"]
 
@@ -198,9 +204,22 @@ def recipe_for(task: str | None) -> Recipe:
     return RECIPES.get(task, DEFAULT_RECIPE) if task is not None else DEFAULT_RECIPE
 
 
+def gripper_locked(task: str | None) -> bool:
+    """Whether the task's gripper is locked (its task file's `[gripper] mode`: locked_closed or locked_open)."""
+    if task is None:
+        return False
+    from robot_rl.presets import get_preset
+
+    tf = get_preset(task).task_file
+    return tf is not None and bool(tf.task_fields().get("gripper_locked", False))
+
+
 def with_task_defaults(task: str) -> Recipe:
-    """What twin preset `task` trains with above the algorithm's defaults, as one Recipe: TASK_DEFAULTS with the
-    task's recipe on top (benchmarks that build an agent themselves, and result files, use it)."""
+    """What twin preset `task` trains with above the algorithm's defaults, as one Recipe: TASK_DEFAULTS (with
+    LOCKED_GRIPPER's for a locked gripper) with the task's recipe on top (benchmarks that build an agent themselves,
+    and result files, use it)."""
     recipe = recipe_for(task)
-    return Recipe(state={**TASK_DEFAULTS.state, **recipe.state}, pixels={**TASK_DEFAULTS.pixels, **recipe.pixels},
+    locked = LOCKED_GRIPPER if gripper_locked(task) else DEFAULT_RECIPE
+    return Recipe(state={**TASK_DEFAULTS.state, **locked.state, **recipe.state},
+                  pixels={**TASK_DEFAULTS.pixels, **locked.pixels, **recipe.pixels},
                   updates_per_step=recipe.updates_per_step or TASK_DEFAULTS.updates_per_step)
