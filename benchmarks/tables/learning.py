@@ -180,6 +180,11 @@ def se_pixels_targets(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_kpboth_rel.json")
 
 
+def se_pixels_faithful(res: Results) -> str:
+    """The same setup in the faithful mode (classifier reward, robot resets, simulated timing), per seed."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_kpboth.json")
+
+
 def _pixel_seeds(res: Results, name: str) -> str:
     d = res(name)
     steps = list(range(d["eval_every"], d["steps"] + 1, d["eval_every"]))
