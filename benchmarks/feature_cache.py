@@ -11,11 +11,14 @@ step and the actor's policy forward are not counted (the actor's side). Frames e
 demos, the prefilled online data) are timed separately (`one_off_s`): a run pays that once.
 
 Cases (two cameras, `--sizes`, default 64 and 128): `state` (the state recipe; the ratio's denominator, measured in
-the same run), `pixels conv` (the pixel recipe as it is: a small conv net trained from scratch), `resnet10 uncached`
-(the pixel recipe with a frozen ResNet-10, random weights written to a local safetensors file, feature_cache=off: the
-backbone runs on every batch), `resnet10 cached K=k` (feature_cache=on, float16, k crops each; `--crops`), and the
-cached case with a lighter head (`--head-variants`: no dropout in the head, 2 spatial features instead of 8, both)
-to show what the head costs. Each case runs for `--seconds` of CPU time (at least `--min-steps` steps).
+the same run), `pixel defaults` (what a task gets from cameras with demos, learners.agents.recipes: a frozen
+ResNet-10 with its target heads' predictions beside the light trainable head, batch 128, the feature cache at its
+default 4 crops; random weights and heads of the pretrained file's shapes in a local safetensors file, since the
+cost does not depend on their values), `pixels conv` (the twin's former pixel recipe, given as flags: a small conv
+net trained from scratch at batch 32), `resnet10 uncached` (that recipe with a frozen ResNet-10, feature_cache=off:
+the backbone runs on every batch), `resnet10 cached K=k` (feature_cache=on, float16, k crops each; `--crops`), and
+the cached case with a lighter head (`--head-variants`: no dropout in the head, 2 spatial features instead of 8,
+both) to show what the head costs. Each case runs for `--seconds` of CPU time (at least `--min-steps` steps).
 
     python benchmarks/feature_cache.py --threads 1                 # writes benchmarks/results/feature_cache.json
     python benchmarks/feature_cache.py --sizes 64 --seconds 5 --tag quick
@@ -53,6 +56,7 @@ from learners.agents.obs import nested  # noqa: E402
 from learners.replay.buffer import ReplayBuffer, sampler_for  # noqa: E402
 from learners.replay.feature_cache import attach_feature_caches, run_frames  # noqa: E402
 from learners.training.config import TrainConfig  # noqa: E402
+from learners.training.pretrain_encoder import TARGETS, PretrainModel  # noqa: E402
 from learners.training.run_env import make_run_env, run_env_spec  # noqa: E402
 from robot_rl.specs import EnvSpec  # noqa: E402
 
@@ -66,6 +70,13 @@ class Case:
     size: int | None = None
     sets: tuple[str, ...] = ()
     frozen: bool = False
+    demos: bool = False
+    """A run with demos: from cameras the pixel defaults (their encoder given here as the random weights file)."""
+
+
+FORMER_PIXEL_RECIPE = ("encoder=conv", "discount=0.95", "state_scale=10", "bc_weight=30", "hidden_dims=256,256",
+                       "batch_size=32", "critic_updates_per_actor_update=1", "ensemble_size=2", "ensemble_subsample=2")
+"""The twin's pixel recipe before the pixel defaults (a CPU trim), as --set items."""
 
 
 def _obs(spec: EnvSpec, rng: np.random.Generator) -> dict[str, Any]:
@@ -88,11 +99,20 @@ def _fill(buf: ReplayBuffer, spec: EnvSpec, n: int, rng: np.random.Generator, hu
         obs = _obs(spec, rng) if end else nxt
 
 
+def random_weights(path: Path, size: int) -> Path:
+    """A random ResNet-10 with random target heads for two cameras of `size` x `size` (the file
+    `robot-rl pretrain-encoder` writes, same keys and shapes)."""
+    torch.manual_seed(0)
+    model = PretrainModel(ResNet10(), {"images/front": (size, size), "images/wrist": (size, size)}, len(TARGETS))
+    save_backbone_weights(model.backbone, path, target_heads=model.camera_heads(), target_names=TARGETS)
+    return path
+
+
 def measure(case: Case, args: Any, weights: Path) -> dict[str, Any]:
     sets = case.sets + ((f"encoder_weights={weights}", "encoder=resnet10", "freeze_encoder=true")
                         if case.frozen else ())
     cfg = TrainConfig(task=TASK, obs_mode=case.obs_mode, image_size=case.size, agent_set=sets, threads=args.threads,
-                      device="cpu", max_env_steps=args.run_steps)
+                      device="cpu", max_env_steps=args.run_steps, demos="demos" if case.demos else None)
     env = make_run_env(cfg)
     spec = run_env_spec(env, cfg)
     env.close()
@@ -143,24 +163,31 @@ def measure(case: Case, args: Any, weights: Path) -> dict[str, Any]:
             "agent": {k: getattr(a, k) for k in ("encoder", "batch_size", "ensemble_size", "hidden_dims",
                                                  "critic_updates_per_actor_update", "num_spatial_features",
                                                  "image_latent_dim", "augment_pad", "feature_cache",
-                                                 "feature_cache_crops", "feature_cache_dtype", "encoder_dropout")}}
+                                                 "feature_cache_crops", "feature_cache_dtype", "encoder_dropout",
+                                                 "encoder_features")}}
 
 
 def cases(args: Any) -> list[Case]:
     out = [Case("state", "state")]
     for size in args.sizes:
-        out.append(Case("pixels conv (recipe)", "pixels", size))
-        out.append(Case("resnet10 uncached", "pixels", size, ("feature_cache=off",), frozen=True))
+        out.append(Case("pixel defaults (target features, K=4)", "pixels", size, ("encoder_features=both",),
+                        frozen=True, demos=True))
+        if args.only_defaults:
+            continue
+        out.append(Case("pixels conv (former recipe)", "pixels", size, FORMER_PIXEL_RECIPE))
+        out.append(Case("resnet10 uncached", "pixels", size, (*FORMER_PIXEL_RECIPE, "feature_cache=off"),
+                        frozen=True))
         for k in args.crops:
             out.append(Case(f"resnet10 cached K={k}", "pixels", size,
-                            ("feature_cache=on", f"feature_cache_crops={k}"), frozen=True))
+                            (*FORMER_PIXEL_RECIPE, "feature_cache=on", f"feature_cache_crops={k}"), frozen=True))
         if args.head_variants:
             k = min(args.crops)
             for label, sets in (("no head dropout", ("encoder_dropout=0",)),
                                 ("spatial features 2", ("num_spatial_features=2",)),
                                 ("spatial features 2, no dropout", ("num_spatial_features=2", "encoder_dropout=0"))):
                 out.append(Case(f"resnet10 cached K={k}, {label}", "pixels", size,
-                                ("feature_cache=on", f"feature_cache_crops={k}", *sets), frozen=True))
+                                (*FORMER_PIXEL_RECIPE, "feature_cache=on", f"feature_cache_crops={k}", *sets),
+                                frozen=True))
     return out
 
 
@@ -169,6 +196,7 @@ def main() -> None:
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 128], help="camera image sizes")
     p.add_argument("--crops", type=int, nargs="+", default=[1, 4], help="cached crops K per frame")
     p.add_argument("--head-variants", action="store_true", help="also time lighter heads on the cache")
+    p.add_argument("--only-defaults", action="store_true", help="time only the state learner and the pixel defaults")
     p.add_argument("--seconds", type=float, default=20.0, help="CPU seconds per case (the timed loop)")
     p.add_argument("--min-steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
@@ -181,12 +209,9 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
-        weights = Path(tmp) / "resnet10.safetensors"
-        torch.manual_seed(0)
-        save_backbone_weights(ResNet10(), weights)
         rows = []
         for case in cases(args):
-            r = measure(case, args, weights)
+            r = measure(case, args, random_weights(Path(tmp) / f"resnet10_{case.size}.safetensors", case.size or 64))
             rows.append(r)
             print(f"  {case.name} {case.size or ''}: {r['cpu_s_per_step'] * 1e3:.1f} ms/step", flush=True)
     state = rows[0]["cpu_s_per_step"]
@@ -203,7 +228,8 @@ def main() -> None:
         "load_average": load_average(), "task": TASK, "recipe_state": recipe_summary(TASK, "state"),
         "recipe_pixels": recipe_summary(TASK, "pixels"), "seconds_per_case": args.seconds,
         "buffers": {"demo": args.demo_transitions, "online": args.online_transitions, "run_steps": args.run_steps},
-        "weights": "random ResNet-10 weights (the cost does not depend on their values)", "rows": rows})
+        "weights": "random ResNet-10 weights and target heads (the cost does not depend on their values)",
+        "former_pixel_recipe": list(FORMER_PIXEL_RECIPE), "rows": rows})
     print(f"wrote {path}")
 
 

@@ -415,10 +415,11 @@ NO_RECIPE_SEEDS = [
      "pick-cube, `--no-recipe`: the task defaults (5-step, Q-filtered BC 30 with the gripper's own filter, x10 "
      "state, discount 0.95, ensemble 4 / subset 2, batch 128, 2 updates per step)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_scale10_filter.json", "twin-peg-insert_state.json",
-     "peg-insert, `--no-recipe`: the task defaults (before the gripper's own filter, which the task's locked gripper "
-     "makes moot)"),
+     "peg-insert, `--no-recipe`: the task defaults before a locked gripper's floor (and before the gripper's own "
+     "filter, which the locked gripper makes moot)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_floor01.json", "twin-peg-insert_state.json",
-     "peg-insert: the task defaults + a dropped demo row's floor 0.1 (`bc_q_filter_floor`; now peg-insert's recipe)"),
+     "peg-insert: the task defaults + a dropped demo row's floor 0.1 (`bc_q_filter_floor`; now the default for a "
+     "locked gripper, so what `--no-recipe` gives peg-insert)"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_floor01.json", "twin-pick-cube_state.json",
      "pick-cube: the task defaults + the floor 0.1 (its main command: 18 / 20 and 16 / 20)"),
     ("sample_efficiency_twin-pick-cube_state_norecipe_floorarm.json", "twin-pick-cube_state.json",

@@ -324,9 +324,13 @@ def feature_cache(res: Results) -> str:
     summary = (f"The cache (K={k}) divides the frozen ResNet-10 learner's CPU time per env step by {gains}; within "
                f"2x of the state learner: {'; '.join(within) if within else 'none'}.")
     px = d["recipe_pixels"]["agent"]
-    note = (f"twin-pick-cube, each agent as `robot-rl train` builds it (the recipe: state batch "
-            f"{d['recipe_state']['agent'].get('batch_size')}, pixels batch {px.get('batch_size')} / ensemble "
-            f"{px.get('ensemble_size')}; {d['recipe_state']['updates_per_step']} updates per env step), the ResNet-10 "
+    former = d.get("former_pixel_recipe")
+    pixels = (f"the pixel defaults batch {px.get('batch_size')} / ensemble {px.get('ensemble_size')} with the "
+              f"run's demos; the other pixel rows the twin's former pixel recipe, batch 32 / ensemble 2, as flags"
+              if former else f"pixels batch {px.get('batch_size')} / ensemble {px.get('ensemble_size')}")
+    note = (f"twin-pick-cube, each agent as `robot-rl train` builds it (state batch "
+            f"{d['recipe_state']['agent'].get('batch_size')}, {pixels}; "
+            f"{d['recipe_state']['updates_per_step']} updates per env step), the ResNet-10 "
             f"rows with a frozen backbone (random weights: the cost does not depend on them); CPU seconds of the "
             f"learner per env step (store the transition, encode new frames, sample, update; not the env step nor "
             f"the actor's forward), {d['threads']} thread, about {d['seconds_per_case']:g} CPU-s per case, "
