@@ -304,8 +304,13 @@ def pretrained_encoders(res: Results) -> str:
     return "\n\n".join(parts)
 
 
-def feature_cache(res: Results) -> str:
-    d = res("feature_cache.json")
+def feature_cache_defaults(res: Results) -> str:
+    """The same table from the run that added the pixel defaults' row (64x64 only)."""
+    return feature_cache(res, "feature_cache_defaults.json")
+
+
+def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
+    d = res(name)
     rows: list[Row] = []
     for r in d["rows"]:
         size = f"2 x {r['size']}x{r['size']}" if r["size"] else "-"
@@ -338,4 +343,4 @@ def feature_cache(res: Results) -> str:
             f"are from one run, the absolute times move with the load.")
     return "\n\n".join([table(["learner", "cameras", "CPU ms per env step", "of which encoding new frames",
                                "of which updates", "x the state learner"], rows), summary, note,
-                        source("feature_cache.json")])
+                        source(name)])
