@@ -180,6 +180,11 @@ def se_pixels_targets(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_kpboth_rel.json")
 
 
+def se_pixels_defaults(res: Results) -> str:
+    """The pixel defaults as a new task gets them (no agent flag; the encoder pretrained in each run), per seed."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")
+
+
 def se_pixels_faithful(res: Results) -> str:
     """The same setup in the faithful mode (classifier reward, robot resets, simulated timing), per seed."""
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_kpboth.json")

@@ -38,7 +38,7 @@ def readme_glance(res: Results) -> str:
     pick = res("sample_efficiency_twin-pick-cube_state_norecipe_10k.json")["runs"]
     peg = res("sample_efficiency_twin-peg-insert_state_norecipe_floor01.json")["runs"]
     tp = res("third_party_gym_hil_pick_cube.json")["runs"]
-    px = res("sample_efficiency_twin-pick-cube_pixels64_kpboth_rel.json")["runs"]
+    px = res("sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")["runs"]
     cls = res("classifier.json")["sizes"]["64"]["test"]
     lr = res("learned_reward_twin-pick-cube.json")
     twin = res("twin_speed.json")["goals"]
@@ -58,11 +58,12 @@ def readme_glance(res: Results) -> str:
          "evaluation >= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in peg) + " env steps; "
          + pcts([r["final_success_rate"] for r in peg]) + f" at {ksteps(peg[0]['env_steps_done'])}",
          "sample_efficiency_twin-peg-insert_state_norecipe_floor01.json"],
-        ["pick-cube from two 64x64 cameras + proprio (no object state), the pixel defaults' setup: a ResNet-10 "
-         "pretrained on the 20 demos, frozen, its target heads' predictions beside a light trainable head, 3 seeds: "
-         "first evaluation >= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in px) + " env steps; "
+        ["pick-cube from two 64x64 cameras + proprio (no object state), the defaults a task gets from cameras with "
+         "demos (a ResNet-10 pretrained on the 20 demos in the run, frozen, its target heads' predictions beside a "
+         "light trainable head), 3 seeds: first evaluation >= 90 %; last",
+         " / ".join(ksteps(r["first_step_at_90"]) for r in px) + " env steps; "
          + pcts([r["final_success_rate"] for r in px]) + f" at {ksteps(px[0]['env_steps_done'])}",
-         "sample_efficiency_twin-pick-cube_pixels64_kpboth_rel.json"],
+         "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json"],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
          "first evaluation >= 90 %", " / ".join(ksteps(r["first_step_at_90"]) for r in tp) + " env steps",
          "third_party_gym_hil_pick_cube.json"],
