@@ -185,6 +185,11 @@ def se_pixels_defaults(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")
 
 
+def se_pixels_faithful_notiming(res: Results) -> str:
+    """The faithful runs again without the simulated timing (frames and targets on time), per seed."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_kpboth_notiming.json")
+
+
 def se_pixels_faithful(res: Results) -> str:
     """The same setup in the faithful mode (classifier reward, robot resets, simulated timing), per seed."""
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_kpboth.json")
