@@ -108,7 +108,8 @@ def random_weights(path: Path, size: int) -> Path:
     return path
 
 
-def measure(case: Case, args: Any, weights: Path) -> dict[str, Any]:
+def measure(case: Case, args: Any, weights: Path | None) -> dict[str, Any]:
+    assert weights is not None or not case.frozen
     sets = case.sets + ((f"encoder_weights={weights}", "encoder=resnet10", "freeze_encoder=true")
                         if case.frozen else ())
     cfg = TrainConfig(task=TASK, obs_mode=case.obs_mode, image_size=case.size, agent_set=sets, threads=args.threads,
@@ -209,9 +210,12 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
+        todo = cases(args)
+        weights = {size: random_weights(Path(tmp) / f"resnet10_{size}.safetensors", size)
+                   for size in {c.size for c in todo if c.frozen and c.size}}  # one file per image size
         rows = []
-        for case in cases(args):
-            r = measure(case, args, random_weights(Path(tmp) / f"resnet10_{case.size}.safetensors", case.size or 64))
+        for case in todo:
+            r = measure(case, args, weights.get(case.size) if case.frozen and case.size else None)
             rows.append(r)
             print(f"  {case.name} {case.size or ''}: {r['cpu_s_per_step'] * 1e3:.1f} ms/step", flush=True)
     state = rows[0]["cpu_s_per_step"]

@@ -361,9 +361,8 @@ def arm_task(task: str | None) -> bool:
 def chose_encoder(flags: AgentFlags) -> bool:
     """The run names its camera encoder itself: --encoder, --encoder-weights, or --set of encoder, encoder_weights
     or encoder_features (`--set encoder_pretrain_steps=N` alone only changes how long the default one pretrains)."""
-    given = {item.split("=", 1)[0].strip() for item in flags.set}
     return flags.encoder is not None or flags.encoder_weights is not None or bool(
-        given & {"encoder", "encoder_weights", "encoder_features"})
+        parse_set(flags.set).keys() & {"encoder", "encoder_weights", "encoder_features"})
 
 
 def task_defaults_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:

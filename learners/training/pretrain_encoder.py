@@ -271,6 +271,7 @@ def pretrain_encoder(cfg: PretrainConfig, log: Callable[[str], Any] | None = Non
     losses: list[float] = []
     start = time.perf_counter()
     names = list(data.images)
+    every = max(1, cfg.steps // 10)  # steps between progress lines
     for step in range(cfg.steps):
         cam = names[step % len(names)]
         rows = rng.choice(train_rows, size=min(cfg.batch_size, len(train_rows)), replace=False)
@@ -282,7 +283,6 @@ def pretrain_encoder(cfg: PretrainConfig, log: Callable[[str], Any] | None = Non
         losses.append(float(loss.detach()))
         if not math.isfinite(losses[-1]):
             raise ShapeError(f"pretraining diverged at step {step} (loss {losses[-1]}); lower lr")
-        every = max(1, cfg.steps // 10)
         if log is not None and (step + 1) % every == 0 and step + 1 < cfg.steps:
             elapsed = time.perf_counter() - start
             log(f"pretraining step {step + 1}/{cfg.steps}: loss {np.mean(losses[-every:]):.3f}, "
