@@ -14,7 +14,7 @@ flags); anything after `--` goes to `robot-rl train` and wins. Modes:
     python benchmarks/sample_efficiency.py --steps 5000 --seeds 0           # shorter
     python benchmarks/sample_efficiency.py --task twin-reach --steps 6000   # the CI learning test's task
     python benchmarks/sample_efficiency.py --obs-mode pixels --image-size 64 --steps 3000 --seeds 0 \\
-        --budget-min 20                                                     # 64x64 cameras, small conv encoder
+        --budget-min 20                                                     # 64x64 cameras, the pixel defaults
     python benchmarks/sample_efficiency.py --steps 2000 -- --utd 4 --batch-size 256   # override the recipe
     python benchmarks/sample_efficiency.py --label residual -- --set residual_base=runs/bc_pick   # a variant,
                                                       # written beside the plain run (..._state_residual.json)
@@ -35,9 +35,10 @@ counts as the run's steps). The baseline must have the same task, mode, steps, e
     python benchmarks/sample_efficiency.py --steps 6000 --eval-every 500 --label hlgauss \
         --baseline benchmarks/results/learned_reward_twin-pick-cube.json -- --set critic_loss=hl_gauss
 
-Pixels mode uses the small conv encoder trained from scratch (`--encoder conv`, DrQ augmentation) on both
-cameras; `--device auto` (the default) runs it on CUDA when there is one, unchanged. `--budget-min` stops a seed's
-run at its first evaluation after that many minutes (`robot-rl train --max-minutes`); 0 = no budget.
+Pixels mode with demos trains the pixel defaults (learners.agents.recipes: a ResNet-10 each seed's run pretrains on the
+demos at its start, frozen, beside a light trainable head) on both cameras; `--device auto` (the default) runs it on
+CUDA when there is one, unchanged. `--budget-min` stops a seed's run at its first evaluation after that many minutes
+(`robot-rl train --max-minutes`); 0 = no budget.
 """
 
 from __future__ import annotations

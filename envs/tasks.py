@@ -189,6 +189,7 @@ class ReachTask(Task):
     pos_min_m: tuple[float, float, float] = (0.25, -0.30, 0.05)
     pos_max_m: tuple[float, float, float] = (0.70, 0.30, 0.50)
     max_episode_steps: int = 50
+    gripper_locked: bool = True  # open (reset_gripper_closed 0): a reach holds nothing and grasps nothing
     object_keys: tuple[str, ...] = ("goal_pos",)
     tolerance_m: float = 0.02
     """Success radius around the goal."""

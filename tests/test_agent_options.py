@@ -26,6 +26,7 @@ from learners.agents.recipes import (
     RECIPES,
     TASK_DEFAULTS,
     Recipe,
+    gripper_mode,
     recipe_for,
     with_task_defaults,
 )
@@ -52,13 +53,13 @@ def test_a_recipe_with_a_misspelt_field_or_a_bad_value_fails_at_construction() -
 
 
 def test_task_defaults_and_the_recipes_on_top_of_them() -> None:
-    """Every arm task trains with TASK_DEFAULTS; a recipe holds what one task needs on top (reach, peg-insert);
-    anything else gets DEFAULT_RECIPE (no overrides)."""
+    """Every arm task trains with TASK_DEFAULTS (a locked gripper's addition on top); no twin task's recipe holds a
+    learner setting any more; anything else gets DEFAULT_RECIPE (no overrides)."""
     assert set(RECIPES) == set(PRESETS)
     for name in PRESETS:
         assert recipe_for(name) is RECIPES[name] and recipe_for(name).updates_per_step == 2
-    assert RECIPES["twin-pick-cube"].overrides("state") == {} == RECIPES["twin-cube-relocate"].overrides("state")
-    assert RECIPES["twin-peg-insert"].overrides("state") == {}  # its floor: the locked gripper's default
+    for name, recipe in RECIPES.items():  # peg's floor and reach's unfiltered BC: their grippers' defaults
+        assert recipe.overrides("state") == {} == recipe.overrides("pixels"), name
     assert recipe_for(None) is DEFAULT_RECIPE and recipe_for("some-third-party-task") is DEFAULT_RECIPE
     assert DEFAULT_RECIPE.overrides("state") == {} and DEFAULT_RECIPE.updates_per_step is None
     pick = TASK_DEFAULTS.overrides("state")
@@ -69,8 +70,10 @@ def test_task_defaults_and_the_recipes_on_top_of_them() -> None:
     assert pix["batch_size"] == 128 and pix["n_step"] == 5 and pix["bc_q_filter"] and pix["bc_q_filter_gripper"]
     assert set(PIXEL_ENCODER_DEFAULTS) <= set(pix)
     assert RECIPES["twin-pick-cube"].overrides("pixels") == {}  # no pixel recipe: the defaults
-    reach = with_task_defaults("twin-reach").overrides("state")  # the filter and n-step do not reach it
-    assert (reach["n_step"], reach["bc_q_filter"], reach["discount"]) == (1, False, 0.9)
+    reach = with_task_defaults("twin-reach").overrides("state")  # its gripper locked open: no Q filter
+    assert (reach["n_step"], reach["bc_q_filter"], reach["discount"]) == (5, False, 0.95)
+    assert gripper_mode("twin-reach") == "locked_open" and gripper_mode("twin-peg-insert") == "locked_closed"
+    assert gripper_mode("twin-pick-cube") == "free" == gripper_mode(None)
     assert with_task_defaults("twin-pick-cube").overrides("state") == pick
     with pytest.raises(TypeError):
         RECIPES["twin-reach"].state["discount"] = 0.5  # type: ignore[index]  # read-only
@@ -126,9 +129,10 @@ def test_pixel_defaults_need_demos_and_step_aside_for_a_chosen_encoder() -> None
     assert peg.bc_q_filter_floor == 0.1 and not peg.bc_q_filter_gripper and peg.encoder_pretrain_steps == 1000
 
 
-def test_a_locked_gripper_gives_the_q_filter_its_floor_with_or_without_a_recipe(tmp_path: Path) -> None:
-    """The floor follows the task file's [gripper] mode (a physical property), so peg-insert keeps it with
-    --no-recipe and a lab's task with a locked gripper gets it; a free gripper does not."""
+def test_a_locked_gripper_sets_the_q_filter_with_or_without_a_recipe(tmp_path: Path) -> None:
+    """The Q filter follows the task file's [gripper] mode (a physical property): locked closed (peg-insert) keeps a
+    floor, locked open (reach) turns the filter off, with --no-recipe too, and a lab's task with that mode gets the
+    same; a free gripper gets neither."""
     from learners.distributed.flags import agent_config as learner_cfg
     from learners.distributed.flags import build_learner_parser
 
@@ -136,12 +140,14 @@ def test_a_locked_gripper_gives_the_q_filter_its_floor_with_or_without_a_recipe(
         peg = TrainConfig(task="twin-peg-insert", no_recipe=no_recipe).agent_config(has_cameras=False)
         assert peg.bc_q_filter_floor == 0.1 and peg.bc_q_filter and peg.bc_q_filter_gripper
         pick = TrainConfig(task="twin-pick-cube", no_recipe=no_recipe).agent_config(has_cameras=False)
-        assert pick.bc_q_filter_floor == 0.0
-    for mode, floor in (("locked_open", 0.1), ("free", 0.0)):
+        assert pick.bc_q_filter_floor == 0.0 and pick.bc_q_filter
+        reach = TrainConfig(task="twin-reach", no_recipe=no_recipe).agent_config(has_cameras=False)
+        assert not reach.bc_q_filter and reach.n_step == 5
+    for mode, floor, filtered in (("locked_closed", 0.1, True), ("locked_open", 0.0, False), ("free", 0.0, True)):
         task = tmp_path / f"lab-{mode}.toml"
         task.write_text(f'[task]\nname = "lab-{mode}"\nbase = "twin-pick-cube"\n\n[gripper]\nmode = "{mode}"\n')
         args = build_learner_parser().parse_args(["--task", str(task), "--out", str(tmp_path / "o"), "--no-recipe"])
-        assert learner_cfg(args).bc_q_filter_floor == floor
+        assert (learner_cfg(args).bc_q_filter_floor, learner_cfg(args).bc_q_filter) == (floor, filtered), mode
     assert with_task_defaults("twin-peg-insert").overrides("state")["bc_q_filter_floor"] == 0.1  # benchmarks' view
     assert "bc_q_filter_floor" not in with_task_defaults("twin-pick-cube").overrides("state")
     explicit = TrainConfig(task="twin-peg-insert", agent_set=("bc_q_filter_floor=0",)).agent_config(False)
@@ -219,8 +225,11 @@ def test_set_errors_are_one_line_and_name_the_field(item: str, pattern: str) -> 
     assert "\n" not in str(err.value)
 
 
-def test_resolution_order_defaults_recipe_flags_set() -> None:
-    """defaults < task recipe < explicit flags < --set, the same on train and on the learner."""
+def test_resolution_order_defaults_recipe_flags_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """defaults < task recipe < explicit flags < --set, the same on train and on the learner (no twin task has a
+    learner setting in its recipe any more: the test gives reach one)."""
+    monkeypatch.setitem(RECIPES, "twin-reach", Recipe(state={"discount": 0.9, "hidden_dims": (128, 128)},
+                                                      updates_per_step=2))
     assert TrainConfig(task="twin-reach", no_recipe=True).agent_config(False).discount == 0.95  # task defaults
     assert TrainConfig(env_id="Pendulum-v1").agent_config(False).discount == 0.99  # rlpd default
     assert TrainConfig(task="twin-reach").agent_config(False).discount == 0.9  # recipe
@@ -234,7 +243,8 @@ def test_resolution_order_defaults_recipe_flags_set() -> None:
             ["--task", "twin-reach", "--out", "/nonexistent", *extra]))
 
     assert learner("--no-recipe", "--device", "cpu").ensemble_size == 4  # the task defaults, above the CPU's 2
-    assert learner().hidden_dims == (256, 256)  # recipe
+    assert learner().hidden_dims == (128, 128)  # recipe
+    assert learner("--no-recipe").hidden_dims == (256, 256)  # task defaults
     assert learner("--hidden", "64,64").hidden_dims == (64, 64)  # flag
     assert learner("--hidden", "64,64", "--set", "hidden_dims=32").hidden_dims == (32,)  # --set
     assert learner("--set", "n_step=3", "--set", "layer_norm=false").n_step == 3

@@ -316,7 +316,11 @@ def test_step_before_reset_raises() -> None:
 
 
 def test_gripper_threshold_and_debounce() -> None:
-    env, robot = make("state", gripper_debounce_steps=2)
+    import dataclasses
+
+    robot = FakeRobot()  # a free gripper (reach's is locked open)
+    env = RobotEnv(robot, dataclasses.replace(get_task("reach"), gripper_locked=False), None,
+                   RobotEnvConfig(obs_mode="state", gripper_debounce_steps=2))
     env.reset(seed=0)
     seq = [0.3, 0.6, -0.6, -0.6, -0.6, 0.0, 1.0, 1.0, 1.0]
     got = []
@@ -349,6 +353,7 @@ def test_a_locked_gripper_ignores_the_action() -> None:
     env2.step(np.array([0, 0, 0, 0, 0, 0, -1.0]))
     assert env2.robot.commands[-1][2] == 0.0  # type: ignore[attr-defined]
     assert get_task("peg_insert").gripper_locked and not get_task("pick_cube").gripper_locked
+    assert get_task("reach").gripper_locked and get_task("reach").reset_gripper_closed == 0.0  # grasps nothing
 
 
 def test_state_mode_never_reads_cameras() -> None:

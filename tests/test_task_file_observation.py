@@ -33,22 +33,22 @@ OLD_SELECT = {"twin-reach": ("object", "state[0:3]"), "twin-pick-cube": PICK, "t
 
 _COMMON = {"state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 128,
            "critic_updates_per_actor_update": 1, "ensemble_size": 4, "ensemble_subsample": 2}
-_REACH = {"discount": 0.9, "n_step": 1, "bc_q_filter": False}
 _PICK_STATE = {"discount": 0.95, **_COMMON, "bc_q_filter": True, "n_step": 5}
 _GRIPPER = {"bc_q_filter_gripper": True}
 """Since then the task defaults filter the gripper's BC on its own (inert where a recipe turns the filter off)."""
-OLD_RECIPES = {"twin-reach": {"state": {"discount": 0.9, **_COMMON, **_GRIPPER}, "pixels": _REACH},
+OLD_RECIPES = {"twin-reach": {"state": {**_PICK_STATE, **_GRIPPER, "bc_q_filter": False}, "pixels": {}},
                "twin-pick-cube": {"state": {**_PICK_STATE, **_GRIPPER}, "pixels": {}},
                "twin-cube-relocate": {"state": {**_PICK_STATE, **_GRIPPER}, "pixels": {}},
                "twin-cube-relocate-back": {"state": {**_PICK_STATE, **_GRIPPER}, "pixels": {}},
                "twin-peg-insert": {"state": {**_PICK_STATE, **_GRIPPER, "bc_q_filter_floor": 0.1},
                                    "pixels": {}}}
 """The twin recipes as they were, whole, before the task defaults (learners.agents.recipes TASK_DEFAULTS) took what
-they shared, plus what changed since: the gripper's own Q filter in the defaults, and peg-insert's recipe, which
-turned the filter off, keeping it with a floor instead. The presets train exactly these agents from state. From
-cameras (this test's runs have no demos) the twin's CPU-trimmed pixel recipe is gone: a run without demos gets
-SERL's image agent with only the task's own recipe on top (reach's horizon); with demos the pixel defaults
-(tests/test_agent_options.py), and a locked gripper's floor (peg) comes with them."""
+they shared, plus what changed since: the gripper's own Q filter in the defaults, peg-insert's recipe, which
+turned the filter off, keeping it with a floor instead, and reach's (discount 0.9, 1-step returns, the filter off),
+now the defaults with its locked-open gripper's unfiltered BC term. The presets train exactly these agents from
+state. From cameras (this test's runs have no demos) the twin's CPU-trimmed pixel recipe is gone: a run without
+demos gets SERL's image agent; with demos the pixel defaults (tests/test_agent_options.py), and a locked gripper's
+addition (peg's floor, reach's unfiltered BC) comes with them."""
 
 
 def old_resolution(task: str, has_cameras: bool, faithful: bool, device: str) -> object:

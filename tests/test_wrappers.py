@@ -172,7 +172,8 @@ def test_observation_in_reset_frame() -> None:
 
 # ------------------------------------------------------------------------------------------- gripper penalty
 def test_grasp_penalty_on_flips_only() -> None:
-    env = GripperPenaltyWrapper(make_twin_env("reach", obs_mode="state"), penalty=-0.02)
+    env = GripperPenaltyWrapper(make_twin_env("reach", obs_mode="state", task_fields=(("gripper_locked", False),)),
+                                penalty=-0.02)  # a free gripper (reach's is locked open)
     try:
         env.reset(seed=0)
         grips = [1.0, 1.0, -1.0, -1.0, -1.0, 0.0, 1.0]

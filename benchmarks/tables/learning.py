@@ -459,11 +459,23 @@ NO_RECIPE_SEEDS = [
      "peg-insert: the task defaults with the state unscaled (`--state-scale 1`)"),
     ("sample_efficiency_twin-peg-insert_state_norecipe_b_filter.json", "twin-peg-insert_state.json",
      "peg-insert: the task defaults with `--obs-norm` in place of the x10 scale (seed 1 stopped at 2k)"),
+    ("sample_efficiency_twin-reach_state_norecipe_lockedopen.json", "twin-reach_state.json",
+     "reach, `--no-recipe`: the task defaults with its gripper locked open (the BC term unfiltered; the recipe "
+     "column: its former recipe, 1-step returns, no Q filter, discount 0.9; evaluation every 500 env steps)"),
     ("sample_efficiency_twin-reach_state_norecipe_defaults.json", "twin-reach_state.json",
-     "reach, `--no-recipe`: the task defaults (its recipe: 1-step returns, no Q filter, discount 0.9; evaluation "
-     "every 500 env steps)"),
+     "reach, `--no-recipe` with a free gripper: the task defaults with the Q filter (evaluation every 500 env steps, "
+     "as on the reach rows below)"),
     ("sample_efficiency_twin-reach_state_norecipe_defaults_scale1.json", "twin-reach_state.json",
      "reach: the task defaults with the state unscaled"),
+    ("sample_efficiency_twin-reach_state_norecipe_disc09.json", "twin-reach_state.json",
+     "reach: the task defaults + discount 0.9 (its former recipe's)"),
+    ("sample_efficiency_twin-reach_state_norecipe_nstep1.json", "twin-reach_state.json",
+     "reach: the task defaults + 1-step returns (its former recipe's)"),
+    ("sample_efficiency_twin-reach_state_norecipe_nofilter.json", "twin-reach_state.json",
+     "reach: the task defaults with the Q filter off (its former recipe's), a free gripper: the same curves as "
+     "locked open"),
+    ("sample_efficiency_twin-reach_state_norecipe_floor01.json", "twin-reach_state.json",
+     "reach: the task defaults + the floor 0.1 (what a gripper locked closed gets)"),
 ]
 
 

@@ -54,8 +54,8 @@ def readme_glance(res: Results) -> str:
          " / ".join(ksteps(r["first_step_at_90"]) for r in pick) + " env steps; "
          + pcts([r["final_success_rate"] for r in pick]) + f" at {ksteps(pick[0]['env_steps_done'])}",
          "sample_efficiency_twin-pick-cube_state_norecipe_10k.json"],
-        ["peg-insert from state, no recipe (the defaults: a locked gripper's Q filter floor), 3 seeds: first "
-         "evaluation >= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in peg) + " env steps; "
+        ["peg-insert from state, no recipe (the defaults: a gripper locked closed keeps a Q filter floor), 3 seeds: "
+         "first evaluation >= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in peg) + " env steps; "
          + pcts([r["final_success_rate"] for r in peg]) + f" at {ksteps(peg[0]['env_steps_done'])}",
          "sample_efficiency_twin-peg-insert_state_norecipe_floor01.json"],
         ["pick-cube from two 64x64 cameras + proprio (no object state), the defaults a task gets from cameras with "

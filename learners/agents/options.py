@@ -15,11 +15,11 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
    torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
 4. the task defaults (learners.agents.recipes TASK_DEFAULTS: RLPD with n-step returns, a Q-filtered BC term, the x10
    state scale, a small ensemble, 2 updates per env step; with cameras only with demos on the torch backend, then
-   also a frozen ResNet-10 pretrained on the demos at the run's start unless the run names its encoder; with a
-   locked gripper the Q filter's floor, LOCKED_GRIPPER) for a task on robot-rl's arm env (`env_module` "envs": a
-   twin preset or a lab's task file), also with `--no-recipe`; for an `--env-id` run with demos
-   (`AgentFlags.demos`) DEMO_DEFAULTS (the same mechanisms with the state normalised per element; not obs_norm
-   with the JAX backend, which lacks it), otherwise none; an offline phase drops their Q filter as the recipe's;
+   also a frozen ResNet-10 pretrained on the demos at the run's start unless the run names its encoder; with a gripper
+   locked closed the Q filter's floor, locked open no filter: GRIPPER_DEFAULTS) for a task on robot-rl's arm env
+   (`env_module` "envs": a twin preset or a lab's task file), also with `--no-recipe`; for an `--env-id` run with demos
+   (`AgentFlags.demos`) DEMO_DEFAULTS (the same mechanisms with the state normalised per element; not obs_norm with the
+   JAX backend, which lacks it), otherwise none; an offline phase drops their Q filter as the recipe's;
 5. the task file's observation selection (`state_select` from `[observation] state`, or `pixels_state` with
    cameras; robot_rl.task_file): which state leaves the task's policy observes, a property of the task (what its
    observation holds and what matters), not a learner setting, so `--no-recipe` keeps it (`--set state_select=`
@@ -83,12 +83,12 @@ from learners.agents.config import (
 from learners.agents.device_defaults import machine_defaults, settle
 from learners.agents.recipes import (
     DEMO_DEFAULTS,
-    LOCKED_GRIPPER,
+    GRIPPER_DEFAULTS,
     PIXEL_ENCODER_DEFAULTS,
     RECIPES,
     TASK_DEFAULTS,
     Recipe,
-    gripper_locked,
+    gripper_mode,
     recipe_for,
     without_privileged,
 )
@@ -368,15 +368,16 @@ def chose_encoder(flags: AgentFlags) -> bool:
 def task_defaults_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
     """TASK_DEFAULTS' overrides for a task on robot-rl's arm env, kept with --no-recipe (with cameras only with
     demos and the torch backend, and without their encoder part when the run chose its encoder: `chose_encoder`),
-    LOCKED_GRIPPER's on top for a task whose gripper is locked;
+    GRIPPER_DEFAULTS' on top for a task whose gripper is locked (closed: the Q filter's floor; open: no filter);
     DEMO_DEFAULTS' for an --env-id run with demos (without obs_norm on the JAX backend); {} otherwise. An offline
     phase drops their Q filter (as `recipe_layer` does the recipe's)."""
     if arm_task(flags.task):
         if has_cameras and (not flags.demos or flags.backend == "jax"):
             return {}
         out = _overrides(TASK_DEFAULTS, flags, has_cameras)
-        if gripper_locked(flags.task):
-            out.update(_overrides(LOCKED_GRIPPER, flags, has_cameras))
+        gripper = GRIPPER_DEFAULTS.get(gripper_mode(flags.task))
+        if gripper is not None:
+            out.update(_overrides(gripper, flags, has_cameras))
         if has_cameras and chose_encoder(flags):
             for name in PIXEL_ENCODER_DEFAULTS:
                 out.pop(name, None)

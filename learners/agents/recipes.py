@@ -25,7 +25,8 @@ Usage::
 
     TASK_DEFAULTS.overrides("state")            # {"discount": 0.95, "n_step": 5, "bc_q_filter": True, ...}
     recipe = recipe_for("twin-reach")           # DEFAULT_RECIPE for a task without one, or for None
-    recipe.overrides("state")                   # {"discount": 0.9, "n_step": 1, "bc_q_filter": False}
+    recipe.overrides("state")                   # {}: no twin task holds a learner setting in its recipe
+    gripper_mode("twin-reach")                  # "locked_open": its task file's; GRIPPER_DEFAULTS[mode] applies
     without_privileged(("object", "state[0:3]"))  # ("state[0:3]",): what a faithful run observes
     TASK_DEFAULTS.updates_per_step              # 2 (state runs)
     Recipe(state={"discout": 0.9})              # ConfigError: ... unknown AgentConfig field 'discout' (did you
@@ -108,9 +109,8 @@ DEFAULT_RECIPE = Recipe()
 # 12-15k env steps; unfiltered BC: 80-90 % by 2k, then down to 55-75 % by 20k). Once the actor sits at the
 # critic's maximum the filter drops nearly every demo row (on peg insertion 99 %, where the critic then rated the
 # policy's action 0.08 above the demo's while the policy failed a third of its episodes), so a dropped row keeps a
-# floor weight of 0.1 in peg insertion's recipe (bc_q_filter_floor), which keeps its demos' pull there.
-# Reach keeps the unfiltered BC term (bc_weight 30): fast (90 % on reach in 2-3k steps, the CI learning test),
-# carried by the demos.
+# floor weight of 0.1 for a task that holds what it works with (bc_q_filter_floor, LOCKED_CLOSED), which keeps its
+# demos' pull there. A task that grasps nothing (reach) keeps the BC term unfiltered (LOCKED_OPEN).
 _TWIN_COMMON: dict[str, Any] = {
     "state_scale": 10.0, "bc_weight": 30.0, "hidden_dims": (256, 256), "batch_size": 128,
     "critic_updates_per_actor_update": 1, "ensemble_size": 4, "ensemble_subsample": 2}
@@ -147,17 +147,30 @@ PIXEL_ENCODER_DEFAULTS, only when the run names no encoder of its own), 2 update
 demos nothing (SERL's image agent, 1 update per env step). Not for an `--env-id` run, whose observation need not be
 metres and radians (the x10 state scale) nor its reward sparse."""
 
-LOCKED_GRIPPER = Recipe(state={"bc_q_filter_floor": 0.1},
-                        pixels={"bc_q_filter_floor": 0.1, "bc_q_filter_gripper": False})
-"""What the task defaults add for a task whose gripper is locked (its task file's `[gripper] mode` locked_closed or
-locked_open: a physical property of the task, not a learner setting): the Q filter keeps a floor (a dropped demo row
-still counts at a tenth of its weight). Once the actor sits at the critic's maximum the filter drops nearly every
+LOCKED_CLOSED = Recipe(state={"bc_q_filter_floor": 0.1},
+                       pixels={"bc_q_filter_floor": 0.1, "bc_q_filter_gripper": False})
+"""What the task defaults add for a task whose gripper is locked closed (its task file's `[gripper] mode`: it holds the
+part it works with, a physical property of the task, not a learner setting): the Q filter keeps a floor (a dropped demo
+row still counts at a tenth of its weight). Once the actor sits at the critic's maximum the filter drops nearly every
 demo row; on peg insertion (the gripper holds the peg) the BC term then vanished and the policy drifted away from the
 insertion (the defaults without it: first >= 90 % at never / 2.1k / never in 4k env steps; with it 1.0 / 1.0 / 1.0k,
-last 100 / 100 / 95 % at 10k; 3 seeds, `--no-recipe`). Not for a free gripper: there the floor pulls the gripper's
-mode toward the demos' "open" at the object (pick-cube's main command 18 / 20 and 16 / 20 with it, 20 / 20 twice
-without), and on the arm dims alone it left pick-cube's late evaluations unsteady; a locked gripper has no such
-mode to pull. From cameras the gripper is not filtered apart (the measured pixel run's setting)."""
+last 100 / 100 / 95 % at 10k; 3 seeds, `--no-recipe`). Not for a free gripper: there the floor pulls the gripper's mode
+toward the demos' "open" at the object (pick-cube's main command 18 / 20 and 16 / 20 with it, 20 / 20 twice without),
+and on the arm dims alone it left pick-cube's late evaluations unsteady; a locked gripper has no such mode to pull. From
+cameras the gripper is not filtered apart (the measured pixel run's setting)."""
+
+LOCKED_OPEN = Recipe(state={"bc_q_filter": False}, pixels={"bc_q_filter": False})
+"""What the task defaults add for a task whose gripper is locked open (it holds nothing and grasps nothing: a reach,
+a push): the BC term unfiltered. With no grasp there is no moment where the demos' action and the policy's differ in
+kind, and the demos' motion is the task; the filter then only drops the demos' pull while the critic is still
+unsure. Measured on twin reach (3 seeds, 3k env steps, `--no-recipe` plus one setting each; docs/training.md
+"Without a recipe"): first >= 90 % at 1.0 / 1.5 / 1.5k unfiltered, never / never / never with the filter,
+1.5 / 2.5 / 3.0k with the filter and LOCKED_CLOSED's floor; its former recipe (unfiltered, discount 0.9, 1-step)
+1.5 / 1.5 / 1.5k; discount 0.9 or 1-step returns alone with the filter never reached 90 %. From cameras: not
+measured."""
+
+GRIPPER_DEFAULTS: Mapping[str, Recipe] = MappingProxyType({"locked_closed": LOCKED_CLOSED, "locked_open": LOCKED_OPEN})
+"""The task defaults' addition per `[gripper] mode` of the task file (a free gripper adds nothing)."""
 
 DEMO_DEFAULTS = Recipe(state={
     "obs_norm": True, "discount": 0.95, "n_step": 5, "bc_weight": 30.0, "bc_q_filter": True})
@@ -169,12 +182,11 @@ need not be metres (gym-hil's gripper reads 0-255 beside positions in metres). W
 nothing: the algorithm's defaults, which the gymnasium defaults benchmark measures. Measured on a third-party pick
 task (benchmarks/third_party.py; docs/training.md "Without a recipe")."""
 
-_REACH: dict[str, Any] = {"discount": 0.9, "n_step": 1, "bc_q_filter": False}
 RECIPES: dict[str, Recipe] = {
-    # reach: no grasp to rank, so no n-step returns and no Q filter; its unfiltered BC term learns it in 2-3k env
-    # steps (the CI learning test); a shorter horizon (0.9)
-    # (its pixels too: not measured there with the pixel defaults)
-    "twin-reach": Recipe(state=_REACH, pixels=_REACH, updates_per_step=2),
+    # reach: its gripper is locked open (its task file), so the task defaults add LOCKED_OPEN's unfiltered BC term.
+    # Its former recipe (discount 0.9, 1-step returns, unfiltered BC) learned no faster than the defaults with the
+    # filter off (LOCKED_OPEN's measurement).
+    "twin-reach": Recipe(updates_per_step=2),
     # pick-cube and cube-relocate (both directions of the reset-free forward/backward run) train from state with the
     # task defaults, Q-filtered BC included. Probes of cube-relocate (forward task alone, with resets, 50 demos, 6k
     # env steps, evaluation every 1k on 20 episodes): the unfiltered BC term swung 0 / 65 / 60 / 0 / 40 / 45 % and its
@@ -185,7 +197,7 @@ RECIPES: dict[str, Recipe] = {
     # steadied the unfiltered recipe (seed 0 each). benchmarks/forward_backward.py measures it in the reset-free run.
     "twin-pick-cube": Recipe(updates_per_step=2),
     "twin-cube-relocate": Recipe(updates_per_step=2),
-    # peg-insert: the task locks the gripper closed (its task file), so the task defaults add LOCKED_GRIPPER's floor;
+    # peg-insert: the task locks the gripper closed (its task file), so the task defaults add LOCKED_CLOSED's floor;
     # its object observation is the peg's pose relative to the hole (README: the diagnosis and table). Its former
     # recipes: the BC term unfiltered (first >= 90 % at 2.0 / 1.0 / 1.0k), then the floor as a recipe (now the
     # locked gripper's default, so --no-recipe keeps it).
@@ -204,22 +216,28 @@ def recipe_for(task: str | None) -> Recipe:
     return RECIPES.get(task, DEFAULT_RECIPE) if task is not None else DEFAULT_RECIPE
 
 
-def gripper_locked(task: str | None) -> bool:
-    """Whether the task's gripper is locked (its task file's `[gripper] mode`: locked_closed or locked_open)."""
+def gripper_mode(task: str | None) -> str:
+    """The task's `[gripper] mode` (robot_rl.task_file GRIPPER_MODES: free, locked_closed or locked_open); "free"
+    for no task or one without a task file."""
     if task is None:
-        return False
+        return "free"
     from robot_rl.presets import get_preset
 
     tf = get_preset(task).task_file
-    return tf is not None and bool(tf.task_fields().get("gripper_locked", False))
+    if tf is None:
+        return "free"
+    fields = tf.task_fields()
+    if not fields.get("gripper_locked", False):
+        return "free"
+    return "locked_closed" if float(fields.get("reset_gripper_closed", 0.0)) >= 0.5 else "locked_open"
 
 
 def with_task_defaults(task: str) -> Recipe:
     """What twin preset `task` trains with above the algorithm's defaults, as one Recipe: TASK_DEFAULTS (with
-    LOCKED_GRIPPER's for a locked gripper) with the task's recipe on top (benchmarks that build an agent themselves,
+    GRIPPER_DEFAULTS' for a locked gripper) with the task's recipe on top (benchmarks that build an agent themselves,
     and result files, use it)."""
     recipe = recipe_for(task)
-    locked = LOCKED_GRIPPER if gripper_locked(task) else DEFAULT_RECIPE
+    locked = GRIPPER_DEFAULTS.get(gripper_mode(task), DEFAULT_RECIPE)
     return Recipe(state={**TASK_DEFAULTS.state, **locked.state, **recipe.state},
                   pixels={**TASK_DEFAULTS.pixels, **locked.pixels, **recipe.pixels},
                   updates_per_step=recipe.updates_per_step or TASK_DEFAULTS.updates_per_step)
