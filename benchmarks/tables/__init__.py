@@ -28,6 +28,7 @@ from .diagnosis import pixel_diagnosis
 from .fmt import Results
 from .learning import (
     deterministic_gap,
+    faithful_scenes,
     gym_defaults,
     hl_gauss,
     insertion_diagnosis,
@@ -44,6 +45,7 @@ from .learning import (
     se_pixels_defaults,
     se_pixels_faithful,
     se_pixels_faithful_notiming,
+    se_pixels_faithful_tray,
     se_pixels_targets,
     third_party,
     warm_start,
@@ -103,6 +105,8 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "sample_efficiency_pixels_targets": se_pixels_targets,
     "sample_efficiency_pixels_faithful": se_pixels_faithful,
     "sample_efficiency_pixels_faithful_notiming": se_pixels_faithful_notiming,
+    "sample_efficiency_pixels_faithful_tray": se_pixels_faithful_tray,
+    "faithful_scenes": faithful_scenes,
     "sample_efficiency_pixels_defaults": se_pixels_defaults,
     "residual": residual,
     "hl_gauss": hl_gauss,

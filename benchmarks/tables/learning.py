@@ -190,6 +190,34 @@ def se_pixels_faithful_notiming(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_kpboth_notiming.json")
 
 
+def se_pixels_faithful_tray(res: Results) -> str:
+    """A probe: the faithful runs with the pixel defaults in a pick-cube scene with a tray (not kept), per seed."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_tray.json")
+
+
+FAITHFUL_SCENES = ("faithful_scenes_seed0.json", "faithful_scenes_seed1.json", "faithful_scenes_early.json")
+
+
+def faithful_scenes(res: Results) -> str:
+    """benchmarks/faithful_scenes.py: a faithful run's policy under robot resets and on teleported scenes."""
+    files = [res(name) for name in FAITHFUL_SCENES]
+    rows = []
+    for r in (r for d in files for r in d["runs"]):
+        for env in ("robot resets", "teleported"):
+            for policy in ("deterministic", "stochastic"):
+                s = r[env][policy]
+                rows.append([r["label"], env, policy, pct(s["true_success_rate"]),
+                             pct(s["reward_success_rate"]) if env == "robot resets" else "-",
+                             pct(s["outside_start_region"]), pct(s["outside_box"]),
+                             str(s["longest_unmoved_failures"])])
+    return "\n\n".join([
+        table(["policy of", "scenes", "actions", "true success", "reward's success", "cube starts outside the "
+               "start region", "cube starts outside the box (no grasp reaches it)",
+               "longest run of failures that left the cube unmoved"], rows),
+        f"{files[0]['episodes']} consecutive episodes per row (the first seeded), the twin's privileged cube "
+        "position (metrics only). " + source(*FAITHFUL_SCENES)])
+
+
 def se_pixels_faithful(res: Results) -> str:
     """The same setup in the faithful mode (classifier reward, robot resets, simulated timing), per seed."""
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_kpboth.json")
