@@ -304,7 +304,8 @@ def mean_first_step(runs: list[dict[str, Any]], steps: int) -> float:
 
 def summarize_run(seed: int, res: dict[str, Any], out: Path, steps: int) -> dict[str, Any]:
     """One seed's entry of a result file from a `robot-rl train` run's {"rows": metrics rows, "wall_s", "cpu_s"}:
-    the evaluation curve (with the reward model's counters when the run had one), the first env step at >= 90 %
+    the evaluation curve (with the reward model's counters when the run had one, and the scene resets a person
+    made: --operator-reset-after), the first env step at >= 90 %
     success, final / best rates, updates/s."""
     import numpy as np
 
@@ -313,7 +314,7 @@ def summarize_run(seed: int, res: dict[str, Any], out: Path, steps: int) -> dict
     for r in rows:
         c = {"env_step": r["env_step"], "success_rate": r["success_rate"], "return": r.get("return"),
              "updates": r.get("updates"), "train_success_rate": r.get("train_success_rate")}
-        c.update({k: v for k, v in r.items() if k.startswith("reward_")})
+        c.update({k: v for k, v in r.items() if k.startswith("reward_") or k == "operator_scene_resets"})
         curve.append(c)
     return {"seed": seed, "curve": curve, "wall_s": res["wall_s"], "cpu_s": res.get("cpu_s"),
             "stopped_by_budget": bool(rows) and rows[-1]["env_step"] < steps,

@@ -42,6 +42,10 @@ With `scene_resets = "first"` the scene is teleported (`reset_scene`) only on th
 reset runs the task's reset routine through the Robot seam instead (envs.resets: e.g. pick-cube puts a held cube
 back at a random spot of its start region), then the joint reset when due, then the move to the reset pose.
 `scene_teleports` counts the `reset_scene` calls; `info["scene_reset"]` says whether this reset made one.
+`reset(options={"scene_reset": True})` asks for one on this reset whatever `scene_resets` says: the scene a person
+restores (learners.training.scene_resets.OperatorSceneResets asks after failed episodes in a row). On the twin it is
+the teleport that stands in for the person; on hardware `reset_scene` is a no-op and the person did it before the
+reset (the wrapper waited for them).
 
 Hardware-faithful mode (`FAITHFUL`, `make_twin_env(faithful=True)`): `object_obs=False` (proprio + cameras only),
 `task_reward=False` (reward 0 and no termination from `Task.success`: a learned classifier or a human decides;
@@ -225,7 +229,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             or (cfg.joint_reset_every > 0 and self._episodes % cfg.joint_reset_every == 0)
             or (seed is not None and cfg.joint_reset_on_seed)
         )
-        teleport = cfg.scene_resets == "every" or self.scene_teleports == 0
+        requested = bool((options or {}).get("scene_reset", False))  # a person restored the scene (module doc)
+        teleport = cfg.scene_resets == "every" or self.scene_teleports == 0 or requested
         if not teleport:  # the robot tidies up itself; the joint reset comes after (a held cube is put down first)
             # first hold where the hand IS: the policy's last target may be pressed into the table or an object,
             # and the stiffer reset gains would drag the hand there (and the cube with it)

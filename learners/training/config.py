@@ -105,6 +105,10 @@ class TrainConfig(Config):
     ends the episode. Not with --forward-backward."""
     device_config: str | None = None
     """With a hardware --intervene: a JSON file of the device's config fields (deadzone, scale, path, index, ...)."""
+    operator_reset_after: int = 0
+    """After this many training episodes in a row without success (by the run's reward), a person restores the scene
+    before the next one (learners.training.scene_resets; on the twin a teleport stands in for the person, counted in
+    metrics.jsonl `operator_scene_resets`); 0: never, the robot's resets alone."""
     forward_backward: bool = False
     """Reset-free forward/backward training (learners.training.forward_backward) for a task that has a backward
     direction
@@ -231,6 +235,10 @@ class TrainConfig(Config):
         require(self.updates_per_step is None or self.updates_per_step >= 1, "updates_per_step",
                 self.updates_per_step, "must be >= 1")
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
+        require(self.operator_reset_after >= 0, "operator_reset_after", self.operator_reset_after,
+                "must be >= 0 (0 = never)")
+        require(not (self.operator_reset_after and self.task is None), "operator_reset_after",
+                self.operator_reset_after, "needs a twin --task (an --env-id env restores no scene)")
         self.agent_flags()  # an unknown --set field or a bad value fails here, before anything is built
         parse_reward_source(self.reward)
         require(self.reward_gate_k is None or self.reward_gate_k >= 1, "reward_gate_k", self.reward_gate_k,

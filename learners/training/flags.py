@@ -50,6 +50,9 @@ FLAG_HELP = {
                  "the policy's and goes to both buffers; --reward human takes its success key",
     "device_config": "with a hardware --intervene: a JSON object of the device's config fields (deadzone, scale, "
                      "path, index, layout, ...)",
+    "operator_reset_after": "after K training episodes in a row without success, a person puts the scene back "
+                            "(the twin: a teleport stands in; default 0: never; for robot resets that leave the "
+                            "scene where the policy fails, --faithful)",
     "threads": "torch CPU threads (default 0: one per core of this machine; 1 when several runs share it)",
     "progress_every_s": "seconds between progress lines (env steps/s, updates/s, training success, ETA) between "
                         "evaluations (default: 30; 0: none)",
@@ -98,6 +101,7 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
                 "state_scale": float, "discount": float, "bc_weight": float, "updates_per_step": int,
                 "max_minutes": float, "demo_ratio": float, "offline_updates": int, "warmup_steps": int,
                 "camera_latency_ms": float, "action_delay_ms": float, "reward_gate_k": int,
+                "operator_reset_after": int,
                 }.get(f.name, str)
         choices = {"algo": ALGOS, "obs_mode": ("state", "pixels"), "encoder": ("conv", "resnet10", "resnet18"),
                    "backend": BACKENDS, "intervene": INTERVENE_CHOICES}.get(f.name)
@@ -107,7 +111,7 @@ def build_train_parser(description: str | None = None) -> argparse.ArgumentParse
         if f.name == "reward":  # None: the task file's (train_config)
             default = None
         metavar = {"offline_updates": "N", "init_from": "RUN_DIR_OR_CHECKPOINT", "warmup_steps": "W",
-                   "device_config": "FILE"}.get(f.name)
+                   "device_config": "FILE", "operator_reset_after": "K"}.get(f.name)
         p.add_argument(flag, type=kind, default=default, choices=choices, metavar=metavar,
                        help=FLAG_HELP.get(f.name, f"(default: {default})"))
     return p

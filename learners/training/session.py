@@ -40,6 +40,7 @@ from learners.training.online import (
 )
 from learners.training.run_state import TrainingRun
 from learners.training.scalars import ScalarWriter
+from learners.training.scene_resets import OperatorSceneResets
 from robot_rl.metrics import MetricsLog, plot_learning_curve, read_metrics
 from robot_rl.run_dir import CHECKPOINTS_DIR, METRICS_FILE, tensorboard_dir
 from robot_rl.specs import EnvSpec
@@ -240,10 +241,13 @@ class TrainSession:
             r.update(self.diagnostics.measure(run.agent, run.online, run.demo, window, self.cfg.demo_ratio))
         if self.first_update_s is not None:
             r["first_update_s"] = self.first_update_s
-        if isinstance(run.env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly
-            r.update({f"reward_{k}": v for k, v in run.env.stats().items()})
+        if isinstance(run.env, OperatorSceneResets):  # scene resets a person made (the twin: teleports)
+            r["operator_scene_resets"] = run.env.requests
+        model_env = run.env.env if isinstance(run.env, OperatorSceneResets) else run.env
+        if isinstance(model_env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly
+            r.update({f"reward_{k}": v for k, v in model_env.stats().items()})
             # the classifier's frame precision / recall on the policy's own rollouts since the last row (twin only)
-            r.update({f"reward_{k}": v for k, v in run.env.frame_window().items()})
+            r.update({f"reward_{k}": v for k, v in model_env.frame_window().items()})
         return r
 
     def save_checkpoint(self) -> Path:

@@ -42,6 +42,7 @@ from learners.training.forward_backward_run import train_forward_backward
 from learners.training.online import LoopCounters, action_bounds, set_env_rng_state
 from learners.training.pretrain_encoder import with_run_encoder
 from learners.training.run_env import camera_source, make_run_env, resolve_action_box, run_env_spec
+from learners.training.scene_resets import OperatorSceneResets
 from learners.training.session import Run, TrainSession
 from learners.training.warm_start import source_encoder_weights
 from robot_rl.run_dir import check_run_dir
@@ -69,6 +70,11 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None, out: Path | No
                               where=f"the {cfg.task or cfg.env_id} {camera_source(cfg.obs_mode)}")
     if model is not None:
         env = RewardModelWrapper(env, model)
+    if cfg.operator_reset_after:  # a person restores the scene after failed episodes in a row (the twin: teleports)
+        k = cfg.operator_reset_after
+        env = OperatorSceneResets(env, k, ask=lambda n: log(
+            f"[train] scene reset {n}: {k} training episodes in a row without success; the twin teleports a fresh "
+            "scene (on a robot a person puts it back)"))
     spec = run_env_spec(env, cfg)
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
     demo = (load_demo_buffer(cfg.demo_dirs(), spec, seed=cfg.seed + 1, bounds=action_bounds(env),
