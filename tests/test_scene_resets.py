@@ -94,3 +94,5 @@ def test_train_counts_its_scene_resets_and_refuses_them_without_a_task(tmp_path:
         TrainConfig(env_id="Pendulum-v1", operator_reset_after=2)
     with pytest.raises(ConfigError, match="operator_reset_after"):
         TrainConfig(task="twin-reach", operator_reset_after=-1)
+    with pytest.raises(ConfigError, match="operator_reset_after=3 is not for --forward-backward"):
+        TrainConfig(task="twin-cube-relocate", operator_reset_after=3, forward_backward=True)

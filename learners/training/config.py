@@ -239,6 +239,8 @@ class TrainConfig(Config):
                 "must be >= 0 (0 = never)")
         require(not (self.operator_reset_after and self.task is None), "operator_reset_after",
                 self.operator_reset_after, "needs a twin --task (an --env-id env restores no scene)")
+        require(not (self.operator_reset_after and self.forward_backward), "operator_reset_after",
+                self.operator_reset_after, "is not for --forward-backward (each direction resets the other's scene)")
         self.agent_flags()  # an unknown --set field or a bad value fails here, before anything is built
         parse_reward_source(self.reward)
         require(self.reward_gate_k is None or self.reward_gate_k >= 1, "reward_gate_k", self.reward_gate_k,
