@@ -36,7 +36,7 @@ NARROW_FRACTION = 0.25
 centre), or go beyond the bounds."""
 
 
-class _Wrapper:
+class ForwardingWrapper:
     """Forwards every attribute it does not define (observation_space, reset, close, np_random, ...) to `env`
     (gymnasium is imported only by the entry points, so these are plain wrappers, as
     learners.rewards.reward_model's)."""
@@ -57,7 +57,7 @@ class _Wrapper:
         return self.env.reset(seed=seed, options=options)
 
 
-class SuccessKeyWrapper(_Wrapper):
+class SuccessKeyWrapper(ForwardingWrapper):
     """info[key] -> info["success"] (bool) on every step; records whether the key was ever seen and every info key
     seen (for `success_warning`)."""
 
@@ -103,7 +103,7 @@ def success_warning(wrapper: SuccessKeyWrapper) -> str | None:
             f"{hint}")
 
 
-class ActionBoxWrapper(_Wrapper):
+class ActionBoxWrapper(ForwardingWrapper):
     """The env with a narrower action Box [low, high] (inside its own bounds): actions are clipped to it and passed
     on unchanged, so an agent acting in [-1, 1] over this Box moves at most as far as the Box allows."""
 

@@ -20,20 +20,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from learners.training.gym_compat import ForwardingWrapper
 from robot_rl.errors import ConfigError
 
 
-class OperatorSceneResets:
+class OperatorSceneResets(ForwardingWrapper):
     """After `after` consecutive unsuccessful episodes, call `ask(n)` (n: the request's number, from 1) and reset
     with options={"scene_reset": True} (see the module docstring); the count starts again after each request and
-    after every success. Forwards every other attribute (spaces, close, unwrapped, ...) to the env, as the
-    project's other wrappers do (learners.training.gym_compat, learners.rewards.reward_model)."""
+    after every success. Forwards every other attribute (spaces, close, unwrapped, ...) to the env."""
 
     def __init__(self, env: Any, after: int, ask: Callable[[int], None] | None = None) -> None:
         if not isinstance(after, int) or isinstance(after, bool) or after < 1:
             raise ConfigError(f"operator scene resets: after={after!r} must be an integer >= 1 (failed episodes in "
                               "a row)")
-        self.env = env
+        super().__init__(env)
         self.after = after
         self.ask = ask
         self.requests = 0
@@ -41,15 +41,6 @@ class OperatorSceneResets:
         self.failed_in_a_row = 0
         """Episodes that ended without success since the last success or request."""
         self._success = False
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "env":  # not set yet: no recursion
-            raise AttributeError(name)
-        return getattr(self.env, name)
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.env.unwrapped
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         opts = dict(options or {})
