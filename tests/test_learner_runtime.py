@@ -539,8 +539,9 @@ def test_learner_cli_agent_options() -> None:
     assert (base.hidden_dims, base.batch_size, base.discount, base.n_step) == ((256, 256), 128, 0.95, 5)
     assert cfg().device == "auto"  # cuda when available, as on robot-rl train
     assert base.bc_weight == 30 and base.state_select == ("object", "state[0:3]")  # the task file's, kept
-    tuned = cfg()  # the task preset's recipe (robot_rl.presets), below explicit flags
-    assert tuned.state_select == ("object", "state[0:3]") and tuned.discount == 0.9 and tuned.bc_weight == 30
+    tuned = cfg()  # the task preset's recipe (none for reach) on the defaults, below explicit flags
+    assert tuned.state_select == ("object", "state[0:3]") and tuned.discount == 0.95 and tuned.bc_weight == 30
+    assert not tuned.bc_q_filter and not base.bc_q_filter  # reach's gripper is locked open: BC unfiltered
     assert (tuned.hidden_dims, tuned.ensemble_size, tuned.ensemble_subsample) == ((256, 256), 4, 2)
     assert cfg("--hidden", "64,64", "--set", "discount=0.99").discount == 0.99
     assert cfg("--obs-mode", "pixels").state_select == ("state[0:3]", "state[5]", "state[12]")
@@ -580,7 +581,7 @@ def test_learner_cli_prints_and_saves_its_agent_config_and_a_failed_start_does_n
     printed = [ln for ln in capsys.readouterr().out.splitlines() if "agent config" in ln]
     assert len(printed) == 1 and printed[0].startswith("learner: agent config") and "n_step=3" in printed[0]
     saved = json.loads((out / "agent_config.json").read_text())
-    assert (saved["n_step"], saved["hidden_dims"], saved["discount"]) == (3, [32, 32], 0.9)  # --set, flag, recipe
+    assert (saved["n_step"], saved["hidden_dims"], saved["discount"]) == (3, [32, 32], 0.95)  # --set, flag, defaults
     assert latest_run_checkpoint(out) is not None
     # resumed: the checkpoint's config is the run's, whatever the flags say now; printed and saved the same way
     assert run_learner([*argv, "--set", "n_step=5", "--resume"]) == 0
