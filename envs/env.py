@@ -44,8 +44,8 @@ back at a random spot of its start region), then the joint reset when due, then 
 `scene_teleports` counts the `reset_scene` calls; `info["scene_reset"]` says whether this reset made one.
 `reset(options={"scene_reset": True})` asks for one on this reset whatever `scene_resets` says: the scene a person
 restores (learners.training.scene_resets.OperatorSceneResets asks after failed episodes in a row). On the twin it is
-the teleport that stands in for the person; on hardware `reset_scene` is a no-op and the person did it before the
-reset (the wrapper waited for them).
+the teleport that stands in for the person; on hardware `reset_scene` is a no-op: the person must have restored the
+scene before this reset (no hardware command asks for one yet).
 
 Hardware-faithful mode (`FAITHFUL`, `make_twin_env(faithful=True)`): `object_obs=False` (proprio + cameras only),
 `task_reward=False` (reward 0 and no termination from `Task.success`: a learned classifier or a human decides;

@@ -77,6 +77,27 @@ def test_the_twin_restores_a_seeded_scene_on_request_in_the_faithful_mode() -> N
         env.close()
 
 
+def test_the_request_reaches_the_twin_through_the_run_env_wrappers() -> None:
+    """Through gymnasium.make's wrappers and the run env's (learners.training.run_env): a failed episode, then a
+    scene reset that teleports (scene_teleports 1 -> 2); the next reset after a request is a robot reset again."""
+    from learners.training.config import TrainConfig
+    from learners.training.run_env import make_run_env
+
+    cfg = TrainConfig(task="twin-pick-cube", obs_mode="state")  # robot resets, no reward from the task (faithful's)
+    env = OperatorSceneResets(make_run_env(cfg, scene_resets="first", task_reward=False), after=1)
+    try:
+        env.reset(seed=0)
+        done = False
+        while not done:  # hold still: the cube is never lifted, the faithful env never terminates
+            _, _, terminated, truncated, _ = env.step(np.zeros(7, np.float32))
+            done = terminated or truncated
+        assert env.unwrapped.scene_teleports == 1
+        _, info = env.reset()
+        assert info["scene_reset"] and env.unwrapped.scene_teleports == 2 and env.requests == 1
+    finally:
+        env.close()
+
+
 def test_train_counts_its_scene_resets_and_refuses_them_without_a_task(tmp_path: Path) -> None:
     from learners.training.config import TrainConfig
     from robot_rl.cli import main as cli_main
