@@ -18,7 +18,8 @@ imports only the standard library at import time, so a script can set its enviro
 Public names:
 - set-up: ROOT (the repository), RESULTS (benchmarks/results, where every figure the docs quote lives),
   set_env_defaults (MuJoCo rendering, OpenMP wait policy, optionally one BLAS thread);
-- command line: bench_parser, add_out_dir, add_work_dir, add_label, split_passthrough (`-- ...` goes on to the
+- command line: bench_parser, add_out_dir, add_work_dir, add_label, add_run_labels / run_labels (names of
+  positional run directories), split_passthrough (`-- ...` goes on to the
   command a benchmark runs), work_dir, result_name (file stems with optional suffixes), robot_rl_command,
   training_run_flags (the env-step, evaluation, checkpoint and seed flags of a `robot-rl train` run);
 - running: parallel_map (independent runs, `jobs` at a time, in spawned processes);
@@ -93,6 +94,18 @@ def add_work_dir(p: argparse.ArgumentParser, what: str) -> None:
 def add_label(p: argparse.ArgumentParser) -> None:
     """`--label L`: a suffix of the result files, so a variant is written beside the plain run."""
     p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
+
+
+def add_run_labels(p: argparse.ArgumentParser) -> None:
+    """`--labels NAME ...`: a name per positional run directory (`runs`) for a benchmark's table."""
+    p.add_argument("--labels", nargs="+", default=None, help="a name per run for the table (default: its directory)")
+
+
+def run_labels(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The names of `args.runs` (`--labels`, else each directory's name); a parser error when the counts differ."""
+    if args.labels is not None and len(args.labels) != len(args.runs):
+        p.error(f"--labels: {len(args.labels)} given for {len(args.runs)} runs")
+    return list(args.labels) if args.labels else [r.name for r in args.runs]
 
 
 def split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:

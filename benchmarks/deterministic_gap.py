@@ -24,11 +24,13 @@ from typing import Any
 
 from _prelude import (
     add_out_dir,
+    add_run_labels,
     bench_parser,
     cell,
     host_info,
     load_average,
     print_table,
+    run_labels,
     set_env_defaults,
     timestamp,
     write_json,
@@ -127,12 +129,10 @@ def main() -> None:
     p = bench_parser(__doc__)
     p.add_argument("runs", nargs="+", type=Path, help="run directories (robot-rl train / sim) of twin-pick-cube")
     p.add_argument("--episodes", type=int, default=50, help="env seeds per mode")
-    p.add_argument("--labels", nargs="+", default=None, help="a name per run for the table (default: its directory)")
+    add_run_labels(p)
     add_out_dir(p)
     args = p.parse_args()
-    if args.labels is not None and len(args.labels) != len(args.runs):
-        p.error(f"--labels: {len(args.labels)} given for {len(args.runs)} runs")
-    labels = args.labels or [r.name for r in args.runs]
+    labels = run_labels(p, args)
     results = [{"label": label, **measure(r, args.episodes)} for label, r in zip(labels, args.runs, strict=True)]
 
     def outcomes(d: dict[str, Any]) -> str:

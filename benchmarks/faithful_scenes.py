@@ -26,11 +26,13 @@ from typing import Any
 from _prelude import (
     add_label,
     add_out_dir,
+    add_run_labels,
     bench_parser,
     host_info,
     load_average,
     print_table,
     result_name,
+    run_labels,
     set_env_defaults,
     timestamp,
     write_json,
@@ -127,13 +129,11 @@ def main() -> None:
     p = bench_parser(__doc__)
     p.add_argument("runs", nargs="+", type=Path, help="run directories (robot-rl train) of twin-pick-cube")
     p.add_argument("--episodes", type=int, default=30, help="consecutive episodes per env and policy")
-    p.add_argument("--labels", nargs="+", default=None, help="a name per run for the table (default: its directory)")
+    add_run_labels(p)
     add_out_dir(p)
     add_label(p)
     args = p.parse_args()
-    if args.labels is not None and len(args.labels) != len(args.runs):
-        p.error(f"--labels: {len(args.labels)} given for {len(args.runs)} runs")
-    labels = args.labels or [r.name for r in args.runs]
+    labels = run_labels(p, args)
     from robot_rl.checkpoint import CheckpointError
     from robot_rl.errors import ConfigError
 

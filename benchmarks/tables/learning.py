@@ -195,12 +195,12 @@ def se_pixels_faithful_tray(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_tray.json")
 
 
-FAITHFUL_SCENES = ("faithful_scenes_seed0.json", "faithful_scenes_seed1.json", "faithful_scenes_early.json")
-
-
 def se_pixels_faithful_opreset(res: Results) -> str:
     """The faithful runs with a person's scene reset after 3 failed training episodes in a row, per seed."""
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3.json")
+
+
+FAITHFUL_SCENES = ("faithful_scenes_seed0.json", "faithful_scenes_seed1.json", "faithful_scenes_early.json")
 
 
 def faithful_scenes(res: Results) -> str:

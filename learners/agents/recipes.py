@@ -224,12 +224,7 @@ def gripper_mode(task: str | None) -> str:
     from robot_rl.presets import get_preset
 
     tf = get_preset(task).task_file
-    if tf is None:
-        return "free"
-    fields = tf.task_fields()
-    if not fields.get("gripper_locked", False):
-        return "free"
-    return "locked_closed" if float(fields.get("reset_gripper_closed", 0.0)) >= 0.5 else "locked_open"
+    return "free" if tf is None else str(tf.value("gripper", "mode", "free"))
 
 
 def with_task_defaults(task: str) -> Recipe:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -81,10 +81,13 @@ class SuccessKeyWrapper(ForwardingWrapper):
         return obs, reward, terminated, truncated, info
 
 
-def success_wrapper_of(env: Any) -> SuccessKeyWrapper | None:
-    """The SuccessKeyWrapper inside `env`'s wrapper chain, if any."""
+W = TypeVar("W")
+
+
+def wrapper_of(env: Any, cls: type[W]) -> W | None:
+    """The outermost `cls` in `env`'s wrapper chain (`env` itself included, following `.env`), if any."""
     while env is not None:
-        if isinstance(env, SuccessKeyWrapper):
+        if isinstance(env, cls):
             return env
         env = getattr(env, "env", None)
     return None

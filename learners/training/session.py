@@ -30,6 +30,7 @@ from learners.replay.buffer import ReplayBuffer, concat_batches
 from learners.rewards.reward_model import RewardModelWrapper
 from learners.training.config import TrainConfig
 from learners.training.diagnostics import RunDiagnostics
+from learners.training.gym_compat import SuccessKeyWrapper, success_warning, wrapper_of
 from learners.training.online import (
     LoopConfig,
     LoopCounters,
@@ -241,10 +242,11 @@ class TrainSession:
             r.update(self.diagnostics.measure(run.agent, run.online, run.demo, window, self.cfg.demo_ratio))
         if self.first_update_s is not None:
             r["first_update_s"] = self.first_update_s
-        if isinstance(run.env, OperatorSceneResets):  # scene resets a person made (the twin: teleports)
-            r["operator_scene_resets"] = run.env.requests
-        model_env = run.env.env if isinstance(run.env, OperatorSceneResets) else run.env
-        if isinstance(model_env, RewardModelWrapper):  # training episodes the reward model ended, and wrongly
+        operator = wrapper_of(run.env, OperatorSceneResets)
+        if operator is not None:  # scene resets a person made (the twin: teleports)
+            r["operator_scene_resets"] = operator.requests
+        model_env = wrapper_of(run.env, RewardModelWrapper)
+        if model_env is not None:  # training episodes the reward model ended, and wrongly
             r.update({f"reward_{k}": v for k, v in model_env.stats().items()})
             # the classifier's frame precision / recall on the policy's own rollouts since the last row (twin only)
             r.update({f"reward_{k}": v for k, v in model_env.frame_window().items()})
@@ -270,9 +272,7 @@ class TrainSession:
 
     def warn_success(self) -> None:
         """Once: warn when the env never reported its success key (learners.training.gym_compat)."""
-        from learners.training.gym_compat import success_warning, success_wrapper_of
-
-        wrapper = success_wrapper_of(self.run_.env)
+        wrapper = wrapper_of(self.run_.env, SuccessKeyWrapper)
         msg = success_warning(wrapper) if wrapper is not None and self.run_.counters.episode > 0 else None
         if msg and "success" not in self.warned:
             self.warned.add("success")
