@@ -106,9 +106,15 @@ def test_cached_crops_equal_the_backbone_on_the_same_shifted_frames(weights: Pat
 
 
 def test_cached_update_equals_the_uncached_update_on_the_same_crops(weights: Path) -> None:
+    cached_equals_uncached(weights)
+
+
+def cached_equals_uncached(weights: Path, **kw: object) -> dict:
+    """Two agents of the same seed, one updated on a feature cache's rows, one on the same crops as images (no
+    cache, no shift): the same metrics and weights after two updates; returns the cached batch."""
     spec = _spec()
-    cached = SACAgent(spec, _cfg(weights))
-    plain = SACAgent(spec, _cfg(weights, augment_pad=0, feature_cache="off"))  # fed the crops as images
+    cached = SACAgent(spec, _cfg(weights, **kw))
+    plain = SACAgent(spec, _cfg(weights, augment_pad=0, feature_cache="off", **kw))  # fed the crops as images
     buf = ReplayBuffer(spec, 64, seed=1)
     _fill(buf, 30)
     attach_feature_caches(cached, [buf], frames=64)
@@ -119,7 +125,7 @@ def test_cached_update_equals_the_uncached_update_on_the_same_crops(weights: Pat
         shifted = {key: {cam: np.stack([cache.crop_images(int(s), int(c))[cam]
                                         for s, c in zip(slots, batch[f"{key}_crops"], strict=True)])
                          for cam in CAMS} for key, slots in (("obs", idx), ("next_obs", (idx + 1) % buf.capacity))}
-        plain_batch = {k: v for k, v in batch.items() if "features" not in k and "crops" not in k}
+        plain_batch = {k: v for k, v in batch.items() if not k.endswith(("_features", "_crops", "_predictions"))}
         for key in ("obs", "next_obs"):
             plain_batch[key] = {**batch[key], **shifted[key]}
         torch.manual_seed(11)  # the heads' dropout
@@ -133,6 +139,7 @@ def test_cached_update_equals_the_uncached_update_on_the_same_crops(weights: Pat
     for k in a:
         np.testing.assert_allclose(a[k], b[k], rtol=1e-4, atol=1e-5)
     assert cached.state_dict().keys() == plain.state_dict().keys()  # checkpoints: the cache is not in them
+    return batch
 
 
 def test_float16_cache_is_close_and_half_the_bytes(weights: Path) -> None:

@@ -20,8 +20,17 @@ from learners.agents.backbones import (
 from learners.agents.config import AgentConfig
 from learners.agents.encoders import ObservationEncoder
 from learners.agents.obs import ObsLayout
+from learners.agents.sac_batch import cached_predictions
+from learners.replay.buffer import ReplayBuffer
+from learners.replay.feature_cache import attach_feature_caches
 from robot_rl.errors import ConfigError, ShapeError
-from tests.test_feature_cache import CAMS, _spec  # two 32x32 cameras, a 5-element state, 3 actions
+from tests.test_feature_cache import (  # two 32x32 cameras, a 5-element state, 3 actions
+    CAMS,
+    _fill,
+    _spec,
+    cached_equals_uncached,
+)
+from tests.test_feature_cache import _cfg as _cache_cfg
 
 torch.set_num_threads(1)
 
@@ -123,3 +132,51 @@ def test_bad_files_and_settings_get_clear_errors(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="encoder_features='targets' is not supported by backend=jax"):
         check_supported(_cfg(path))
+
+
+def test_precomputed_predictions_are_what_the_head_computes(tmp_path: Path) -> None:
+    path = tmp_path / "cell.safetensors"
+    _write(path)
+    enc = ObservationEncoder(ObsLayout.from_spec(_spec()), _cfg(path, "both"))
+    enc.eval()
+    imgs = {c: torch.randint(0, 256, (4, 32, 32, 3), dtype=torch.uint8) for c in CAMS}
+    state = torch.randn(4, 5)
+    feats = enc.backbone_features(imgs)
+    preds = enc.target_predictions(feats)
+    assert enc.prediction_dims() == {c: 6 for c in CAMS} and {k: tuple(v.shape) for k, v in preds.items()} == {
+        c: (4, 6) for c in CAMS}
+    torch.testing.assert_close(enc.head(feats, state, preds), enc.head(feats, state))
+    # the head reads the predictions it is given (so a cache's are used, not recomputed)
+    moved = enc.head(feats, state, {c: p + 1.0 for c, p in preds.items()})
+    torch.testing.assert_close(moved[:, 8 + 16: 8 + 22], preds[CAMS[0]] + 1.0)
+    spatial = ObservationEncoder(ObsLayout.from_spec(_spec()), _cfg(path, "spatial"))
+    assert spatial.prediction_dims() == {} and spatial.target_predictions(feats) == {}
+
+
+def test_the_feature_cache_keeps_each_crops_predictions_and_the_update_is_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "cell.safetensors"
+    _write(path)
+    batch = cached_equals_uncached(path, encoder_features="both")
+    n = batch["actions"].shape[0]
+    assert {k: v.shape for k, v in batch["obs_predictions"].items()} == {c: (n, 6) for c in CAMS}
+    # each row's predictions are the heads on that row's cached crop (float16 storage: on the rounded features)
+    spec = _spec()
+    from learners.agents.sac import SACAgent
+
+    agent = SACAgent(spec, _cache_cfg(path, encoder_features="both", feature_cache_dtype="float16"))
+    buf = ReplayBuffer(spec, 64, seed=1)
+    _fill(buf, 20)
+    assert "feature cache on" in attach_feature_caches(agent, [buf], frames=64)
+    cache = buf.feature_cache
+    cache.refresh()
+    assert cache.predictions[CAMS[0]].shape == (cache.rows, 3, 6)
+    rows = buf.gather(np.array([1, 4, 11]))
+    for key in ("obs", "next_obs"):
+        feats = {c: torch.as_tensor(rows[f"{key}_features"][c]).float() for c in CAMS}
+        ref = agent.encoder.target_predictions(feats)
+        for c in CAMS:
+            np.testing.assert_allclose(rows[f"{key}_predictions"][c], ref[c].numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ShapeError, match="obs_predictions"):
+        cached_predictions({CAMS[0]: np.zeros((3, 6))}, agent.encoder, 3, torch.device("cpu"))
+    with pytest.raises(ShapeError, match="expected"):
+        cached_predictions({c: np.zeros((3, 5)) for c in CAMS}, agent.encoder, 3, torch.device("cpu"))

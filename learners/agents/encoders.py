@@ -163,14 +163,30 @@ class CameraEncoder(nn.Module):
             return out
         return self.backbone(images)
 
-    def head(self, feats: torch.Tensor) -> torch.Tensor:
-        """(B, out_dim) features from the backbone's output (B, C, h, w)."""
+    @property
+    def prediction_dim(self) -> int:
+        """Outputs of the frozen target head (0 without one)."""
+        return int(self.targets[-1].out_features) if self.targets is not None else 0  # type: ignore[index]
+
+    def target_predictions(self, feats: torch.Tensor) -> torch.Tensor | None:
+        """The frozen target head's predictions (B, prediction_dim) from the backbone's output (B, C, h, w), without
+        autograd; None without a target head. A function of frozen weights only: computed once per batch (or per
+        cached frame: learners.replay.feature_cache) and handed to `head`."""
+        if self.targets is None:
+            return None
+        with torch.no_grad():  # no mode-dependent layer in a target head: train / eval mode is moot
+            return self.targets(feats.float())
+
+    def head(self, feats: torch.Tensor, predictions: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, out_dim) features from the backbone's output (B, C, h, w); `predictions`: the target head's
+        (B, prediction_dim) when already computed (`target_predictions`), else the head runs here."""
         parts: list[torch.Tensor] = []
         if self.spatial is not None:
             parts.append(torch.tanh(self.norm(self.dense(self.dropout(self.spatial(feats))))))
         if self.targets is not None:
-            with torch.no_grad():  # no mode-dependent layer in a target head: train / eval mode is moot
-                parts.append(self.targets(feats.float()))
+            pred = predictions if predictions is not None else self.target_predictions(feats)
+            assert pred is not None
+            parts.append(pred)
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -287,9 +303,26 @@ class ObservationEncoder(nn.Module):
     def backbone_features(self, images: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {name: enc.backbone_features(images[name]) for name, enc in self.camera_encoders().items()}
 
-    def head(self, backbone_feats: Mapping[str, torch.Tensor], state: torch.Tensor | None) -> torch.Tensor:
-        """Features from precomputed backbone features (lets a frozen backbone run once per batch)."""
-        parts = [enc.head(backbone_feats[name]) for name, enc in self.camera_encoders().items()]
+    def prediction_dims(self) -> dict[str, int]:
+        """{camera: outputs of its frozen target head}, for the cameras that have one."""
+        return {name: enc.prediction_dim for name, enc in self.camera_encoders().items() if enc.targets is not None}
+
+    def target_predictions(self, backbone_feats: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """{camera: (B, P)} the frozen target heads' predictions from backbone features (cameras without a target
+        head left out; empty when none has one)."""
+        out = {}
+        for name, enc in self.camera_encoders().items():
+            pred = enc.target_predictions(backbone_feats[name]) if enc.targets is not None else None
+            if pred is not None:
+                out[name] = pred
+        return out
+
+    def head(self, backbone_feats: Mapping[str, torch.Tensor], state: torch.Tensor | None,
+             predictions: Mapping[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """Features from precomputed backbone features (lets a frozen backbone run once per batch) and, when given,
+        the target heads' precomputed predictions ({camera: (B, P)}: `target_predictions`)."""
+        preds = predictions or {}
+        parts = [enc.head(backbone_feats[name], preds.get(name)) for name, enc in self.camera_encoders().items()]
         if state is not None and self.layout.state_dim > 0:
             if self.state_norm is not None:
                 state = self.state_norm(state)

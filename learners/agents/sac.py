@@ -73,7 +73,7 @@ from learners.agents.graphs import GraphedUpdate, graphs_mode
 from learners.agents.nets import EnsembleMLP, HLGauss, soft_update
 from learners.agents.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
 from learners.agents.precision import matmul_precision
-from learners.agents.sac_batch import UpdateBatch, cached_backbone, to_update_batch
+from learners.agents.sac_batch import UpdateBatch, cached_backbone, to_update_batch, with_target_predictions
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
 
@@ -281,6 +281,7 @@ class SACAgent:
         if b.images and b.backbone is None and self.encoder.all_backbones_frozen:
             b = dataclasses.replace(b, backbone=self.encoder.backbone_features(b.images),
                                     next_backbone=self.encoder.backbone_features(b.next_images))
+        b = with_target_predictions(b, batch, self.encoder, self.device)
         b = dataclasses.replace(b, base=self.policy.base_actions(batch["obs"]),
                                 next_base=self.policy.base_actions(batch["next_obs"]))
         b = b if self.policy.layout.cameras else b.in_minibatch_order()
@@ -364,7 +365,9 @@ class SACAgent:
         st = state[rows] if state is not None else None
         backbone = b.next_backbone if next_obs else b.backbone
         if backbone is not None:  # frozen backbones: features precomputed once for the whole batch
-            return enc.head({k: v[rows] for k, v in backbone.items()}, st)
+            preds = b.next_predictions if next_obs else b.predictions
+            return enc.head({k: v[rows] for k, v in backbone.items()}, st,
+                            {k: v[rows] for k, v in preds.items()} if preds is not None else None)
         return enc({k: v[rows] for k, v in (b.next_images if next_obs else b.images).items()}, st)
 
     @torch.no_grad()

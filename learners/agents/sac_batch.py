@@ -72,6 +72,10 @@ class UpdateBatch:
     backbone: dict[str, torch.Tensor] | None = None
     """Frozen backbones' features of `images`, computed once per update (None: the encoder runs on images)."""
     next_backbone: dict[str, torch.Tensor] | None = None
+    predictions: dict[str, torch.Tensor] | None = None
+    """The frozen target heads' predictions {camera: (B, P)} on `backbone`, computed once per update or read from a
+    feature cache (None: the heads run where the features are needed, or there is no target head)."""
+    next_predictions: dict[str, torch.Tensor] | None = None
     base: torch.Tensor | None = None
     """The residual base policy's actions (B, A) on obs (None without a residual base)."""
     next_base: torch.Tensor | None = None
@@ -156,6 +160,40 @@ def cached_backbone(features: Any, encoder: ObservationEncoder, n: int, device: 
     return out
 
 
+def cached_predictions(predictions: Any, encoder: ObservationEncoder, n: int, device: torch.device,
+                       ) -> dict[str, torch.Tensor]:
+    """A batch's cached target-head predictions ({camera: (B, P)}, learners.replay.feature_cache) as float32
+    tensors on `device`; ShapeError when the cameras or a shape do not fit the encoder's target heads."""
+    dims = encoder.prediction_dims()
+    if not isinstance(predictions, Mapping) or set(predictions) != set(dims):
+        raise ShapeError(f"batch obs_predictions: expected cameras {sorted(dims)}, got "
+                         f"{sorted(predictions) if isinstance(predictions, Mapping) else type(predictions).__name__}")
+    out = {}
+    for name, dim in dims.items():
+        t = torch.as_tensor(predictions[name]).to(device, torch.float32)
+        if tuple(t.shape) != (n, dim):
+            raise ShapeError(f"batch obs_predictions '{name}': expected {(n, dim)}, got {tuple(t.shape)}")
+        out[name] = t
+    return out
+
+
+def with_target_predictions(b: UpdateBatch, batch: Mapping[str, Any], encoder: ObservationEncoder,
+                            device: torch.device) -> UpdateBatch:
+    """b with the frozen target heads' predictions on its backbone features: a feature cache's
+    (`obs_predictions` / `next_obs_predictions`, computed once per cached crop) or computed here once for the update
+    (the online and target encoders share the heads, and each minibatch reads them); b unchanged without target
+    heads or precomputed backbone features."""
+    if b.backbone is None or b.next_backbone is None or not encoder.prediction_dims():
+        return b
+    n = b.actions.shape[0]
+    if "obs_predictions" in batch and "next_obs_predictions" in batch:
+        return dataclasses.replace(b, predictions=cached_predictions(batch["obs_predictions"], encoder, n, device),
+                                   next_predictions=cached_predictions(batch["next_obs_predictions"], encoder, n,
+                                                                       device))
+    return dataclasses.replace(b, predictions=encoder.target_predictions(b.backbone),
+                               next_predictions=encoder.target_predictions(b.next_backbone))
+
+
 def _row_columns(batch: Mapping[str, Any], n: int, device: torch.device) -> dict[str, torch.Tensor]:
     """The (B,) float32 columns rewards, terminated, grasp_penalty, intervention (zeros where missing)."""
     out: dict[str, torch.Tensor] = {}
@@ -191,4 +229,4 @@ def _reward_terms(batch: Mapping[str, Any], cols: Mapping[str, torch.Tensor], n:
             gamma ** steps * (1.0 - cols["terminated"]))
 
 
-__all__ = ["UpdateBatch", "cached_backbone", "to_update_batch"]
+__all__ = ["UpdateBatch", "cached_backbone", "cached_predictions", "to_update_batch", "with_target_predictions"]

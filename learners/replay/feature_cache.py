@@ -70,18 +70,21 @@ def shift_images(images: torch.Tensor, shifts: torch.Tensor) -> torch.Tensor:
 
 @dataclasses.dataclass(frozen=True)
 class CachePlan:
-    """What one buffer's cache stores per frame: {camera: backbone output shape (C, h, w)}, K crops, shift range."""
+    """What one buffer's cache stores per frame: {camera: backbone output shape (C, h, w)}, K crops, shift range,
+    and {camera: P} the frozen target heads' predictions per crop (float32; empty without target heads)."""
 
     shapes: Mapping[str, tuple[int, int, int]]
     crops: int
     pad: int
     dtype: str
+    predictions: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def frame_bytes(self) -> int:
         """Bytes cached per stored frame (all cameras, all crops)."""
         item = np.dtype(self.dtype).itemsize
-        return int(sum(self.crops * math.prod(s) * item for s in self.shapes.values()))
+        preds = sum(self.crops * p * 4 for p in self.predictions.values())
+        return int(sum(self.crops * math.prod(s) * item for s in self.shapes.values()) + preds)
 
     def nbytes(self, frames: int) -> int:
         """Bytes for `frames` stored frames."""
@@ -117,7 +120,8 @@ def plan_feature_cache(cfg: AgentConfig, encoder: ObservationEncoder | None, fra
         return None, f"feature cache off: {why}"
     assert encoder is not None
     crops = cfg.feature_cache_crops if cfg.augment_pad > 0 else 1
-    plan = CachePlan(backbone_shapes(encoder), crops, cfg.augment_pad, cfg.feature_cache_dtype)
+    plan = CachePlan(backbone_shapes(encoder), crops, cfg.augment_pad, cfg.feature_cache_dtype,
+                     encoder.prediction_dims())
     need = plan.nbytes(frames) / 1e9
     shapes = ", ".join(f"{k} {'x'.join(map(str, v))}" for k, v in plan.shapes.items())
     what = (f"{frames} frames x {crops} crop(s) x ({shapes}) {cfg.feature_cache_dtype} = {need:.2f} GB "
@@ -133,15 +137,19 @@ def plan_feature_cache(cfg: AgentConfig, encoder: ObservationEncoder | None, fra
 
 class FeatureCache:
     """The cached backbone outputs of one ReplayBuffer's frames (see the module docstring). `encode`: the frozen
-    backbones; `device`: where they run; `seed`: the crops' shifts and the per-row crop draws."""
+    backbones; `predict`: the frozen target heads ({camera: cached features} -> {camera: (N, P)}; needed when the
+    plan has predictions); `device`: where they run; `seed`: the crops' shifts and the per-row crop draws."""
 
     def __init__(self, buffer: ReplayBuffer, encode: Encode, plan: CachePlan, device: torch.device | str = "cpu",
                  seed: int = 0, chunk: int = 128, min_batch: int = 16, on_device: bool = False,
-                 keep_images: bool = False) -> None:
+                 keep_images: bool = False, predict: Encode | None = None) -> None:
         missing = sorted(set(plan.shapes) - set(buffer.frames))
         if missing:
             raise ShapeError(f"feature cache: cameras {missing} are not in the buffer's observation")
+        if plan.predictions and predict is None:
+            raise ConfigError("feature cache: the plan caches target-head predictions but no `predict` was given")
         self.buffer, self.encode, self.plan, self.device, self.chunk = buffer, encode, plan, torch.device(device), chunk
+        self.predict = predict
         self.min_batch = min_batch
         self.on_device = on_device
         """The features are torch tensors on `device` (looked up there), else numpy arrays on the host."""
@@ -152,6 +160,8 @@ class FeatureCache:
         self.dtype = np.dtype(plan.dtype)
         self.rows = 0  # allocated slots (the arrays grow with the buffer's filled part, up to its capacity)
         self.features: dict[str, Any] = {k: self._zeros((0, plan.crops, *s)) for k, s in plan.shapes.items()}
+        self.predictions: dict[str, Any] = {k: self._zeros((0, plan.crops, p), np.dtype(np.float32))
+                                            for k, p in plan.predictions.items()}
         self.shifts = np.zeros((0, len(plan.shapes), plan.crops, 2), np.int8)  # per slot, camera, crop
         self.gen = np.zeros(0, np.int64)  # the buffer's frame_gen when each slot was encoded (-1: never)
         self.frames_encoded = 0
@@ -159,10 +169,11 @@ class FeatureCache:
         self.encode_cpu_s = 0.0
         """CPU seconds (time.process_time) spent encoding so far."""
 
-    def _zeros(self, shape: tuple[int, ...]) -> Any:
+    def _zeros(self, shape: tuple[int, ...], dtype: np.dtype[Any] | None = None) -> Any:
+        dtype = self.dtype if dtype is None else dtype
         if self.on_device:
-            return torch.zeros(shape, dtype=getattr(torch, self.dtype.name), device=self.device)
-        return np.zeros(shape, self.dtype)
+            return torch.zeros(shape, dtype=getattr(torch, dtype.name), device=self.device)
+        return np.zeros(shape, dtype)
 
     def _grow(self, rows: int) -> None:
         if rows <= self.rows:
@@ -171,11 +182,12 @@ class FeatureCache:
 
         def grown(a: Any, fill: int = 0) -> Any:
             out = np.full((new, *a.shape[1:]), fill, a.dtype) if isinstance(a, np.ndarray) else \
-                self._zeros((new, *a.shape[1:]))
+                torch.zeros((new, *a.shape[1:]), dtype=a.dtype, device=a.device)
             out[: self.rows] = a[: self.rows]
             return out
 
         self.features = {k: grown(v) for k, v in self.features.items()}
+        self.predictions = {k: grown(v) for k, v in self.predictions.items()}
         self.shifts, self.gen, self.rows = grown(self.shifts), grown(self.gen, -1), new
 
     def stale(self) -> np.ndarray:
@@ -227,12 +239,24 @@ class FeatureCache:
             images[cam] = shift_images(frames, torch.as_tensor(shifts[:, c].reshape(-1, 2))) if pad > 0 else frames
         out = self.encode(images)
         where = torch.as_tensor(slots, device=self.device) if self.on_device else None
+        stored = {}  # the features as an update reads them back (rounded to the cache's dtype)
         for cam in cams:
             feats = out[cam].float().reshape(slots.size, k, *plan.shapes[cam])
             if where is not None:
                 self.features[cam][where] = feats.to(self.features[cam].dtype)
+                stored[cam] = self.features[cam][where]
             else:
                 self.features[cam][slots] = feats.cpu().numpy().astype(self.dtype, copy=False)
+                stored[cam] = torch.as_tensor(self.features[cam][slots]).to(self.device)
+        if plan.predictions:
+            assert self.predict is not None
+            preds = self.predict({cam: stored[cam].float().reshape(-1, *plan.shapes[cam]) for cam in cams})
+            for cam, dim in plan.predictions.items():
+                p = preds[cam].float().reshape(slots.size, k, dim)
+                if where is not None:
+                    self.predictions[cam][where] = p
+                else:
+                    self.predictions[cam][slots] = p.cpu().numpy()
         self.shifts[slots] = shifts.astype(np.int8)
         self.gen[slots] = self.buffer.frame_gen[slots]
 
@@ -247,7 +271,8 @@ class FeatureCache:
 
     def lookup(self, idx: np.ndarray, nxt: np.ndarray) -> dict[str, Any]:
         """{"obs_features": {camera: (B, C, h, w)}, "next_obs_features": ...} for the rows whose obs is slot
-        idx[i] and next_obs slot nxt[i], a uniformly random crop each; "obs_crops" / "next_obs_crops" (B,) say which.
+        idx[i] and next_obs slot nxt[i], a uniformly random crop each; "obs_crops" / "next_obs_crops" (B,) say which;
+        with target heads also "obs_predictions" / "next_obs_predictions" ({camera: (B, P)}, of the same crops).
         On the device (`on_device`) the rows are gathered there: only the slot and crop indices cross from the host."""
         if not (self.encoded(idx).all() and self.encoded(nxt).all()):
             self.refresh()  # a row drawn without the buffer's rejection, or an n-step row reaching a new frame
@@ -257,15 +282,19 @@ class FeatureCache:
             if self.on_device:
                 at = torch.as_tensor(np.stack([slots, crop]), device=self.device)  # one small copy
                 out[f"{key}_features"] = {cam: arr[at[0], at[1]] for cam, arr in self.features.items()}
+                if self.predictions:
+                    out[f"{key}_predictions"] = {cam: arr[at[0], at[1]] for cam, arr in self.predictions.items()}
             else:
                 out[f"{key}_features"] = {cam: arr[slots, crop] for cam, arr in self.features.items()}
+                if self.predictions:
+                    out[f"{key}_predictions"] = {cam: arr[slots, crop] for cam, arr in self.predictions.items()}
             out[f"{key}_crops"] = crop
         return out
 
     def nbytes(self) -> int:
         """Bytes the cache holds now (its allocated rows)."""
         feats = sum(a.nbytes if isinstance(a, np.ndarray) else a.numel() * a.element_size()
-                    for a in self.features.values())
+                    for a in (*self.features.values(), *self.predictions.values()))
         return int(feats + self.shifts.nbytes + self.gen.nbytes)
 
 
@@ -284,7 +313,7 @@ def attach_feature_caches(agent: Any, buffers: Sequence[ReplayBuffer | None], fr
     keep = agent.cfg.residual_base is not None  # the base policy reads the raw observation, images included
     for i, buf in enumerate(b for b in buffers if b is not None):
         buf.feature_cache = FeatureCache(buf, encoder.backbone_features, plan, device=agent.device, seed=seed + 17 * i,
-                                         on_device=on_device, keep_images=keep)
+                                         on_device=on_device, keep_images=keep, predict=encoder.target_predictions)
     return f"{note}, {where}"
 
 

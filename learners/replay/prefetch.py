@@ -12,7 +12,7 @@ returned that batch, and the thread stops; `next()` on a stopped prefetcher rais
 
 Only the columns the torch agent reads become tensors: obs / next_obs leaves, actions, rewards, terminated,
 grasp_penalty, intervention, n_rewards, n_grasp_penalty, n_steps, a host feature cache's obs_features /
-next_obs_features; anything else (mc_returns, mc_valid, crop ids) stays numpy.
+next_obs_features (and target-head predictions); anything else (mc_returns, mc_valid, crop ids) stays numpy.
 
 Usage::
 
@@ -37,7 +37,7 @@ import torch
 from learners.agents.config import AgentConfig
 
 TENSOR_COLUMNS = ("actions", "rewards", "terminated", "grasp_penalty", "intervention", "n_rewards", "n_grasp_penalty",
-                  "n_steps", "obs_features", "next_obs_features")
+                  "n_steps", "obs_features", "next_obs_features", "obs_predictions", "next_obs_predictions")
 """Batch columns moved to the device (besides the obs / next_obs leaves)."""
 
 
