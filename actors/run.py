@@ -33,6 +33,7 @@ from typing import Any
 from actors.actor import LEARNER_LOSS, Actor, ActorConfig
 from actors.actor_env import backend_of, make_actor_env
 from actors.evaluation import CheckpointEvalConfig, evaluate_checkpoint, write_json
+from learners.training.scene_resets import CONFIRM_CHOICES, OperatorSceneResets, operator_prompt, resolve_confirm
 from robot_rl.config import Config, require
 from robot_rl.errors import ProtocolError, RobotRLError, SpecMismatchError
 from robot_rl.gym_env import env_spec_of
@@ -72,6 +73,12 @@ class ActorRunConfig(Config):
     action_delay_ms: float | None = None
     reward: str | None = None
     reward_gate_k: int | None = None
+    operator_reset_after: int = 0
+    """After K episodes in a row without success (by the reward this actor sends) a person puts the scene back
+    (learners.training.scene_resets); 0: never, the robot's resets alone."""
+    operator_reset_confirm: str = "auto"
+    """How the actor on a robot waits for that person: enter, pause, auto (Enter when stdin is a terminal)."""
+    operator_reset_pause_s: float = 20.0
     reward_audit: Path | None = None
     max_steps: int = 0
     max_episodes: int = 0
@@ -99,6 +106,12 @@ class ActorRunConfig(Config):
         # an evaluation takes no device: a human reward there counts the twin's true success (actors.evaluation)
         check_intervene(self.intervene, self.device_config, (self.reward or "env") if self.evaluate is None else "env")
         timing_overrides(self.faithful, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
+        require(self.operator_reset_after >= 0, "operator_reset_after", self.operator_reset_after,
+                "must be >= 0 (failed episodes in a row; 0: never)")
+        require(self.operator_reset_confirm in CONFIRM_CHOICES, "operator_reset_confirm",
+                self.operator_reset_confirm, f"must be one of {list(CONFIRM_CHOICES)}")
+        require(self.operator_reset_pause_s >= 0, "operator_reset_pause_s", self.operator_reset_pause_s,
+                "must be >= 0 seconds")
 
     def evaluation(self) -> CheckpointEvalConfig:
         """The checkpoint evaluation these options ask for (`evaluate` set)."""
@@ -173,6 +186,14 @@ def actor_arg_parser() -> argparse.ArgumentParser:
                         "reward.gate_k, else the classifier's card)")
     p.add_argument("--reward-audit", type=Path, default=None,
                    help="where positives of a classifier/human reward are logged (default: reward_audit/ACTOR_ID)")
+    p.add_argument("--operator-reset-after", type=int, default=0, metavar="K",
+                   help="after K episodes in a row without success (by the reward sent), a person puts the scene back "
+                        "before the next reset (the twin teleports instead); 0: never")
+    p.add_argument("--operator-reset-confirm", default="auto", choices=CONFIRM_CHOICES,
+                   help="on a robot, wait for that person: enter (on this terminal), pause (--operator-reset-pause-s, "
+                        "for a headless actor), auto (Enter when stdin is a terminal)")
+    p.add_argument("--operator-reset-pause-s", type=float, default=20.0,
+                   help="seconds the arm holds for a scene reset with --operator-reset-confirm pause")
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many env steps (0: never)")
     p.add_argument("--max-episodes", type=int, default=0, help="stop after this many episodes (0: never)")
     p.add_argument("--flush-timeout", type=float, default=5.0, help="seconds to wait for acks when stopping")
@@ -242,6 +263,8 @@ def run_actor(cfg: ActorRunConfig) -> int:
         code = refused.code if isinstance(refused, ProtocolError) else "spec_mismatch"
         raise LearnerRefusedError(refused_message(cfg, refused, final["env_steps"]), code) from None
     unacked = "" if final["flushed"] else " (not all acknowledged)"
+    if "operator_scene_resets" in final:
+        unacked += f"; {final['operator_scene_resets']} scene reset(s) asked of a person"
     print(f"actor {actor_id}: stopped after {final['env_steps']} steps, {final['episodes']} episodes; sent up to seq "
           f"{final['next_seq'] - 1}, acked {final['acked_upto']}{unacked}", flush=True)
     return 0
@@ -277,6 +300,8 @@ def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
                          faithful=cfg.faithful, allow_twin_box=cfg.allow_twin_box,
                          timing=timing_overrides(cfg.faithful, cfg.camera_latency_ms, cfg.action_delay_ms),
                          device_config=cfg.device_config)
+    if cfg.operator_reset_after:
+        env = with_operator_resets(env, cfg, actor_id)
     if cfg.faithful:
         print(f"actor {actor_id}: hardware-faithful env: rewards and successes sent to the learner come from "
               f"--reward {cfg.reward}, never from the task's true success", file=sys.stderr, flush=True)
@@ -288,6 +313,25 @@ def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
         env.close()
         raise
     return env, endpoint
+
+
+def with_operator_resets(env: Any, cfg: ActorRunConfig, actor_id: str) -> Any:
+    """`env` (the actor's, its reward model outermost) asking a person for a scene reset after
+    cfg.operator_reset_after failed episodes in a row (learners.training.scene_resets); closes `env` on a
+    ConfigError (e.g. Enter asked for without a terminal on a robot)."""
+    backend = backend_of(env)
+    try:
+        ask = operator_prompt(backend, cfg.operator_reset_after, cfg.operator_reset_confirm,
+                              cfg.operator_reset_pause_s,
+                              log=lambda line: print(f"actor {actor_id}: {line}", file=sys.stderr, flush=True))
+        how = "the twin teleports" if backend == "twin" else f"confirm: {resolve_confirm(cfg.operator_reset_confirm)}"
+    except BaseException:
+        env.close()
+        raise
+    k = cfg.operator_reset_after
+    print(f"actor {actor_id}: a person puts the scene back after {k} episode{'' if k == 1 else 's'} in a row "
+          f"without success ({how})", file=sys.stderr, flush=True)
+    return OperatorSceneResets(env, cfg.operator_reset_after, ask)
 
 
 def _act(cfg: ActorRunConfig, actor_id: str, actor: Actor, endpoint: Any, stop: threading.Event) -> None:
@@ -322,6 +366,8 @@ def _finish(cfg: ActorRunConfig, actor_id: str, actor: Actor, env: Any, endpoint
     final = {**actor.stats(), "actor_id": actor_id, "flushed": flushed}
     if callable(getattr(env, "stats", None)):  # a reward model: episodes it ended, and without true success
         final["reward_model"] = env.stats()
+    if isinstance(env, OperatorSceneResets):
+        final["operator_scene_resets"] = env.requests
     st = endpoint.stats()
     final.update(session=st.session, next_seq=st.next_seq, acked_upto=st.acked_upto, unacked=st.unacked_messages,
                  reconnects=st.reconnects, resent_messages=st.resent_messages, state=st.state)

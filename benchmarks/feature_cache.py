@@ -18,7 +18,8 @@ cost does not depend on their values), `pixels conv` (the twin's former pixel re
 net trained from scratch at batch 32), `resnet10 uncached` (that recipe with a frozen ResNet-10, feature_cache=off:
 the backbone runs on every batch), `resnet10 cached K=k` (feature_cache=on, float16, k crops each; `--crops`), and
 the cached case with a lighter head (`--head-variants`: no dropout in the head, 2 spatial features instead of 8,
-both) to show what the head costs. Each case runs for `--seconds` of CPU time (at least `--min-steps` steps).
+both) to show what the head costs, and the pixel defaults with fewer crops or a 64-wide image latent
+(`--default-variants`). Each case runs for `--seconds` of CPU time (at least `--min-steps` steps).
 
     python benchmarks/feature_cache.py --threads 1                 # writes benchmarks/results/feature_cache.json
     python benchmarks/feature_cache.py --sizes 64 --seconds 5 --tag quick
@@ -108,6 +109,13 @@ def random_weights(path: Path, size: int) -> Path:
     return path
 
 
+DEFAULT_VARIANTS = (("K=2", ("feature_cache_crops=2",)), ("K=1", ("feature_cache_crops=1",)),
+                    ("image latent 64", ("image_latent_dim=64",)),
+                    ("K=2, image latent 64", ("feature_cache_crops=2", "image_latent_dim=64")),
+                    ("K=1, image latent 64", ("feature_cache_crops=1", "image_latent_dim=64")))
+"""Cheaper settings of the pixel defaults (`--default-variants`): fewer cached crops, a narrower trainable head."""
+
+
 def measure(case: Case, args: Any, weights: Path | None) -> dict[str, Any]:
     assert weights is not None or not case.frozen
     sets = case.sets + ((f"encoder_weights={weights}", "encoder=resnet10", "freeze_encoder=true")
@@ -173,6 +181,9 @@ def cases(args: Any) -> list[Case]:
     for size in args.sizes:
         out.append(Case("pixel defaults (target features, K=4)", "pixels", size, ("encoder_features=both",),
                         frozen=True, demos=True))
+        for label, sets in DEFAULT_VARIANTS if args.default_variants else ():
+            out.append(Case(f"pixel defaults, {label}", "pixels", size, ("encoder_features=both", *sets), frozen=True,
+                            demos=True))
         if args.only_defaults:
             continue
         out.append(Case("pixels conv (former recipe)", "pixels", size, FORMER_PIXEL_RECIPE))
@@ -198,6 +209,8 @@ def main() -> None:
     p.add_argument("--crops", type=int, nargs="+", default=[1, 4], help="cached crops K per frame")
     p.add_argument("--head-variants", action="store_true", help="also time lighter heads on the cache")
     p.add_argument("--only-defaults", action="store_true", help="time only the state learner and the pixel defaults")
+    p.add_argument("--default-variants", action="store_true",
+                   help="also time the pixel defaults with fewer cached crops and a narrower head")
     p.add_argument("--seconds", type=float, default=20.0, help="CPU seconds per case (the timed loop)")
     p.add_argument("--min-steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)

@@ -45,7 +45,7 @@ back at a random spot of its start region), then the joint reset when due, then 
 `reset(options={"scene_reset": True})` asks for one on this reset whatever `scene_resets` says: the scene a person
 restores (learners.training.scene_resets.OperatorSceneResets asks after failed episodes in a row). On the twin it is
 the teleport that stands in for the person; on hardware `reset_scene` is a no-op: the person must have restored the
-scene before this reset (no hardware command asks for one yet).
+scene before this reset (`robot-rl actor --operator-reset-after K` waits for them).
 
 Hardware-faithful mode (`FAITHFUL`, `make_twin_env(faithful=True)`): `object_obs=False` (proprio + cameras only),
 `task_reward=False` (reward 0 and no termination from `Task.success`: a learned classifier or a human decides;

@@ -117,3 +117,110 @@ def test_train_counts_its_scene_resets_and_refuses_them_without_a_task(tmp_path:
         TrainConfig(task="twin-reach", operator_reset_after=-1)
     with pytest.raises(ConfigError, match="operator_reset_after=3 is not for --forward-backward"):
         TrainConfig(task="twin-cube-relocate", operator_reset_after=3, forward_backward=True)
+
+
+class _Stdin:
+    def __init__(self, tty: bool, lines: list[str]) -> None:
+        self.tty, self.lines = tty, lines
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def readline(self) -> str:
+        return self.lines.pop(0) if self.lines else ""
+
+
+def test_resolve_confirm_reads_enter_only_from_a_terminal() -> None:
+    from learners.training.scene_resets import resolve_confirm
+
+    assert resolve_confirm("auto", _Stdin(True, [])) == "enter"
+    assert resolve_confirm("auto", _Stdin(False, [])) == "pause"
+    assert resolve_confirm("pause", _Stdin(True, [])) == "pause"
+    with pytest.raises(ConfigError, match=r"stdin is not a terminal.*--operator-reset-confirm pause"):
+        resolve_confirm("enter", _Stdin(False, []))
+    with pytest.raises(ConfigError, match="must be one of"):
+        resolve_confirm("button", _Stdin(True, []))
+
+
+def test_the_prompt_waits_for_enter_or_the_pause_on_a_robot_and_only_logs_on_the_twin(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from learners.training import scene_resets
+    from learners.training.scene_resets import operator_prompt
+
+    lines: list[str] = []
+    slept: list[float] = []
+    read: list[int] = []
+    twin = operator_prompt("twin", 3, "enter", log=lines.append, read_line=lambda: read.append(1) or "\n",
+                           sleep=slept.append)
+    twin(1)
+    assert read == [] and slept == [] and "twin teleports" in lines[-1] and "3 episodes in a row" in lines[-1]
+    monkeypatch.setattr(scene_resets.sys, "stdin", _Stdin(True, []))
+    stdin = _Stdin(True, ["\n"])
+    robot = operator_prompt("franky", 3, "auto", pause_s=7.0, log=lines.append, read_line=stdin.readline,
+                            sleep=slept.append)
+    lines.clear()
+    robot(2)  # Enter read from the terminal: no pause
+    assert "press Enter" in lines[0] and lines[-1] == "scene reset 2: done, resetting" and slept == []
+    robot(3)  # stdin closed meanwhile (readline returns ''): the pause stands in
+    assert slept == [7.0] and any("stdin closed" in line for line in lines)
+    headless = operator_prompt("ros2", 2, "pause", pause_s=4.5, log=lines.append, sleep=slept.append)
+    lines.clear()
+    headless(1)
+    assert slept == [7.0, 4.5] and "the reset starts in 4.5 s" in lines[0]
+    with pytest.raises(ConfigError, match="pause"):
+        operator_prompt("franky", 2, "pause", pause_s=-1.0)
+
+
+class _HardwareEpisodes(gymnasium.Env[Any, np.ndarray]):
+    """A hardware-like env (no twin robot) whose 2-step episodes all fail (reward 0, truncated); records the reset
+    options."""
+
+    observation_space = gymnasium.spaces.Dict({"state": gymnasium.spaces.Box(-1, 1, (3,), np.float32)})
+    action_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
+
+    def __init__(self) -> None:
+        self.options_seen: list[Any] = []
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        self.options_seen.append(options)
+        self.t = 0
+        return {"state": np.zeros(3, np.float32)}, {}
+
+    def step(self, action: Any) -> Any:
+        self.t += 1
+        return {"state": np.zeros(3, np.float32)}, 0.0, False, self.t == 2, {"success": False}
+
+
+def test_an_actor_on_a_robot_asks_a_person_after_k_failed_episodes(capsys: pytest.CaptureFixture[str]) -> None:
+    from actors.actor import Actor, ActorConfig
+    from actors.run import ActorRunConfig, parse_actor_args, with_operator_resets
+    from robot_rl.specs import EnvSpec
+    from robot_rl.transport import InMemoryHub, TransportConfig
+
+    cfg = parse_actor_args(["--task", "twin-reach", "--operator-reset-after", "2", "--operator-reset-confirm",
+                            "pause", "--operator-reset-pause-s", "0"])
+    assert (cfg.operator_reset_after, cfg.operator_reset_confirm, cfg.operator_reset_pause_s) == (2, "pause", 0.0)
+    base = _HardwareEpisodes()
+    env = with_operator_resets(base, cfg, "a0")
+    spec = EnvSpec.from_spaces("hw", env.observation_space, env.action_space, control_hz=10.0)
+    hub = InMemoryHub(TransportConfig(heartbeat_s=0.05, heartbeat_timeout_s=2.0, hello_retry_s=0.05, linger_ms=100,
+                                      poll_ms=10))
+    learner_ep = hub.bind_learner(spec)
+    actor_ep = hub.connect_actor(spec, "a0")
+    actor = Actor(env, actor_ep, ActorConfig(chunk_steps=2, seed=1, pace=False, report_every_s=0.01))
+    actor.start()
+    for _ in range(10):  # 5 failed episodes: the resets after episodes 2 and 4 ask
+        actor.step()
+    actor.close(flush_s=0.1)
+    actor_ep.close()
+    learner_ep.close()
+    asked = [bool(o and o.get("scene_reset")) for o in base.options_seen]
+    assert asked == [False, False, True, False, True, False] and env.requests == 2
+    err = capsys.readouterr().err
+    assert "actor a0: a person puts the scene back after 2 episodes in a row without success (confirm: pause)" in err
+    assert err.count("Put the scene back as the task starts") == 2
+    with pytest.raises(ConfigError, match="operator_reset_after"):
+        ActorRunConfig(task="twin-reach", operator_reset_after=-1)
+    with pytest.raises(ConfigError, match="operator_reset_pause_s"):
+        ActorRunConfig(task="twin-reach", operator_reset_pause_s=-2.0)
