@@ -12,7 +12,10 @@ classifier and its own training run, the same seed):
 - noisy: + the same number of frames recorded with action noise 0.5 (seeds 30000..): states nearer to a learning
   policy's;
 - audit: + the base run's audited positive frames, labelled by the twin's true success (`robot-rl audit-labels
-  --true-success`: the privileged stand-in for the person of the audit loop): hard negatives from the policy's rollouts.
+  --true-success`: the privileged stand-in for the person of the audit loop): hard negatives from the policy's rollouts;
+- pretrained: the noisy arm's labels, the classifier on a frozen ResNet-10 pretrained on the cell's own frames
+  (`robot-rl pretrain-encoder` over both label sets: what a lab can make without downloading anything) instead of the
+  small conv net trained from scratch.
 
 Reported per arm: the card's validation precision / recall, then on the training run's frames per evaluation window
 and in all: precision, recall and the counts, the evaluation success (true), and the episodes the classifier ended
@@ -55,7 +58,10 @@ ARMS = {  # arm: (classifier dir, run dir, label dirs)
     "base": ("cls", "run1", ("labels",)),
     "noisy": ("cls2", "run2", ("labels", "labels_noisy")),
     "audit": ("cls3", "run3", ("labels", "audit1")),
+    "pretrained": ("cls4", "run4", ("labels", "labels_noisy")),
 }
+ENCODER = "encoder.safetensors"
+"""The pretrained arm's backbone (robot-rl pretrain-encoder over the label sets), in the work directory."""
 
 
 def sh(argv: list[str], log: Path) -> None:
@@ -74,6 +80,9 @@ def prepare(w: Path, args: Any, arms: list[str]) -> None:
     if not (w / "demos").exists():
         sh([*cli, "record-demos", "--task", TASK, "--teleop", "scripted", "--episodes", "20", "--out", str(w / "demos"),
             "--obs-mode", "state"], w / "log.txt")
+    if "pretrained" in arms and not (w / ENCODER).exists():
+        sh([*cli, "pretrain-encoder", str(w / "labels"), str(w / "labels_noisy"), "--out", str(w / ENCODER),
+            "--threads", "1"], w / "log.txt")
     if "audit" in arms and not (w / "audit1").exists():
         sh([*cli, "audit-labels", "--audit", str(w / ARMS["base"][1] / "reward_audit"), "--classifier",
             str(w / ARMS["base"][0]), "--out", str(w / "audit1"), "--true-success"], w / "log.txt")
@@ -83,8 +92,9 @@ def run_arm(w: Path, arm: str, args: Any) -> dict[str, Any]:
     cli = robot_rl_command(False)
     cls, run, label_dirs = ARMS[arm]
     if not (w / cls / "card.json").exists():
+        encoder = ["--encoder-weights", str(w / ENCODER)] if arm == "pretrained" else []
         sh([*cli, "train-classifier", "--labels", *[str(w / d) for d in label_dirs], "--out", str(w / cls),
-            "--threads", "1"], w / "log.txt")
+            "--threads", "1", *encoder], w / "log.txt")
     metrics = w / run / "metrics.jsonl"
     rows = [json.loads(x) for x in metrics.read_text().splitlines()] if metrics.exists() else []
     if not rows or rows[-1]["env_step"] < args.steps:
@@ -98,7 +108,7 @@ def run_arm(w: Path, arm: str, args: Any) -> dict[str, Any]:
                **{k.removeprefix("reward_window_"): r.get(k) for k in r if k.startswith("reward_window_frame_")}}
               for r in rows if r["env_step"] > 0]
     last = rows[-1]
-    return {"arm": arm, "labels": list(label_dirs),
+    return {"arm": arm, "labels": list(label_dirs), "encoder": card.get("model", {}).get("encoder"),
             "label_frames": sum(int(src.get("frames", 0)) for src in card.get("label_sources", [])),
             "threshold": card.get("threshold"), "validation_precision": val.get("precision"),
             "validation_recall": val.get("recall"), "windows": window,
