@@ -309,8 +309,11 @@ def feature_cache_defaults(res: Results) -> str:
     return feature_cache(res, "feature_cache_defaults.json")
 
 
-def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
-    d = res(name)
+FEATURE_CACHE_HEADER = ["learner", "cameras", "CPU ms per env step", "of which encoding new frames", "of which updates",
+                        "x the state learner"]
+
+
+def _feature_cache_rows(d: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     for r in d["rows"]:
         size = f"2 x {r['size']}x{r['size']}" if r["size"] else "-"
@@ -318,6 +321,25 @@ def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
         ratio = rnd(r["ratio_to_state"], 2)
         rows.append([r["case"], size, rnd(1e3 * r["cpu_s_per_step"], 1), enc, rnd(1e3 * r["update_s_per_step"], 1),
                      f"**{ratio}x**" if r["case"] != "state" and r["ratio_to_state"] <= 2 else f"{ratio}x"])
+    return rows
+
+
+def feature_cache_variants(res: Results) -> str:
+    """The pixel defaults (target-head predictions cached) and cheaper settings of them, against the state learner."""
+    name = "feature_cache_variants.json"
+    d = res(name)
+    note = (f"twin-pick-cube, `python benchmarks/feature_cache.py --sizes 64 --only-defaults --default-variants "
+            f"--seconds {d['seconds_per_case']:g}`: each agent as `robot-rl train` builds it, the pixel rows with the "
+            f"run's demos and a frozen ResNet-10 with random weights and target heads; CPU seconds of the learner per "
+            f"env step, {d['threads']} thread, {d['time'][:10]}, load average {rnd(d['load_average'][0], 1)} on "
+            f"{d['cpu_count']} cores (training runs shared the machine): the ratios are from one run. The variants "
+            f"were timed, not trained: whether they learn as well is not measured.")
+    return "\n\n".join([table(FEATURE_CACHE_HEADER, _feature_cache_rows(d)), note, source(name)])
+
+
+def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
+    d = res(name)
+    rows = _feature_cache_rows(d)
     by = {(r["case"], r["size"]): r for r in d["rows"]}
     sizes = sorted({r["size"] for r in d["rows"] if r["size"]})
     k = min(r["agent"]["feature_cache_crops"] for r in d["rows"] if r["case"].startswith("resnet10 cached"))
@@ -341,6 +363,4 @@ def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
             f"the actor's forward), {d['threads']} thread, about {d['seconds_per_case']:g} CPU-s per case, "
             f"{d['time'][:10]}, load average {rnd(d['load_average'][0], 1)} on {d['cpu_count']} cores: the ratios "
             f"are from one run, the absolute times move with the load.")
-    return "\n\n".join([table(["learner", "cameras", "CPU ms per env step", "of which encoding new frames",
-                               "of which updates", "x the state learner"], rows), summary, note,
-                        source(name)])
+    return "\n\n".join([table(FEATURE_CACHE_HEADER, rows), summary, note, source(name)])
