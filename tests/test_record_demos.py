@@ -108,3 +108,30 @@ def test_the_success_button_ends_and_keeps_an_episode_and_hardware_needs_one(tmp
     record_lib.require_demo_success("spacemouse", two_button, "franky", keep_failures=True)
     record_lib.require_demo_success("spacemouse", two_button, "twin", keep_failures=False)
     record_lib.require_demo_success("spacemouse", {"buttons": [[1, "success"]]}, "franky", keep_failures=False)
+
+
+def test_a_classifier_reward_ends_each_demo_and_decides_its_success(tmp_path) -> None:
+    from robot_rl.errors import ConfigError
+    from tests.test_reward_classifier import constant_classifier
+
+    cams = ("images/front", "images/wrist")
+    fires = constant_classifier(tmp_path / "fires", 0.999, size=16, k=3, cameras=cams)
+    base = ["--task", "twin-pick-cube", "--episodes", "2", "--obs-mode", "pixels", "--image-size", "16"]
+    assert record_main([*base, "--out", str(tmp_path / "a"), "--reward", f"classifier:{fires}"]) == 0
+    eps, _ = load_dir(tmp_path / "a")
+    # every frame positive: the gate (3 frames) ends each demo long before the expert could lift the cube
+    assert [ep.length for ep in eps] == [3, 3] and all(ep.is_success and ep.terminated[-1] for ep in eps)
+    assert [float(r) for r in eps[0].rewards] == [0.0, 0.0, 1.0]
+    assert record_main([*base, "--out", str(tmp_path / "k"), "--reward", f"classifier:{fires}",
+                        "--reward-gate-k", "5", "--obs-mode", "state"]) == 0  # state demos: cameras rendered to info
+    assert [ep.length for ep in load_dir(tmp_path / "k")[0]] == [5, 5]
+    never = constant_classifier(tmp_path / "never", 0.01, size=16, cameras=cams)
+    # the twin's own success no longer ends or keeps a demo: the expert lifts and holds until the time limit
+    assert record_main([*base, "--episodes", "1", "--out", str(tmp_path / "b"), "--reward", f"classifier:{never}",
+                        "--keep-failures"]) == 0
+    [ep] = load_dir(tmp_path / "b")[0]
+    assert not ep.is_success and ep.truncated[-1] and ep.length > 30
+    with pytest.raises(ConfigError, match="reward"):
+        record_main([*base, "--out", str(tmp_path / "c"), "--reward", "human"])
+    with pytest.raises(ConfigError, match=r"camera|size"):
+        record_main([*base, "--image-size", "32", "--out", str(tmp_path / "d"), "--reward", f"classifier:{fires}"])

@@ -6,6 +6,12 @@ device's success button (a "success" event), which also ends it: over a hardware
 task success, the button is the only way to keep an episode, so a device that binds none is refused there before
 anything is opened (`require_demo_success`), unless `keep_failures`.
 
+`reward="classifier:DIR"` records the demos with the reward a hardware-faithful run will train on (HIL-SERL records
+its demos with the reward classifier on): the twin does not end an episode at its own success, the classifier's
+gated decision (`reward_gate_k`, default the card's) gives each step's reward and ends the episode, and only an
+episode the classifier (or the person's success button) ended counts as a success. The demos then end where the
+run's online episodes end, not earlier at the first frame the twin calls a success.
+
 The env: the preset's twin in process (robot_rl.gym_env, the one env builder), or a RobotEnv over a robot server
 (`robot`, envs.remote.make_remote_env). `cube_start="tray"` (twin cube-relocate tasks): each episode's cube starts
 anywhere on the tray floor outside the target zone instead of in the start zone.
@@ -59,10 +65,16 @@ class RecordDemosConfig(Config):
     allow_twin_box: bool = False
     keys: str | None = None
     device_config: str | None = None
+    reward: str = "env"
+    reward_gate_k: int | None = None
 
     def validate(self) -> None:
         if self.episodes < 1:
             raise ConfigError(f"--episodes={self.episodes} must be >= 1")
+        require(self.reward == "env" or self.reward.startswith("classifier:"), "reward", self.reward,
+                "must be env (the twin's success or the person's success button) or classifier:DIR")
+        require(self.reward_gate_k is None or self.reward_gate_k >= 1, "reward_gate_k", self.reward_gate_k,
+                "must be an integer >= 1")
         require(self.teleop in DEVICES, "teleop", self.teleop, f"must be one of {list(DEVICES)}")
         require(self.cube_start in (None, "zone", "tray"), "cube_start", self.cube_start, "must be zone or tray")
 
@@ -93,6 +105,11 @@ def record_demos_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--keys", default=None, help="CURVE client key directory for a non-loopback --robot")
     p.add_argument("--device-config", default=None, metavar="FILE",
                    help="a hardware --teleop device's config fields as a JSON object (deadzone, scale, buttons, ...)")
+    p.add_argument("--reward", default="env", metavar="SOURCE",
+                   help="env (the twin's success, or the success button) or classifier:DIR: the classifier's gated "
+                        "decision gives the reward and ends each demo, as in the faithful run that trains on them")
+    p.add_argument("--reward-gate-k", type=int, default=None, metavar="K",
+                   help="with --reward classifier:DIR: K consecutive positive frames (default: the card's)")
     return p
 
 
@@ -148,7 +165,9 @@ def record_episode(env: Any, device: HumanDevice, seed: int, task: str,
         terms.append(terminated)
         truncs.append(truncated)
         pressed = "success" in cmd.events  # the person says the task is done: a successful end
-        succ.append(bool(info.get("success", False)) or pressed)
+        # with a reward model (classifier) its gated decision is the success, never the twin's own flag
+        done = info["reward_success"] if "reward_success" in info else info.get("success", False)
+        succ.append(bool(done) or pressed)
         interv.append(True)  # every step of a demo is a human (teleop) action
         if terminated or truncated or pressed or "quit" in cmd.events:
             break
@@ -156,6 +175,19 @@ def record_episode(env: Any, device: HumanDevice, seed: int, task: str,
                               task=task, spec=env_spec_dict(env, task),
                               info={"seed": seed, "teleop": getattr(device, "name", "?"),
                                     "env_kwargs": dict(env_kwargs or {})})
+
+
+def with_classifier_reward(env: Any, cfg: RecordDemosConfig) -> Any:
+    """`env` under cfg.reward's classifier (learners.rewards.reward_model.RewardModelWrapper), or `env` itself
+    for 'env'; ConfigError when the card's cameras or sizes do not fit the env's."""
+    if cfg.reward == "env":
+        return env
+    from learners.rewards.reward_model import RewardModelWrapper, camera_shapes_of_env, make_reward_model
+
+    model = make_reward_model(cfg.reward, camera_shapes_of_env(env), None, k=cfg.reward_gate_k,
+                              where=f"record-demos' {cfg.task} cameras (--obs-mode {cfg.obs_mode}, --image-size)")
+    assert model is not None
+    return RewardModelWrapper(env, model)
 
 
 def served_backend(env: Any) -> str:
@@ -192,8 +224,17 @@ def record_demos(cfg: RecordDemosConfig) -> int:
                               + (" with --robot" if cfg.robot is not None else ""))
         env_kwargs["cube_start"] = cfg.cube_start
     options = teleop_device_options(cfg.teleop, cfg.device_config)
+    if cfg.reward != "env":
+        from learners.rewards.reward_model import env_overrides, reward_camera_overrides
+
+        env_kwargs.update(env_overrides(cfg.reward))  # the classifier, not the twin's success, ends an episode
+        cams = reward_camera_overrides((cfg.reward,), cfg.obs_mode)  # state demos: render its cameras into info
+        if cams:
+            env_kwargs["reward_cameras"] = cams["reward_cameras"]
+            env_kwargs["image_size"] = env_kwargs.get("image_size") or cams["image_size"]
     env = make_recording_env(cfg.task, cfg.robot, cfg.keys, cfg.allow_twin_box, **env_kwargs)
     try:
+        env = with_classifier_reward(env, cfg)
         require_demo_success(cfg.teleop, options, served_backend(env), cfg.keep_failures)
         device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise, **options)
     except BaseException:
