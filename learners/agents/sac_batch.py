@@ -138,6 +138,22 @@ def to_update_batch(batch: Mapping[str, Any], layout: ObsLayout, action_dim: int
                        intervention=cols["intervention"], k=k)
 
 
+def _per_camera(column: str, value: Any, shapes: Mapping[str, tuple[int, ...]], n: int, device: torch.device,
+                ) -> dict[str, torch.Tensor]:
+    """{camera: float32 tensor (n, *shapes[camera])} on `device` from a batch column of per-camera arrays;
+    ShapeError naming `column` when a camera is missing or extra or a shape does not fit."""
+    if not isinstance(value, Mapping) or set(value) != set(shapes):
+        raise ShapeError(f"batch {column}: expected cameras {sorted(shapes)}, got "
+                         f"{sorted(value) if isinstance(value, Mapping) else type(value).__name__}")
+    out = {}
+    for name, shape in shapes.items():
+        t = torch.as_tensor(value[name]).to(device, torch.float32)
+        if tuple(t.shape) != (n, *shape):
+            raise ShapeError(f"batch {column} '{name}': expected {(n, *shape)}, got {tuple(t.shape)}")
+        out[name] = t
+    return out
+
+
 def cached_backbone(features: Any, encoder: ObservationEncoder, n: int, device: torch.device,
                     ) -> dict[str, torch.Tensor]:
     """A batch's cached backbone outputs ({camera: (B, C, h, w)}, learners.replay.feature_cache) as float32 tensors
@@ -146,35 +162,16 @@ def cached_backbone(features: Any, encoder: ObservationEncoder, n: int, device: 
     if not encoder.all_backbones_frozen:
         raise ShapeError("the batch carries cached backbone features (obs_features) but a camera backbone of this "
                          "agent trains: detach the feature cache (feature_cache=off)")
-    encs = encoder.camera_encoders()
-    if not isinstance(features, Mapping) or set(features) != set(encs):
-        raise ShapeError(f"batch obs_features: expected cameras {sorted(encs)}, got "
-                         f"{sorted(features) if isinstance(features, Mapping) else type(features).__name__}")
-    out = {}
-    for name, enc in encs.items():
-        t = torch.as_tensor(features[name]).to(device, torch.float32)
-        want = (n, *enc.feature_shape)
-        if tuple(t.shape) != want:
-            raise ShapeError(f"batch obs_features '{name}': expected {want}, got {tuple(t.shape)}")
-        out[name] = t
-    return out
+    shapes = {name: enc.feature_shape for name, enc in encoder.camera_encoders().items()}
+    return _per_camera("obs_features", features, shapes, n, device)
 
 
 def cached_predictions(predictions: Any, encoder: ObservationEncoder, n: int, device: torch.device,
                        ) -> dict[str, torch.Tensor]:
     """A batch's cached target-head predictions ({camera: (B, P)}, learners.replay.feature_cache) as float32
     tensors on `device`; ShapeError when the cameras or a shape do not fit the encoder's target heads."""
-    dims = encoder.prediction_dims()
-    if not isinstance(predictions, Mapping) or set(predictions) != set(dims):
-        raise ShapeError(f"batch obs_predictions: expected cameras {sorted(dims)}, got "
-                         f"{sorted(predictions) if isinstance(predictions, Mapping) else type(predictions).__name__}")
-    out = {}
-    for name, dim in dims.items():
-        t = torch.as_tensor(predictions[name]).to(device, torch.float32)
-        if tuple(t.shape) != (n, dim):
-            raise ShapeError(f"batch obs_predictions '{name}': expected {(n, dim)}, got {tuple(t.shape)}")
-        out[name] = t
-    return out
+    shapes = {name: (dim,) for name, dim in encoder.prediction_dims().items()}
+    return _per_camera("obs_predictions", predictions, shapes, n, device)
 
 
 def with_target_predictions(b: UpdateBatch, batch: Mapping[str, Any], encoder: ObservationEncoder,
