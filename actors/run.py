@@ -366,8 +366,6 @@ def _finish(cfg: ActorRunConfig, actor_id: str, actor: Actor, env: Any, endpoint
     final = {**actor.stats(), "actor_id": actor_id, "flushed": flushed}
     if callable(getattr(env, "stats", None)):  # a reward model: episodes it ended, and without true success
         final["reward_model"] = env.stats()
-    if isinstance(env, OperatorSceneResets):
-        final["operator_scene_resets"] = env.requests
     st = endpoint.stats()
     final.update(session=st.session, next_seq=st.next_seq, acked_upto=st.acked_upto, unacked=st.unacked_messages,
                  reconnects=st.reconnects, resent_messages=st.resent_messages, state=st.state)

@@ -87,10 +87,12 @@ def render_status(st: dict[str, Any], elapsed_s: float, task: str, max_steps: in
         state = "alive" if a.get("alive") else "away "
         paused = " paused" if a.get("paused") else ""
         rate = a.get("env_steps_per_s")
+        resets = a.get("operator_scene_resets")
         lines.append(f"  {aid:<10} {state} weights v{a.get('weights_version', -1):<5} "
                      f"{fmt_count(a.get('transitions')):>6} steps {a.get('episodes', 0):>5} ep  success "
                      f"{fmt_rate(a.get('success_rate'))}  interventions {fmt_rate(a.get('intervention_rate'))}  "
-                     f"{'-' if rate is None else f'{rate:.0f}'} steps/s{paused}")
+                     f"{'-' if rate is None else f'{rate:.0f}'} steps/s{paused}"
+                     + (f"  scene resets {resets}" if resets is not None else ""))
     return lines
 
 

@@ -212,6 +212,7 @@ def test_an_actor_on_a_robot_asks_a_person_after_k_failed_episodes(capsys: pytes
     actor.start()
     for _ in range(10):  # 5 failed episodes: the resets after episodes 2 and 4 ask
         actor.step()
+    assert actor.stats()["operator_scene_resets"] == 2  # reported to the learner (its status.json per actor)
     actor.close(flush_s=0.1)
     actor_ep.close()
     learner_ep.close()

@@ -63,7 +63,8 @@ def test_sim_display_renders_status() -> None:
     st = {"env_step": 12345, "episodes": 40, "success_rate": 0.45, "updates": 6000, "updates_per_s": 18.25,
           "weights_version": 600, "online_size": 12345, "demo_size": 512,
           "actors": {"actor-0": {"alive": True, "weights_version": 599, "transitions": 6200, "episodes": 20,
-                                 "success_rate": 0.5, "intervention_rate": 0.0, "env_steps_per_s": 31.0},
+                                 "success_rate": 0.5, "intervention_rate": 0.0, "env_steps_per_s": 31.0,
+                                 "operator_scene_resets": 4},
                      "actor-1": {"alive": False, "weights_version": 580, "transitions": 6145, "episodes": 20,
                                  "success_rate": 0.4, "intervention_rate": None, "paused": True}}}
     lines = render_status(st, 185.0, "twin-pick-cube", 20000)
@@ -72,6 +73,7 @@ def test_sim_display_renders_status() -> None:
     assert "18.2/s" in lines[0] and "weights v600" in lines[0] and "demo 512" in lines[0]
     assert "actor-0" in lines[1] and "alive" in lines[1] and "v599" in lines[1] and "0.50" in lines[1]
     assert "away" in lines[2] and "paused" in lines[2]
+    assert lines[1].endswith("scene resets 4") and "scene resets" not in lines[2]  # only an actor that asks
     assert render_status({}, 3.0, "t", 10)[0].endswith("waiting for the learner ...")
     compiling = render_status({**st, "updates": 0, "compiling": True}, 40.0, "twin-pick-cube", 20000)[0]
     assert "updates 0 (first update: compiling the learner's losses, ~20-70 s) | weights v600" in compiling

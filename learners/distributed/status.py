@@ -91,6 +91,7 @@ def actor_status(rec: ActorRecord, peer: PeerStats | None) -> dict[str, Any]:
         "acked_upto": peer.acked_upto if peer is not None else -1,
         "last_seen_s": None if peer is None else round(peer.last_seen_age_s, 2),
         "intervention_rate": reported.get("intervention_rate"),
+        "operator_scene_resets": reported.get("operator_scene_resets"),
         "env_steps_per_s": reported.get("env_steps_per_s"),
         "paused": reported.get("paused"),
     }
