@@ -33,11 +33,14 @@ privileged information): timing is a separate knob (docs/twin.md, "Simulated tim
 def timing_overrides(faithful: bool, camera_latency_ms: float | None = None,
                      action_delay_ms: float | None = None) -> dict[str, float]:
     """The RobotEnvConfig timing fields of a command's `--camera-latency-ms` / `--action-delay-ms` (None: the
-    faithful default, FAITHFUL_TIMING, with `--faithful`, else 0); {} when both end up 0 (today's env, untouched).
+    faithful default, FAITHFUL_TIMING, with `--faithful`, else 0); {} when both end up 0 outside the faithful mode
+    (today's env, untouched). With `faithful` the fields are always given, zeros included: a faithful env fills the
+    fields it is not given with FAITHFUL_TIMING (envs.env.make_twin_env), so `--camera-latency-ms 0` must reach it.
     ConfigError for a negative or non-finite value.
 
         timing_overrides(True)                    # {"camera_latency_ms": 100.0, "action_delay_ms": 20.0}
         timing_overrides(False, 50.0)             # {"camera_latency_ms": 50.0, "action_delay_ms": 0.0}
+        timing_overrides(True, 0.0, 0.0)          # {"camera_latency_ms": 0.0, "action_delay_ms": 0.0}: timing off
     """
     out = {}
     for name, value in (("camera_latency_ms", camera_latency_ms), ("action_delay_ms", action_delay_ms)):
@@ -46,7 +49,7 @@ def timing_overrides(faithful: bool, camera_latency_ms: float | None = None,
         require(math.isfinite(v) and 0 <= v <= MAX_SIMULATED_DELAY_MS, flag, v,
                 f"must be finite and in [0, {MAX_SIMULATED_DELAY_MS:g}] ms")
         out[name] = v
-    return out if any(out.values()) else {}
+    return out if faithful or any(out.values()) else {}
 
 
 def add_timing_flags(p: argparse.ArgumentParser) -> None:

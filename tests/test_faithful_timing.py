@@ -220,6 +220,17 @@ def test_the_flags_reach_every_env_of_train_actor_and_sim(tmp_path: Any) -> None
     faithful = train_config(build_train_parser().parse_args([*base, "--faithful", "--reward", "human",
                                                                 "--intervene", "scripted"]))
     assert faithful.env_timing() == FAITHFUL_TIMING
+    # --faithful with the timing turned off: the zeros reach the training env, whose faithful mode would otherwise
+    # fill in FAITHFUL_TIMING (a bug once: the flags then changed only the evaluation envs)
+    off = train_config(build_train_parser().parse_args([*base, "--faithful", "--reward", "human", "--intervene",
+                                                        "scripted", "--camera-latency-ms", "0", "--action-delay-ms",
+                                                        "0"]))
+    for env in (make_run_env(off), make_run_env(off, for_reward_model=True)):
+        assert (env.unwrapped.config.camera_latency_ms, env.unwrapped.config.action_delay_ms) == (0.0, 0.0)
+        env.close()
+    on = make_run_env(faithful, for_reward_model=True)
+    assert on.unwrapped.config.camera_latency_ms == 100.0 and on.unwrapped.faithful
+    on.close()
     with pytest.raises(ConfigError, match=r"--camera-latency-ms=-1\.0 must be finite"):
         train_config(build_train_parser().parse_args([*base, "--camera-latency-ms", "-1"]))
     with pytest.raises(ConfigError, match="needs a twin --task"):
