@@ -46,13 +46,14 @@ from .learning import (
     se_pixels_faithful,
     se_pixels_faithful_notiming,
     se_pixels_faithful_opreset,
+    se_pixels_faithful_opreset_evalnotiming,
     se_pixels_faithful_tray,
     se_pixels_targets,
     third_party,
     warm_start,
 )
 from .readme import README_BLOCKS
-from .rewards import classifier, classifier_rollouts, forward_backward, learned_reward
+from .rewards import classifier, classifier_rollouts, classifier_rollouts_pretrained, forward_backward, learned_reward
 from .robots import robots_per_learner
 from .speed import (
     actor_latency,
@@ -110,6 +111,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "sample_efficiency_pixels_faithful_notiming": se_pixels_faithful_notiming,
     "sample_efficiency_pixels_faithful_tray": se_pixels_faithful_tray,
     "sample_efficiency_pixels_faithful_opreset": se_pixels_faithful_opreset,
+    "sample_efficiency_pixels_faithful_opreset_evalnotiming": se_pixels_faithful_opreset_evalnotiming,
     "faithful_scenes": faithful_scenes,
     "sample_efficiency_pixels_defaults": se_pixels_defaults,
     "residual": residual,
@@ -118,6 +120,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "interventions": interventions,
     "classifier": classifier,
     "classifier_rollouts": classifier_rollouts,
+    "classifier_rollouts_pretrained": classifier_rollouts_pretrained,
     "learned_reward": learned_reward,
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,

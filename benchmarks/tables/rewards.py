@@ -120,8 +120,13 @@ def fb_goal(res: Results, name: str = "forward_backward_classifier_qfilter.json"
             f"{' / '.join(str(r['teleports_after_first_reset']) for r in runs)} teleports after the first reset.")
 
 
-def classifier_rollouts(res: Results) -> str:
-    d = res("classifier_rollouts.json")
+def classifier_rollouts_pretrained(res: Results) -> str:
+    """The noisy arm again beside the same labels on a frozen ResNet-10 pretrained on the label frames."""
+    return classifier_rollouts(res, "classifier_rollouts_pretrained.json")
+
+
+def classifier_rollouts(res: Results, name: str = "classifier_rollouts.json") -> str:
+    d = res(name)
 
     def p3(v: float | None) -> str:
         return "-" if v is None else rnd(v, 3)
@@ -131,7 +136,8 @@ def classifier_rollouts(res: Results) -> str:
         t = a["total"]
         wins = "; ".join(f"{ksteps(w['env_step'])}: {p3(w.get('frame_precision'))} / {p3(w.get('frame_recall'))}"
                          for w in a["windows"])
-        rows.append([a["arm"], f"{a['label_frames']:,}", f"{p3(a['validation_precision'])} / "
+        arm = a["arm"] + (" (ResNet-10 pretrained on the labels)" if a.get("encoder") == "resnet10" else "")
+        rows.append([arm, f"{a['label_frames']:,}", f"{p3(a['validation_precision'])} / "
                      f"{p3(a['validation_recall'])}", f"**{p3(t.get('frame_precision'))} / "
                      f"{p3(t.get('frame_recall'))}**",
                      f"{t.get('frame_tp')} / {t.get('frame_fp')} / {t.get('frame_fn')}",
@@ -141,7 +147,7 @@ def classifier_rollouts(res: Results) -> str:
     note = (f"One seed ({args['seed']}), {args['steps']:,} env steps per run, state recipe, 20 scripted demos, "
             f"evaluation {args['eval_episodes']} episodes every {args['eval_every']} steps (true success). Precision / "
             f"recall per evaluation window: of the training frames since the previous evaluation ('-': no positive "
-            f"decision, or no truly successful frame). " + source("classifier_rollouts.json"))
+            f"decision, or no truly successful frame). " + source(name))
     return "\n\n".join([table(["classifier", "label frames", "validation P / R", "rollouts P / R",
                                "tp / fp / fn frames", "per window P / R", "episodes ended wrongly",
                                "final eval"], rows), note])
