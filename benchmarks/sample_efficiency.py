@@ -44,6 +44,8 @@ CUDA when there is one, unchanged. `--budget-min` stops a seed's run at its firs
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -179,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-every", type=int, default=1000)
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--demos", type=int, default=20, help="scripted demo episodes")
+    p.add_argument("--demo-flags", default="", metavar="FLAGS",
+                   help="extra record-demos flags, e.g. \"--camera-latency-ms 100 --action-delay-ms 20\" (demos "
+                        "recorded under a faithful run's timing); such demos get their own directory")
     p.add_argument("--budget-min", type=float, default=0.0, help="wall-clock budget per seed in minutes (0 = none)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=1)
@@ -203,8 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     work = work_dir(args.work, "sample_efficiency_")
     pixels = args.obs_mode == "pixels"
     image_size = args.image_size if pixels else None
-    demo_dir = work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}"
-    demos = demo_dir if args.from_runs else record_demos(args.task, args.obs_mode, image_size, args.demos, demo_dir)
+    demo_more = tuple(shlex.split(args.demo_flags))
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", " ".join(demo_more)).strip("_")
+    demo_dir = work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}{'_' + slug if slug else ''}"
+    demos = demo_dir if args.from_runs else record_demos(args.task, args.obs_mode, image_size, args.demos, demo_dir,
+                                                         demo_more)
     recipe = recipe_summary(args.task, args.obs_mode)
     tag = result_name(args.task, f"{args.obs_mode}{image_size or ''}", "" if args.backend == "torch" else args.backend,
                       args.label)
@@ -234,8 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(summarize_run(seed, res, out, args.steps))
     dev = device_name(args.device)
     result = {"benchmark": "sample_efficiency", "task": args.task, "obs_mode": args.obs_mode,
-              "image_size": image_size, "demos": args.demos, "steps": args.steps, "eval_every": args.eval_every,
-              "eval_episodes": args.eval_episodes, "seeds": args.seeds, "recipe": recipe, "extra_flags": extra,
+              "image_size": image_size, "demos": args.demos, "demo_flags": list(demo_more), "steps": args.steps,
+              "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "seeds": args.seeds,
+              "recipe": recipe, "extra_flags": extra,
               "label": args.label, "budget_min": args.budget_min, "backend": args.backend, "device": dev,
               "threads": args.threads,
               "jobs": args.jobs, **host_info(),

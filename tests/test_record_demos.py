@@ -135,3 +135,20 @@ def test_a_classifier_reward_ends_each_demo_and_decides_its_success(tmp_path) ->
         record_main([*base, "--out", str(tmp_path / "c"), "--reward", "human"])
     with pytest.raises(ConfigError, match=r"camera|size"):
         record_main([*base, "--image-size", "32", "--out", str(tmp_path / "d"), "--reward", f"classifier:{fires}"])
+
+
+def test_demos_can_be_recorded_under_the_twins_simulated_timing(tmp_path) -> None:
+    from robot_rl.errors import ConfigError
+
+    base = ["--task", "twin-reach", "--episodes", "1", "--obs-mode", "pixels", "--image-size", "16"]
+    assert record_main([*base, "--out", str(tmp_path / "late"), "--camera-latency-ms", "100"]) == 0
+    assert record_main([*base, "--out", str(tmp_path / "now")]) == 0
+    [late], [now] = load_dir(tmp_path / "late")[0], load_dir(tmp_path / "now")[0]
+    assert late.info["env_kwargs"]["camera_latency_ms"] == 100.0 and "camera_latency_ms" not in now.info["env_kwargs"]
+    # the same seeded expert episode (it acts on the true state, so the arm moves alike): a 100 ms latency, one
+    # control period, shows each frame one step later
+    frames_late, frames_now = late.observations["images/front"], now.observations["images/front"]
+    assert late.length == now.length and not np.array_equal(frames_late[1:], frames_now[1:])
+    assert np.array_equal(frames_late[2:], frames_now[1:-1])
+    with pytest.raises(ConfigError, match="camera-latency-ms"):
+        record_main([*base, "--out", str(tmp_path / "bad"), "--camera-latency-ms", "-5"])

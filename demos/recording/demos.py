@@ -12,6 +12,11 @@ gated decision (`reward_gate_k`, default the card's) gives each step's reward an
 episode the classifier (or the person's success button) ended counts as a success. The demos then end where the
 run's online episodes end, not earlier at the first frame the twin calls a success.
 
+`camera_latency_ms` / `action_delay_ms` (twin only) record under the twin's simulated hardware timing: a faithful run
+sees frames 100 ms late by default, and demos recorded on a real arm carry its cameras' latency too, so demos for
+such a run should be recorded with the same timing (the scripted expert acts on the true state, so only the
+recorded frames and the arm's lag change).
+
 The env: the preset's twin in process (robot_rl.gym_env, the one env builder), or a RobotEnv over a robot server
 (`robot`, envs.remote.make_remote_env). `cube_start="tray"` (twin cube-relocate tasks): each episode's cube starts
 anywhere on the tray floor outside the target zone instead of in the start zone.
@@ -44,6 +49,7 @@ from robot_rl.episodes import Episode, episode_paths, save_episode
 from robot_rl.errors import ConfigError
 from robot_rl.gym_env import env_spec_of, make_gym_env
 from robot_rl.presets import PRESETS, get_preset
+from robot_rl.timing import add_timing_flags, timing_overrides
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +73,8 @@ class RecordDemosConfig(Config):
     device_config: str | None = None
     reward: str = "env"
     reward_gate_k: int | None = None
+    camera_latency_ms: float | None = None
+    action_delay_ms: float | None = None
 
     def validate(self) -> None:
         if self.episodes < 1:
@@ -75,6 +83,7 @@ class RecordDemosConfig(Config):
                 "must be env (the twin's success or the person's success button) or classifier:DIR")
         require(self.reward_gate_k is None or self.reward_gate_k >= 1, "reward_gate_k", self.reward_gate_k,
                 "must be an integer >= 1")
+        timing_overrides(False, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
         require(self.teleop in DEVICES, "teleop", self.teleop, f"must be one of {list(DEVICES)}")
         require(self.cube_start in (None, "zone", "tray"), "cube_start", self.cube_start, "must be zone or tray")
 
@@ -110,6 +119,7 @@ def record_demos_arg_parser() -> argparse.ArgumentParser:
                         "decision gives the reward and ends each demo, as in the faithful run that trains on them")
     p.add_argument("--reward-gate-k", type=int, default=None, metavar="K",
                    help="with --reward classifier:DIR: K consecutive positive frames (default: the card's)")
+    add_timing_flags(p)  # the twin's late frames and late arm, as the run that trains on the demos sees them
     return p
 
 
@@ -224,6 +234,7 @@ def record_demos(cfg: RecordDemosConfig) -> int:
                               + (" with --robot" if cfg.robot is not None else ""))
         env_kwargs["cube_start"] = cfg.cube_start
     options = teleop_device_options(cfg.teleop, cfg.device_config)
+    env_kwargs.update(timing_overrides(False, cfg.camera_latency_ms, cfg.action_delay_ms))
     if cfg.reward != "env":
         from learners.rewards.reward_model import env_overrides, reward_camera_overrides
 
