@@ -446,7 +446,7 @@ class Actor:
             "held_for_learner_s": round(self.held_for_learner_s, 3),
             "env_steps_per_s": round(self._rate, 2),
         }
-        resets = getattr(self.env, "scene_reset_requests", None)  # learners.training.scene_resets
+        resets = getattr(self.env, "scene_reset_requests", None)  # robot_rl.scene_resets
         if isinstance(resets, int):
             out["operator_scene_resets"] = resets
         if self.faithful:  # this process's own record; _report leaves it out

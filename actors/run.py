@@ -33,12 +33,12 @@ from typing import Any
 from actors.actor import LEARNER_LOSS, Actor, ActorConfig
 from actors.actor_env import backend_of, make_actor_env
 from actors.evaluation import CheckpointEvalConfig, evaluate_checkpoint, write_json
-from learners.training.scene_resets import CONFIRM_CHOICES, OperatorSceneResets, operator_prompt, resolve_confirm
 from robot_rl.config import Config, require
 from robot_rl.errors import ProtocolError, RobotRLError, SpecMismatchError
 from robot_rl.gym_env import env_spec_of
 from robot_rl.operators import INTERVENE_CHOICES, check_intervene
 from robot_rl.presets import PRESETS, ObsModeFromTaskParser, get_preset, task_reward
+from robot_rl.scene_resets import CONFIRM_CHOICES, OperatorSceneResets, operator_prompt, resolve_confirm
 from robot_rl.timing import add_timing_flags, timing_overrides
 
 WARMUP_CHOICES = ("auto", "hold", "random")
@@ -75,7 +75,7 @@ class ActorRunConfig(Config):
     reward_gate_k: int | None = None
     operator_reset_after: int = 0
     """After K episodes in a row without success (by the reward this actor sends) a person puts the scene back
-    (learners.training.scene_resets); 0: never, the robot's resets alone."""
+    (robot_rl.scene_resets); 0: never, the robot's resets alone."""
     operator_reset_confirm: str = "auto"
     """How the actor on a robot waits for that person: enter, pause, auto (Enter when stdin is a terminal)."""
     operator_reset_pause_s: float = 20.0
@@ -317,7 +317,7 @@ def _connect(cfg: ActorRunConfig, actor_id: str) -> tuple[Any, Any]:
 
 def with_operator_resets(env: Any, cfg: ActorRunConfig, actor_id: str) -> Any:
     """`env` (the actor's, its reward model outermost) asking a person for a scene reset after
-    cfg.operator_reset_after failed episodes in a row (learners.training.scene_resets); closes `env` on a
+    cfg.operator_reset_after failed episodes in a row (robot_rl.scene_resets); closes `env` on a
     ConfigError (e.g. Enter asked for without a terminal on a robot)."""
     backend = backend_of(env)
     try:

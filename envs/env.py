@@ -43,7 +43,7 @@ reset runs the task's reset routine through the Robot seam instead (envs.resets:
 back at a random spot of its start region), then the joint reset when due, then the move to the reset pose.
 `scene_teleports` counts the `reset_scene` calls; `info["scene_reset"]` says whether this reset made one.
 `reset(options={"scene_reset": True})` asks for one on this reset whatever `scene_resets` says: the scene a person
-restores (learners.training.scene_resets.OperatorSceneResets asks after failed episodes in a row). On the twin it is
+restores (robot_rl.scene_resets.OperatorSceneResets asks after failed episodes in a row). On the twin it is
 the teleport that stands in for the person; on hardware `reset_scene` is a no-op: the person must have restored the
 scene before this reset (`robot-rl actor --operator-reset-after K` waits for them).
 

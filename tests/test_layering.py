@@ -2,9 +2,10 @@
 
 Rules: robot_rl imports none of the other packages (except robot_rl/cli.py, lazily); controllers ->
 robot_rl; envs -> controllers, robot_rl; learners -> robot_rl only (never envs, controllers, rclpy, zmq);
-actors -> envs, robot_rl and learners.agents.policy / learners.rewards.reward_model; demos -> envs, robot_rl;
-supervisor ->
-robot_rl only (it runs everything else as child processes, so it never imports torch, mujoco, gymnasium or zmq).
+actors -> envs, robot_rl and learners.agents.policy / learners.rewards.reward_model; demos -> envs, robot_rl and
+learners.rewards.reward_model (record-demos --reward classifier:DIR runs the reward model as an actor does);
+supervisor -> robot_rl only (it runs everything else as child processes, so it never imports torch, mujoco,
+gymnasium or zmq).
 Hardware/heavy packages are imported lazily (inside functions), never at module top level.
 """
 
@@ -23,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "envs": {"robot_rl", "controllers", "envs"},
     "learners": {"robot_rl", "learners"},
     "actors": {"robot_rl", "envs", "actors", "learners.agents.policy", "learners.rewards.reward_model"},
-    "demos": {"robot_rl", "envs", "demos"},
+    "demos": {"robot_rl", "envs", "demos", "learners.rewards.reward_model"},
     "supervisor": {"robot_rl", "supervisor"},
 }
 FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {

@@ -1,4 +1,4 @@
-"""Operator scene resets (learners.training.scene_resets): after K failed episodes in a row the next reset asks a
+"""Operator scene resets (robot_rl.scene_resets): after K failed episodes in a row the next reset asks a
 person to restore the scene (the twin teleports one), counted by the reward the loop sees, never the twin's truth."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import gymnasium
 import numpy as np
 import pytest
 
-from learners.training.scene_resets import OperatorSceneResets
 from robot_rl.errors import ConfigError
+from robot_rl.scene_resets import OperatorSceneResets
 
 
 class _Episodes(gymnasium.Env[np.ndarray, np.ndarray]):
@@ -131,7 +131,7 @@ class _Stdin:
 
 
 def test_resolve_confirm_reads_enter_only_from_a_terminal() -> None:
-    from learners.training.scene_resets import resolve_confirm
+    from robot_rl.scene_resets import resolve_confirm
 
     assert resolve_confirm("auto", _Stdin(True, [])) == "enter"
     assert resolve_confirm("auto", _Stdin(False, [])) == "pause"
@@ -144,8 +144,8 @@ def test_resolve_confirm_reads_enter_only_from_a_terminal() -> None:
 
 def test_the_prompt_waits_for_enter_or_the_pause_on_a_robot_and_only_logs_on_the_twin(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from learners.training import scene_resets
-    from learners.training.scene_resets import operator_prompt
+    from robot_rl import scene_resets
+    from robot_rl.scene_resets import operator_prompt
 
     lines: list[str] = []
     slept: list[float] = []

@@ -82,9 +82,8 @@ _OPT_FIELDS = ("step", "exp_avg", "exp_avg_sq")
 
 @dataclasses.dataclass(frozen=True)
 class _NextActions:
-    """a' ~ pi(s') for a minibatch's next observations (no gradient): the target critics' input [target features
-    of s', a'] (B, F + A) and log pi(a'|s') (B,), with the online and target encoder features of s' (B, F) that
-    the gripper head reads (None where not kept: `select` of a whole-batch pass)."""
+    """a' ~ pi(s') for a minibatch's next observations (no gradient): the target critics' input [target features of
+    s', a'] (B, F + A), log pi(a'|s') (B,) and the online / target features of s' (B, F) for the gripper head."""
 
     target_in: torch.Tensor
     logp: torch.Tensor
@@ -263,10 +262,9 @@ class SACAgent:
         return torch.stack([v.float() for v in out.values()])
 
     def _prepare(self, batch: Mapping[str, Any]) -> UpdateBatch:
-        """The batch checked and on the device (learners.agents.sac_batch) with what needs the networks: DrQ's
-        random shifts (obs and next_obs independently, per camera), the frozen backbones' features (once for the
-        whole batch) or a feature cache's (batch obs_features), the residual base's actions (on the raw observations);
-        without cameras, in minibatch order."""
+        """The batch checked and on the device (learners.agents.sac_batch) with what needs the networks: DrQ's random
+        shifts (obs and next_obs apart, per camera), the frozen backbones' features and target-head predictions (once
+        per batch, or a feature cache's), the residual base's actions (raw observations); else in minibatch order."""
         cfg = self.cfg
         b = to_update_batch(batch, self.policy.layout, self.policy.action_dim, cfg, self.device)
         if self.policy.layout.cameras and "obs_features" in batch:  # a feature cache's crops (no images in b)
@@ -361,13 +359,12 @@ class SACAgent:
     def _features(self, b: UpdateBatch, rows: slice, next_obs: bool = False, target: bool = False) -> torch.Tensor:
         """Encoder features (B, F) of obs (or next_obs) on `rows`, by the online (or target) encoder."""
         enc = self.target_encoder if target else self.encoder
-        state = b.next_state if next_obs else b.state
+        state, backbone, preds = ((b.next_state, b.next_backbone, b.next_predictions) if next_obs else
+                                  (b.state, b.backbone, b.predictions))
         st = state[rows] if state is not None else None
-        backbone = b.next_backbone if next_obs else b.backbone
-        if backbone is not None:  # frozen backbones: features precomputed once for the whole batch
-            preds = b.next_predictions if next_obs else b.predictions
-            return enc.head({k: v[rows] for k, v in backbone.items()}, st,
-                            {k: v[rows] for k, v in preds.items()} if preds is not None else None)
+        if backbone is not None:  # frozen backbones: features (and predictions) precomputed once for the batch
+            feats, at_rows = ({k: v[rows] for k, v in d.items()} for d in (backbone, preds or {}))
+            return enc.head(feats, st, at_rows)
         return enc({k: v[rows] for k, v in (b.next_images if next_obs else b.images).items()}, st)
 
     @torch.no_grad()

@@ -107,7 +107,7 @@ class TrainConfig(Config):
     """With a hardware --intervene: a JSON file of the device's config fields (deadzone, scale, path, index, ...)."""
     operator_reset_after: int = 0
     """After this many training episodes in a row without success (by the run's reward), a person restores the scene
-    before the next one (learners.training.scene_resets; on the twin a teleport stands in for the person, counted in
+    before the next one (robot_rl.scene_resets; on the twin a teleport stands in for the person, counted in
     metrics.jsonl `operator_scene_resets`); 0: never, the robot's resets alone."""
     forward_backward: bool = False
     """Reset-free forward/backward training (learners.training.forward_backward) for a task that has a backward

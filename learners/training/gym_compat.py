@@ -28,33 +28,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from robot_rl.errors import ConfigError
+from robot_rl.forwarding import ForwardingWrapper
 
 SUCCESS_KEY = "success"
 _SUCCESS_LIKE = re.compile(r"succ|solved|goal_reached|is_success", re.IGNORECASE)
 NARROW_FRACTION = 0.25
 """demo_action_warning fires when the demos use less than this fraction of a dim's bounds (half-range, around the
 centre), or go beyond the bounds."""
-
-
-class ForwardingWrapper:
-    """Forwards every attribute it does not define (observation_space, reset, close, np_random, ...) to `env`
-    (gymnasium is imported only by the entry points, so these are plain wrappers, as
-    learners.rewards.reward_model's)."""
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "env":  # not set yet: no recursion
-            raise AttributeError(name)
-        return getattr(self.env, name)
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.env.unwrapped
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
-        return self.env.reset(seed=seed, options=options)
 
 
 class SuccessKeyWrapper(ForwardingWrapper):

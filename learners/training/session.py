@@ -41,9 +41,9 @@ from learners.training.online import (
 )
 from learners.training.run_state import TrainingRun
 from learners.training.scalars import ScalarWriter
-from learners.training.scene_resets import OperatorSceneResets
 from robot_rl.metrics import MetricsLog, plot_learning_curve, read_metrics
 from robot_rl.run_dir import CHECKPOINTS_DIR, METRICS_FILE, tensorboard_dir
+from robot_rl.scene_resets import OperatorSceneResets
 from robot_rl.specs import EnvSpec
 
 LOSS_KEYS = ("critic_loss", "actor_loss", "temperature", "q_mean", "entropy")

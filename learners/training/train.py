@@ -42,10 +42,10 @@ from learners.training.forward_backward_run import train_forward_backward
 from learners.training.online import LoopCounters, action_bounds, set_env_rng_state
 from learners.training.pretrain_encoder import with_run_encoder
 from learners.training.run_env import camera_source, make_run_env, resolve_action_box, run_env_spec
-from learners.training.scene_resets import OperatorSceneResets
 from learners.training.session import Run, TrainSession
 from learners.training.warm_start import source_encoder_weights
 from robot_rl.run_dir import check_run_dir
+from robot_rl.scene_resets import OperatorSceneResets
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from learners.training.gym_compat import ForwardingWrapper
 from robot_rl.errors import ConfigError
+from robot_rl.forwarding import ForwardingWrapper
 
 
 class OperatorSceneResets(ForwardingWrapper):
