@@ -212,6 +212,11 @@ def se_pixels_faithful_opreset_notiming(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_notiming.json")
 
 
+def se_pixels_faithful_opreset_demotiming(res: Results) -> str:
+    """The operator-reset faithful runs (timing on) with demos recorded under the same timing, per seed."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming.json")
+
+
 def se_pixels_faithful_opreset_intervene(res: Results) -> str:
     """The operator-reset faithful runs with a person's interventions (the twin's scripted operator), per seed."""
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_intervene.json")
