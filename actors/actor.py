@@ -59,7 +59,9 @@ from actors.chunks import ChunkBuilder
 from actors.weights import PolicySwap
 from robot_rl.config import Config, require
 from robot_rl.errors import ProtocolError
+from robot_rl.forwarding import wrapper_of
 from robot_rl.reward_source import SUCCESS_UNKNOWN_INFO_KEY
+from robot_rl.scene_resets import OperatorSceneResets
 from robot_rl.specs import EnvSpec
 from robot_rl.transport import ActorStats
 from robot_rl.wire import TransitionChunk, Weights
@@ -446,9 +448,9 @@ class Actor:
             "held_for_learner_s": round(self.held_for_learner_s, 3),
             "env_steps_per_s": round(self._rate, 2),
         }
-        resets = getattr(self.env, "scene_reset_requests", None)  # robot_rl.scene_resets
-        if isinstance(resets, int):
-            out["operator_scene_resets"] = resets
+        operator = wrapper_of(self.env, OperatorSceneResets)  # a person's scene resets (robot-rl actor)
+        if operator is not None:
+            out["operator_scene_resets"] = operator.requests
         if self.faithful:  # this process's own record; _report leaves it out
             out["true_success_rate"] = float(np.mean(self.true_successes)) if self.true_successes else None
         if timings:

@@ -50,11 +50,6 @@ class OperatorSceneResets(ForwardingWrapper):
         """Episodes that ended without success since the last success or request."""
         self._success = False
 
-    @property
-    def scene_reset_requests(self) -> int:
-        """`requests` under the name an actor's stats read (actors.actor.Actor.stats: reported to the learner)."""
-        return self.requests
-
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         opts = dict(options or {})
         if self.failed_in_a_row >= self.after:

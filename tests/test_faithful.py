@@ -407,15 +407,21 @@ class _PlaceholderSuccessEnv(gym.Env):  # type: ignore[type-arg]
         return {"state": np.full(3, 0.1 * self.t, np.float32)}, float(hit), hit, False, info
 
 
-def test_on_hardware_the_actor_reports_the_reward_models_success_not_the_placeholder(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    env = _PlaceholderSuccessEnv()
+def in_memory_actor(env: Any, chunk_steps: int) -> tuple[Actor, Any, Any]:
+    """An Actor stepping `env` (a hardware-like env: no twin robot) over an in-memory transport; returns the actor and
+    its learner and actor endpoints (close both when done)."""
     spec = EnvSpec.from_spaces("hw", env.observation_space, env.action_space, control_hz=10.0)
     hub = InMemoryHub(TransportConfig(heartbeat_s=0.05, heartbeat_timeout_s=2.0, hello_retry_s=0.05, linger_ms=100,
                                       poll_ms=10))
     learner_ep = hub.bind_learner(spec)
     actor_ep = hub.connect_actor(spec, "a0")
-    actor = Actor(env, actor_ep, ActorConfig(chunk_steps=3, seed=1, pace=False, report_every_s=0.01))
+    actor = Actor(env, actor_ep, ActorConfig(chunk_steps=chunk_steps, seed=1, pace=False, report_every_s=0.01))
+    return actor, learner_ep, actor_ep
+
+
+def test_on_hardware_the_actor_reports_the_reward_models_success_not_the_placeholder(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    actor, learner_ep, actor_ep = in_memory_actor(_PlaceholderSuccessEnv(), chunk_steps=3)
     chunks: list[Any] = []
     monkeypatch.setattr(actor, "_queue", chunks.append)
     actor.start()

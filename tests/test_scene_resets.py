@@ -193,22 +193,15 @@ class _HardwareEpisodes(gymnasium.Env[Any, np.ndarray]):
 
 
 def test_an_actor_on_a_robot_asks_a_person_after_k_failed_episodes(capsys: pytest.CaptureFixture[str]) -> None:
-    from actors.actor import Actor, ActorConfig
     from actors.run import ActorRunConfig, parse_actor_args, with_operator_resets
-    from robot_rl.specs import EnvSpec
-    from robot_rl.transport import InMemoryHub, TransportConfig
+    from tests.test_faithful import in_memory_actor
 
     cfg = parse_actor_args(["--task", "twin-reach", "--operator-reset-after", "2", "--operator-reset-confirm",
                             "pause", "--operator-reset-pause-s", "0"])
     assert (cfg.operator_reset_after, cfg.operator_reset_confirm, cfg.operator_reset_pause_s) == (2, "pause", 0.0)
     base = _HardwareEpisodes()
     env = with_operator_resets(base, cfg, "a0")
-    spec = EnvSpec.from_spaces("hw", env.observation_space, env.action_space, control_hz=10.0)
-    hub = InMemoryHub(TransportConfig(heartbeat_s=0.05, heartbeat_timeout_s=2.0, hello_retry_s=0.05, linger_ms=100,
-                                      poll_ms=10))
-    learner_ep = hub.bind_learner(spec)
-    actor_ep = hub.connect_actor(spec, "a0")
-    actor = Actor(env, actor_ep, ActorConfig(chunk_steps=2, seed=1, pace=False, report_every_s=0.01))
+    actor, learner_ep, actor_ep = in_memory_actor(env, chunk_steps=2)
     actor.start()
     for _ in range(10):  # 5 failed episodes: the resets after episodes 2 and 4 ask
         actor.step()

@@ -312,7 +312,7 @@ class ObservationEncoder(nn.Module):
         head left out; empty when none has one)."""
         out = {}
         for name, enc in self.camera_encoders().items():
-            pred = enc.target_predictions(backbone_feats[name]) if enc.targets is not None else None
+            pred = enc.target_predictions(backbone_feats[name])  # None without a target head
             if pred is not None:
                 out[name] = pred
         return out

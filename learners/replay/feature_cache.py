@@ -239,17 +239,16 @@ class FeatureCache:
             images[cam] = shift_images(frames, torch.as_tensor(shifts[:, c].reshape(-1, 2))) if pad > 0 else frames
         out = self.encode(images)
         where = torch.as_tensor(slots, device=self.device) if self.on_device else None
-        stored = {}  # the features as an update reads them back (rounded to the cache's dtype)
         for cam in cams:
             feats = out[cam].float().reshape(slots.size, k, *plan.shapes[cam])
             if where is not None:
                 self.features[cam][where] = feats.to(self.features[cam].dtype)
-                stored[cam] = self.features[cam][where]
             else:
                 self.features[cam][slots] = feats.cpu().numpy().astype(self.dtype, copy=False)
-                stored[cam] = torch.as_tensor(self.features[cam][slots]).to(self.device)
-        if plan.predictions:
+        if plan.predictions:  # from the features as an update reads them back (rounded to the cache's dtype)
             assert self.predict is not None
+            stored = {cam: (self.features[cam][where] if where is not None else
+                            torch.as_tensor(self.features[cam][slots]).to(self.device)) for cam in cams}
             preds = self.predict({cam: stored[cam].float().reshape(-1, *plan.shapes[cam]) for cam in cams})
             for cam, dim in plan.predictions.items():
                 p = preds[cam].float().reshape(slots.size, k, dim)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -61,16 +61,6 @@ class SuccessKeyWrapper(ForwardingWrapper):
         return obs, reward, terminated, truncated, info
 
 
-W = TypeVar("W")
-
-
-def wrapper_of(env: Any, cls: type[W]) -> W | None:
-    """The outermost `cls` in `env`'s wrapper chain (`env` itself included, following `.env`), if any."""
-    while env is not None:
-        if isinstance(env, cls):
-            return env
-        env = getattr(env, "env", None)
-    return None
 
 
 def success_warning(wrapper: SuccessKeyWrapper) -> str | None:

@@ -30,7 +30,7 @@ from learners.replay.buffer import ReplayBuffer, concat_batches
 from learners.rewards.reward_model import RewardModelWrapper
 from learners.training.config import TrainConfig
 from learners.training.diagnostics import RunDiagnostics
-from learners.training.gym_compat import SuccessKeyWrapper, success_warning, wrapper_of
+from learners.training.gym_compat import SuccessKeyWrapper, success_warning
 from learners.training.online import (
     LoopConfig,
     LoopCounters,
@@ -41,6 +41,7 @@ from learners.training.online import (
 )
 from learners.training.run_state import TrainingRun
 from learners.training.scalars import ScalarWriter
+from robot_rl.forwarding import wrapper_of
 from robot_rl.metrics import MetricsLog, plot_learning_curve, read_metrics
 from robot_rl.run_dir import CHECKPOINTS_DIR, METRICS_FILE, tensorboard_dir
 from robot_rl.scene_resets import OperatorSceneResets
