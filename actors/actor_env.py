@@ -70,11 +70,11 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     from envs.presets import make_env
     from learners.rewards.reward_model import (
         RewardModelWrapper,
+        add_reward_cameras,
         camera_shapes_of_env,
         env_overrides,
         make_reward_model,
         parse_reward_source,
-        reward_camera_overrides,
     )
     from robot_rl.gym_env import with_operator
     from robot_rl.operators import check_intervene
@@ -88,11 +88,10 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     if faithful:
         overrides.update({"object_obs": False} if evaluation else FAITHFUL)
     overrides.update(timing or {})
-    cams = reward_camera_overrides((reward,), obs_mode)  # an evaluation counting a classifier's success too
-    if cams:  # state mode: the env renders the card's cameras into info for the classifier, never the observation
-        overrides["reward_cameras"] = cams["reward_cameras"]
-        if image_size is None and robot is None:  # a robot server: the size it serves (checked against the card)
-            image_size = cams["image_size"]
+    # state mode (an evaluation counting a classifier's success too): the env renders the card's cameras into info
+    overrides["image_size"] = image_size
+    add_reward_cameras(overrides, (reward,), obs_mode, served_size=robot is not None)
+    image_size = overrides.pop("image_size")
     try:
         if robot is None:
             env = make_env(task, obs_mode=obs_mode, image_size=image_size, **overrides)
@@ -109,7 +108,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
             env = remote_env
             check_served_box(remote_env, source, allow_twin_box)  # what the server serves; nothing moved yet
     except ConfigError as err:
-        if not cams:
+        if "reward_cameras" not in overrides:
             raise
         raise ConfigError(f"--reward {reward} with --obs-mode state (the env renders the card's cameras): {err}",
                           ) from None
@@ -121,7 +120,8 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     env = with_operator(env, intervene, task, seed=seed, press_success=kind == "human", device_config=device_config)
     try:
         where = (f"the actor's {task} reward cameras (--obs-mode state renders the classifier's cameras; "
-                 f"--image-size)" if cams else f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
+                 f"--image-size)" if "reward_cameras" in overrides
+                 else f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
         model = make_reward_model(reward, camera_shapes_of_env(env), reward_audit, k=reward_gate_k, where=where)
     except Exception:
         env.close()

@@ -19,6 +19,7 @@ from envs.env import RobotEnvConfig, make_twin_env
 from learners.rewards.reward_model import (
     ClassifierReward,
     RewardModelWrapper,
+    add_reward_cameras,
     camera_shapes_of_env,
     make_reward_model,
     reward_camera_overrides,
@@ -275,6 +276,12 @@ def test_a_card_the_state_env_cannot_serve_is_refused_in_one_line(tmp_path: Path
     assert reward_camera_overrides((f"classifier:{front}",), "pixels") == {}
     assert reward_camera_overrides(("env", "human"), "state") == {}
     assert make_reward_model("env") is None
+    # the one rule the actor, the learner and record-demos apply: the cards' size unless one is named or served
+    src = (f"classifier:{front}",)
+    assert add_reward_cameras({"image_size": None}, src, "state") == {"reward_cameras": ("front",), "image_size": SIZE}
+    assert add_reward_cameras({"image_size": 32}, src, "state") == {"reward_cameras": ("front",), "image_size": 32}
+    assert add_reward_cameras({}, src, "state", served_size=True) == {"reward_cameras": ("front",)}
+    assert add_reward_cameras({"image_size": 32}, src, "pixels") == {"image_size": 32}
 
 
 def always_cams(tmp_path: Path) -> Path:

@@ -236,13 +236,10 @@ def record_demos(cfg: RecordDemosConfig) -> int:
     options = teleop_device_options(cfg.teleop, cfg.device_config)
     env_kwargs.update(timing_overrides(False, cfg.camera_latency_ms, cfg.action_delay_ms))
     if cfg.reward != "env":
-        from learners.rewards.reward_model import env_overrides, reward_camera_overrides
+        from learners.rewards.reward_model import add_reward_cameras, env_overrides
 
         env_kwargs.update(env_overrides(cfg.reward))  # the classifier, not the twin's success, ends an episode
-        cams = reward_camera_overrides((cfg.reward,), cfg.obs_mode)  # state demos: render its cameras into info
-        if cams:
-            env_kwargs["reward_cameras"] = cams["reward_cameras"]
-            env_kwargs["image_size"] = env_kwargs.get("image_size") or cams["image_size"]
+        add_reward_cameras(env_kwargs, (cfg.reward,), cfg.obs_mode)  # state demos: render its cameras into info
     env = make_recording_env(cfg.task, cfg.robot, cfg.keys, cfg.allow_twin_box, **env_kwargs)
     try:
         env = with_classifier_reward(env, cfg)

@@ -458,6 +458,23 @@ def reward_camera_overrides(sources: Sequence[str], obs_mode: str | None) -> dic
     return {"reward_cameras": tuple(cameras), "image_size": size}
 
 
+def add_reward_cameras(env_kwargs: dict[str, Any], sources: Sequence[str], obs_mode: str | None, *,
+                       served_size: bool = False) -> dict[str, Any]:
+    """Puts into `env_kwargs` (in place; returned) what a state-mode env needs to feed the classifiers among
+    `sources` (reward_camera_overrides): `reward_cameras`, and `image_size` the cards' size unless `env_kwargs`
+    already names one (not None) or `served_size` (a robot server renders at the size it serves, which the card
+    check compares). The one rule for the actor's, the learner's and record-demos' envs.
+
+        kwargs = add_reward_cameras(preset.make_kwargs(obs_mode="state"), ["classifier:runs/cls"], "state")
+    """
+    cams = reward_camera_overrides(sources, obs_mode)
+    if cams:
+        env_kwargs["reward_cameras"] = cams["reward_cameras"]
+        if env_kwargs.get("image_size") is None and not served_size:
+            env_kwargs["image_size"] = cams["image_size"]
+    return env_kwargs
+
+
 def make_reward_model(source: str, obs_shapes: Mapping[str, Sequence[int]] | None = None,
                       audit_dir: str | os.PathLike[str] | None = None, k: int | None = None,
                       where: str = "the env's observation") -> RewardModel | None:

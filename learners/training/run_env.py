@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from learners.rewards.reward_model import env_overrides, parse_reward_source, reward_camera_overrides
+from learners.rewards.reward_model import add_reward_cameras, env_overrides, parse_reward_source
 from learners.training.config import TrainConfig
 from robot_rl.episodes import load_dir
 from robot_rl.errors import ConfigError
@@ -55,10 +55,7 @@ def make_run_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | N
                 kwargs["faithful"] = True
         if cfg.faithful:  # every env of a faithful run observes the same (evaluation envs may still teleport)
             kwargs.setdefault("object_obs", False)
-        cams = reward_camera_overrides(reward_sources, cfg.obs_mode)
-        if cams:
-            kwargs["reward_cameras"] = cams["reward_cameras"]
-            kwargs.setdefault("image_size", cams["image_size"])
+        add_reward_cameras(kwargs, reward_sources, cfg.obs_mode)
     try:
         base = make_gym_env(env_id, module, **kwargs)
     except ConfigError as err:
