@@ -5,6 +5,7 @@ Observation (a Dict):
   euler xyz of R_reset^T R (3), TCP body twist (6), gripper width (1), wrist force (3) and torque (3).
   "Reset pose" is the task's nominal reset pose (without the per-episode noise), so the noise is visible.
 - pixels mode: "images": Dict{camera: uint8 (H, W, 3)} for every name in `camera_names`.
+- "last_action": float32 (7,), the previous step's executed action (zeros after a reset), with `last_action_obs`.
 - state mode: "object": float32 (k,) privileged task state (`Task.object_obs`, positions relative to the
   reset pose), unless `object_obs` is False. Nothing is rendered in state mode, except the `reward_cameras`.
 
@@ -178,6 +179,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             )
         elif cfg.object_obs:
             obs_spaces["object"] = spaces.Box(-np.inf, np.inf, (self.task.object_dim,), np.float32)
+        if cfg.last_action_obs:
+            obs_spaces["last_action"] = spaces.Box(-1.0, 1.0, (7,), np.float32)
         self.observation_space = spaces.Dict(obs_spaces)
         self.action_space = spaces.Box(-1.0, 1.0, (7,), np.float32)
         self.max_episode_steps = cfg.max_episode_steps or self.task.max_episode_steps
@@ -191,6 +194,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._cmd_pos = np.zeros(3)
         self._cmd_quat = np.array([1.0, 0.0, 0.0, 0.0])
         self._gripper_cmd = float(self.task.reset_gripper_closed)
+        self._last_action = np.zeros(7, np.float32)
         self._steps_since_gripper_change = 0
         self._episode_steps = 0
         self._episodes = 0
@@ -260,6 +264,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._episode_steps = 0
         self._episodes += 1
         self._needs_reset = False
+        self._last_action = np.zeros(7, np.float32)
         self.last_state = state
         if self._timing is not None:
             self._timing.reset(self._read_frames if self._read_names else None)
@@ -293,6 +298,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             check_finite("action", a)
             raise SafetyError(f"non-finite action {a!r}")  # pragma: no cover - check_finite raises first
         a = np.clip(a, -1.0, 1.0)
+        self._last_action = a.astype(np.float32)
         pos, quat, clipped = step_target(cfg, a, self._cmd_pos, self._cmd_quat, self.last_state, self.safety_box)
 
         gripper_changed = self._update_gripper(float(a[6]))
@@ -502,6 +508,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             np.asarray(state.force_ee_n, np.float64), np.asarray(state.torque_ee_nm, np.float64),
         ]).astype(np.float32)
         obs: dict[str, Any] = {"state": proprio}
+        if self.config.last_action_obs:
+            obs["last_action"] = self._last_action.copy()
         if self.config.obs_mode == "state":
             if self._read_names:  # reward cameras: into info (step / reset), never into the observation
                 self._reward_images = self._frames()

@@ -136,6 +136,14 @@ class RobotEnvConfig(Config):
     """Simulated action delay (twin only; ms): the robot's target changes this long after the step's action (the
     commands wait in a queue); 0: at once. Hardware refuses it, as camera_latency_ms."""
 
+    last_action_obs: bool = False
+    """Add "last_action": float32 (7,), the action the previous step executed (clipped to [-1, 1]; zeros after a
+    reset; under an intervention the operator's), to the observation. With a late camera or a late arm the frames
+    show where the arm was, not where the last command sends it; the last action restores what the frames lag
+    (a delayed decision problem is Markov again in the observation plus the actions since: Katsikopoulos and
+    Engelbrecht 2003). A real arm has it too (task file: observation.last_action); the policy reads it when the
+    state selection names it ("last_action")."""
+
     def validate(self) -> None:
         require(self.control_hz > 0 and math.isfinite(self.control_hz), "control_hz", self.control_hz, "must be > 0")
         require(self.max_episode_steps >= 0, "max_episode_steps", self.max_episode_steps, "must be >= 0")

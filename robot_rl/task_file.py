@@ -33,7 +33,9 @@ Sections and keys (`SCHEMA` is the authority; `robot-rl task init` writes a comm
     [cameras.NAME] kind ("realsense" | "opencv" | "ros2"), serial (realsense) | device (opencv), topic, crop_xywh
                    (4), exposure_us, width, height, fps
     [observation]  mode ("state" | "pixels": the --obs-mode of actor and learner when not given; a lab's file says
-                   pixels), cameras (names, in order), image_size, object_state (twin only), state / pixels_state
+                   pixels), cameras (names, in order), image_size, object_state (twin only), last_action (the
+                   previous step's action in the observation: envs.env_config.RobotEnvConfig.last_action_obs; name
+                   "last_action" in state / pixels_state to feed it to the policy), state / pixels_state
                    (the state leaves a policy observes with --obs-mode state / pixels: 'leaf', 'leaf[i]', 'leaf[a:b]')
     [reward]       source ("env" | "classifier" | "human"), classifier (a directory; relative to the file), gate_k
     [control]      gains ("compliance" | "precision": the profile an episode runs with)
@@ -92,7 +94,7 @@ _S: dict[str, dict[str, tuple[Any, ...]]] = {
             "rot_max_rad": ("floats", 3), "source": ("choice", ("twin", "lab")), "recorded": ("table",)},
     "gripper": {"mode": ("choice", ("free", "locked_closed", "locked_open"))},
     "observation": {"mode": ("choice", ("state", "pixels")), "cameras": ("strs",), "image_size": ("int", 8),
-                    "object_state": ("bool",),
+                    "object_state": ("bool",), "last_action": ("bool",),
                     "state": ("select",), "pixels_state": ("select",)},
     "reward": {"source": ("choice", ("env", "classifier", "human")), "classifier": ("str",), "gate_k": ("int", 1)},
     "control": {"gains": ("choice", ("compliance", "precision"))},
@@ -131,7 +133,8 @@ TASK_FIELD_OF = {("task", "max_episode_steps"): "max_episode_steps", ("reset", "
 ENV_FIELD_OF = {("reset", "home_joints_rad"): "home_q_rad", ("reset", "joint_reset_every"): "joint_reset_every",
                 ("reset", "noise_m"): "reset_noise_m", ("reset", "noise_rad"): "reset_noise_rad",
                 ("observation", "cameras"): "camera_names", ("observation", "image_size"): "image_size",
-                ("observation", "object_state"): "object_obs", ("control", "gains"): "gains_profile"}
+                ("observation", "object_state"): "object_obs", ("observation", "last_action"): "last_action_obs",
+                ("control", "gains"): "gains_profile"}
 GRIPPER_MODES = {"free": (False, 0.0), "locked_closed": (True, 1.0), "locked_open": (True, 0.0)}
 """gripper.mode -> (Task.gripper_locked, Task.reset_gripper_closed)."""
 

@@ -45,6 +45,7 @@ from envs.robot import RobotState
 from envs.tasks import (
     CUBE_HALF_SIZE_M,
     HOLE_DEPTH_M,
+    TASKS,
     CubeRelocateTask,
     Task,
     get_task,
@@ -92,6 +93,10 @@ class ScriptedExpert:
             from envs.presets import twin_task
 
             task = twin_task(task)
+        elif isinstance(task, str) and task not in TASKS:  # a lab's task file: the twin task it extends
+            from envs.task_file import resolve_task
+
+            task = resolve_task(task)
         self.task = get_task(task)
         if self.task.name not in ("reach", "pick_cube", "peg_insert") and not isinstance(self.task, CubeRelocateTask):
             raise ValueError(f"no scripted expert for task '{self.task.name}'")
