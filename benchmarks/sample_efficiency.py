@@ -80,6 +80,7 @@ from _prelude import (
 set_env_defaults()
 
 from robot_rl.metrics import read_metrics  # noqa: E402
+from robot_rl.task_file import looks_like_task_file  # noqa: E402
 
 
 def record_demos(task: str, obs_mode: str, image_size: int | None, episodes: int, out: Path,
@@ -210,11 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     image_size = args.image_size if pixels else None
     demo_more = tuple(shlex.split(args.demo_flags))
     slug = re.sub(r"[^A-Za-z0-9]+", "_", " ".join(demo_more)).strip("_")
-    demo_dir = work / f"demos_{args.task}_{args.obs_mode}{image_size or ''}{'_' + slug if slug else ''}"
+    name = Path(args.task).stem if looks_like_task_file(args.task) else args.task  # a lab's task file: its stem
+    demo_dir = work / f"demos_{name}_{args.obs_mode}{image_size or ''}{'_' + slug if slug else ''}"
     demos = demo_dir if args.from_runs else record_demos(args.task, args.obs_mode, image_size, args.demos, demo_dir,
                                                          demo_more)
     recipe = recipe_summary(args.task, args.obs_mode)
-    tag = result_name(args.task, f"{args.obs_mode}{image_size or ''}", "" if args.backend == "torch" else args.backend,
+    tag = result_name(name, f"{args.obs_mode}{image_size or ''}", "" if args.backend == "torch" else args.backend,
                       args.label)
     runs = []
     jobs: list[tuple[int, list[str], Path]] = []
