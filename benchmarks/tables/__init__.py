@@ -56,7 +56,14 @@ from .learning import (
     warm_start,
 )
 from .readme import README_BLOCKS
-from .rewards import classifier, classifier_rollouts, classifier_rollouts_pretrained, forward_backward, learned_reward
+from .rewards import (
+    classifier,
+    classifier_faithful_rollouts,
+    classifier_rollouts,
+    classifier_rollouts_pretrained,
+    forward_backward,
+    learned_reward,
+)
 from .robots import robots_per_learner
 from .speed import (
     actor_latency,
@@ -127,6 +134,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "classifier": classifier,
     "classifier_rollouts": classifier_rollouts,
     "classifier_rollouts_pretrained": classifier_rollouts_pretrained,
+    "classifier_faithful_rollouts": classifier_faithful_rollouts,
     "learned_reward": learned_reward,
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,

@@ -151,3 +151,43 @@ def classifier_rollouts(res: Results, name: str = "classifier_rollouts.json") ->
     return "\n\n".join([table(["classifier", "label frames", "validation P / R", "rollouts P / R",
                                "tp / fp / fn frames", "per window P / R", "episodes ended wrongly",
                                "final eval"], rows), note])
+
+
+FAITHFUL_REWARD_RUNS = [
+    ("sample_efficiency_twin-pick-cube_pixels64_faithful_kpboth.json", "robot resets, timing on"),
+    ("sample_efficiency_twin-pick-cube_pixels64_faithful_tray.json", "robot resets, a tray (probe), timing on"),
+    ("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3.json", "+ a person's scene resets, timing on"),
+    ("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_notiming.json",
+     "+ a person's scene resets, timing off"),
+    ("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming.json",
+     "+ a person's scene resets, timing on, demos under the timing"),
+    ("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_intervene.json",
+     "+ a person's scene resets and interventions, timing on"),
+]
+
+
+def classifier_faithful_rollouts(res: Results) -> str:
+    """The classifier that gives a faithful pixel run its reward, judged on that run's own training episodes against
+    the twin's truth: per episode (did it end the episodes that truly succeeded, and only those) and per frame."""
+    rows = []
+    for name, label in FAITHFUL_REWARD_RUNS:
+        d = res(name)
+        for r in d["runs"]:
+            c = r["curve"][-1]
+            true, ended, false = (c["reward_true_success_episodes"], c["reward_ended_by_model"],
+                                  c["reward_ended_without_true_success"])
+            hits = ended - false
+            rows.append([label, r["seed"], ksteps(r["env_steps_done"]), c["reward_episodes"], true, ended, false,
+                         rnd(hits / ended, 2) if ended else "-", rnd(hits / true, 2) if true else "-",
+                         rnd(c["reward_frame_precision"], 2) if c.get("reward_frame_precision") is not None else "-",
+                         rnd(c["reward_frame_recall"], 2)])
+    note = ("Per run, over all its training episodes: an episode truly succeeded when the twin's success held at its "
+            "last step; episode precision = the classifier's ends with the true success / all its ends, episode "
+            "recall = those / the truly successful episodes (an episode the classifier did not end but that ended "
+            "truly successful, at its step limit, is a miss). Frames: every training frame's classifier decision "
+            "(before the k-gate) against the twin's truth at the step the frame was rendered (twin-only; hardware "
+            "has no truth)")
+    return "\n\n".join([table(["faithful pixel run", "seed", "env steps", "training episodes", "truly successful",
+                               "ended by the classifier", "of them without true success", "episode precision",
+                               "episode recall", "frame precision", "frame recall"], rows),
+                        source(*(n for n, _ in FAITHFUL_REWARD_RUNS), note=note)])
