@@ -55,3 +55,17 @@ def test_a_lab_task_file_switches_it_on_and_records_demos_with_the_scripted_expe
         last, actions = ep["obs/last_action"], ep["actions"]
     assert not last[0].any() and np.array_equal(last[1:], actions)  # obs t+1 shows the action of step t
     assert tuple(load_task_file(lab).state_selection("state")) == ("state[0:3]", "state[12]", "object", "last_action")
+
+
+def test_a_selection_naming_it_without_the_switch_says_how_to_add_it(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from robot_rl.cli import main
+
+    path = tmp_path / "lab.toml"
+    path.write_text('[task]\nname = "lab-pick"\nbase = "twin-pick-cube"\n\n[observation]\n'
+                    'state = ["state[0:3]", "last_action"]\n')
+    assert main(["train", "--task", str(path), "--obs-mode", "state", "--max-env-steps", "10",
+                 "--out", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert "'last_action' is not a state leaf" in err and "observation.last_action = true" in err, err
+    assert "Traceback" not in err

@@ -57,8 +57,10 @@ class ObsLayout:
             leaf, a, b, is_slice = parse_select(entry)
             if leaf not in by_name:
                 what = "a camera" if any(c.name == leaf for c in cameras) else "not a state leaf"
+                hint = ("; the env adds it with the task file's observation.last_action = true"
+                        if leaf == "last_action" else "")
                 raise ConfigError(f"state selection {entry!r}: '{leaf}' is {what}; state leaves: "
-                                  f"{sorted(by_name)}")
+                                  f"{sorted(by_name)}{hint}")
             n = math.prod(by_name[leaf].shape)
             if a is None and b is None and not is_slice:
                 kept[leaf] = None
