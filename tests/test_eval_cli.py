@@ -160,3 +160,43 @@ def test_eval_explains_what_a_path_without_a_checkpoint_is(tmp_path: Path,
     assert "a run directory without a complete checkpoint yet" in eval_error(capsys, fresh)
     (tmp_path / "empty").mkdir()
     assert "empty: not a run directory: no checkpoints/, no meta.json;" in eval_error(capsys, tmp_path / "empty")
+
+
+@pytest.mark.slow
+def test_eval_runs_the_runs_own_simulated_timing_or_the_flags(learner_runs: dict[str, Path],
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A sim run's summary.json names its timing (robot-rl sim --faithful: frames 100 ms late, targets 20 ms late):
+    `robot-rl eval` of its checkpoint runs the same, as the sim's own final evaluation did; the flags override it
+    (0 0: on time), and a bad value is a one-line error."""
+    run = learner_runs["pixels"]
+    assert "timing" not in evaluate(capsys, run)  # no summary.json: a plain learner run, no timing
+    summary = run / "summary.json"
+    summary.write_text(json.dumps({"timing": {"camera_latency_ms": 100.0, "action_delay_ms": 20.0}}))
+    try:
+        assert evaluate(capsys, run)["timing"] == {"camera_latency_ms": 100.0, "action_delay_ms": 20.0}
+        capsys.readouterr()
+        assert main(["eval", "--checkpoint", str(run), "--episodes", "1", "--camera-latency-ms", "0",
+                     "--action-delay-ms", "0"]) == 0
+        assert "timing" not in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert main(["eval", "--checkpoint", str(run), "--camera-latency-ms", "-5"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert "--camera-latency-ms" in err and len(err.splitlines()) == 1 and "Traceback" not in err, err
+        summary.write_text("[1, 2]")  # a summary that is not what sim writes: no timing, no crash
+        assert "timing" not in evaluate(capsys, run)
+    finally:
+        summary.unlink()
+
+
+def test_a_train_runs_own_timing_unless_the_flags_say_otherwise(tmp_path: Path) -> None:
+    from learners.training.config import TrainConfig
+    from learners.training.evaluation import run_timing
+
+    faithful = TrainConfig(task="twin-pick-cube", faithful=True, reward="classifier:x")
+    assert run_timing(faithful, tmp_path, False, None, None).env_timing() == {"camera_latency_ms": 100.0,
+                                                                              "action_delay_ms": 20.0}
+    off = run_timing(faithful, tmp_path, False, 0.0, 0.0)
+    assert off.env_timing() == {"camera_latency_ms": 0.0, "action_delay_ms": 0.0}
+    plain = TrainConfig(task="twin-pick-cube")
+    assert run_timing(plain, tmp_path, False, None, None).env_timing() == {}
+    assert run_timing(plain, tmp_path, False, 50.0, None).env_timing() == {"camera_latency_ms": 50.0,
+                                                                           "action_delay_ms": 0.0}

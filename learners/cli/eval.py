@@ -23,6 +23,11 @@ Usage::
     robot-rl eval --checkpoint runs/reach/checkpoints/ckpt_00003000          # one checkpoint
     robot-rl eval --checkpoint runs/sim-lab --task configs/lab.toml          # the file's values and [reward]
     robot-rl eval --checkpoint runs/pick --reward classifier:runs/cls --reward-gate-k 3
+    robot-rl eval --checkpoint runs/pick --camera-latency-ms 100 --action-delay-ms 20   # late frames, a late arm
+
+The twin's simulated timing (`--camera-latency-ms`, `--action-delay-ms`): by default the run's own (a train run's
+config; a sim run's summary.json), so the evaluation sees what training saw; a flag evaluates the same policy with
+other timing (0 turns it off; with one flag given the other is 0, or for a --faithful run its faithful default).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import json
 from pathlib import Path
 
 from learners.training.evaluation import evaluate_checkpoint
+from robot_rl.timing import add_timing_flags
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,11 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reward-gate-k", type=int, default=None, metavar="K",
                    help="a classifier's gate: K consecutive positive frames (default: the run's or the task file's "
                         "gate_k, else the card's)")
+    add_timing_flags(p)
     return p
 
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     print(json.dumps(evaluate_checkpoint(args.checkpoint, args.episodes, seed=args.seed, reward=args.reward,
-                                         reward_gate_k=args.reward_gate_k, task=args.task)))
+                                         reward_gate_k=args.reward_gate_k, task=args.task,
+                                         camera_latency_ms=args.camera_latency_ms,
+                                         action_delay_ms=args.action_delay_ms)))
     return 0

@@ -24,6 +24,8 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -93,12 +95,34 @@ def run_reward(cfg: TrainConfig, train_run: bool, reward: str | None, gate_k: in
     return reward, gate_k
 
 
+def run_timing(cfg: TrainConfig, ckpt: Path, learner_run: bool, camera_latency_ms: float | None,
+               action_delay_ms: float | None) -> TrainConfig:
+    """`cfg` with the twin's simulated timing the evaluation runs with: the flags when either is given (the other
+    then its default: 0, or with --faithful the faithful one); otherwise a train run's own (its config) or a learner
+    / sim run's, from the sim's summary.json in the run directory (its `timing`; none without that file)."""
+    if camera_latency_ms is None and action_delay_ms is None:
+        if not learner_run:
+            return cfg
+        saved: Any = {}
+        try:
+            saved = json.loads((ckpt.parent.parent / "summary.json").read_text()).get("timing")
+        except (OSError, ValueError, AttributeError):
+            pass
+        if not isinstance(saved, dict) or not saved:
+            return cfg
+        camera_latency_ms, action_delay_ms = saved.get("camera_latency_ms"), saved.get("action_delay_ms")
+    return dataclasses.replace(cfg, camera_latency_ms=camera_latency_ms, action_delay_ms=action_delay_ms)
+
+
 def evaluate_checkpoint(path: Path, episodes: int, seed: int = 2_000_000, reward: str | None = None,
-                        reward_gate_k: int | None = None, task: str | None = None) -> dict[str, Any]:
+                        reward_gate_k: int | None = None, task: str | None = None,
+                        camera_latency_ms: float | None = None, action_delay_ms: float | None = None,
+                        ) -> dict[str, Any]:
     """Evaluate the checkpoint `path` names on `episodes` deterministic episodes (env seeds seed, seed + 1, ...);
     one row: checkpoint, task, episodes, env_step, success_rate (counted as `success_source` says; a classifier's
-    with `reward_gate_k` and true_success_rate beside it), mean_return, mean_length. `reward`, `reward_gate_k`,
-    `task`: see the module docstring."""
+    with `reward_gate_k` and true_success_rate beside it), mean_return, mean_length, and the simulated `timing`
+    when there is one. `reward`, `reward_gate_k`, `task`: see the module docstring; `camera_latency_ms`,
+    `action_delay_ms`: the twin's simulated timing (None: the run's own, `run_timing`)."""
     if episodes < 1:
         raise ConfigError(f"--episodes={episodes} must be >= 1")
     ckpt = find_checkpoint(path)
@@ -106,6 +130,8 @@ def evaluate_checkpoint(path: Path, episodes: int, seed: int = 2_000_000, reward
     if "agent" not in groups and "policy" not in groups:
         raise CheckpointError(f"{ckpt}: the checkpoint has neither an 'agent' nor a 'policy' (train-bc) group")
     cfg, agent_cfg, saved_spec = run_config(ckpt, meta, task)
+    cfg = run_timing(cfg, ckpt, saved_spec is not None, camera_latency_ms, action_delay_ms)
+    timing = cfg.env_timing()  # (a bad value or an --env-id run: ConfigError from TrainConfig, naming the flag)
     reward, reward_gate_k = run_reward(cfg, isinstance(meta.get("config"), dict), reward, reward_gate_k)
     classifier = parse_reward_source(reward)[0] == "classifier"
     torch.set_num_threads(cfg.torch_threads)
@@ -140,6 +166,8 @@ def evaluate_checkpoint(path: Path, episodes: int, seed: int = 2_000_000, reward
         row: dict[str, Any] = {"checkpoint": str(ckpt), "task": spec.task, "episodes": episodes,
                                "env_step": int(dict(meta.get("counters", {})).get("env_step", -1)),
                                "success_rate": counted["success_rate"], "success_source": "env"}
+        if timing:
+            row["timing"] = timing
         if classifier:
             row.update(success_source=reward, reward_gate_k=int(env.model.k),
                        true_success_rate=counted["true_success_rate"])
