@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .diagnosis import pixel_diagnosis
+from .diagnosis import pixel_diagnosis, timing_eval
 from .fmt import Results
 from .learning import (
     deterministic_gap,
@@ -126,6 +126,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "sample_efficiency_pixels_faithful_opreset_intervene": se_pixels_faithful_opreset_intervene,
     "sample_efficiency_pixels_faithful_opreset_notiming": se_pixels_faithful_opreset_notiming,
     "faithful_scenes": faithful_scenes,
+    "timing_eval": timing_eval,
     "sample_efficiency_pixels_defaults": se_pixels_defaults,
     "residual": residual,
     "hl_gauss": hl_gauss,

@@ -74,3 +74,18 @@ def pixel_diagnosis(res: Results) -> str:
     if missing:
         parts.append("No diagnostics run yet for these arms: " + "; ".join(missing) + ".")
     return "\n\n".join(parts)
+
+
+def timing_eval(res: Results, name: str = "timing_eval_faithful_notiming.json") -> str:
+    """benchmarks/timing_eval.py: a run's final policy on time, with late frames, a late arm and both."""
+    d = res(name)
+    rows = []
+    for run in d["runs"]:
+        for e in run["evaluations"]:
+            rows.append([run["label"], ksteps(e["env_step"]), f"{e['camera_latency_ms']:g} ms",
+                         f"{e['action_delay_ms']:g} ms", pct(e["success_rate"]),
+                         pct(e.get("true_success_rate", e["success_rate"])), rnd(e["mean_length"], 1)])
+    return "\n\n".join([table(["policy", "env steps", "frames late", "targets late", "success (the run's reward)",
+                               "true success", "mean episode length"], rows),
+                        source(name, note=f"{d['episodes']} deterministic episodes per row, the same env seeds "
+                                          f"(from {d['first_seed']:,}) in every row")])
