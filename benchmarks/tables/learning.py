@@ -217,6 +217,16 @@ def se_pixels_faithful_opreset_demotiming(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming.json")
 
 
+def se_pixels_faithful_opreset_demotiming_20k(res: Results) -> str:
+    """The same with demos under the timing, 3 seeds to 20k env steps."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json")
+
+
+def se_pixels_faithful_last_action(res: Results) -> str:
+    """The same (demos under the timing) with the previous step's action in the observation, per seed."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube-last-action_pixels64_faithful_opreset3_demotiming.json")
+
+
 def se_pixels_faithful_opreset_intervene(res: Results) -> str:
     """The operator-reset faithful runs with a person's interventions (the twin's scripted operator), per seed."""
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_intervene.json")

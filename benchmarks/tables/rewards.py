@@ -161,6 +161,8 @@ FAITHFUL_REWARD_RUNS = [
      "+ a person's scene resets, timing off"),
     ("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming.json",
      "+ a person's scene resets, timing on, demos under the timing"),
+    ("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json",
+     "+ a person's scene resets, timing on, demos under the timing, 20k"),
     ("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_intervene.json",
      "+ a person's scene resets and interventions, timing on"),
 ]
