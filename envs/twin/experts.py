@@ -45,7 +45,6 @@ from envs.robot import RobotState
 from envs.tasks import (
     CUBE_HALF_SIZE_M,
     HOLE_DEPTH_M,
-    TASKS,
     CubeRelocateTask,
     Task,
     get_task,
@@ -93,7 +92,7 @@ class ScriptedExpert:
             from envs.presets import twin_task
 
             task = twin_task(task)
-        elif isinstance(task, str) and task not in TASKS:  # a lab's task file: the twin task it extends
+        elif isinstance(task, str):  # a twin task's name, or a lab's task file: the twin task it extends
             from envs.task_file import resolve_task
 
             task = resolve_task(task)

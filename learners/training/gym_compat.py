@@ -61,8 +61,6 @@ class SuccessKeyWrapper(ForwardingWrapper):
         return obs, reward, terminated, truncated, info
 
 
-
-
 def success_warning(wrapper: SuccessKeyWrapper) -> str | None:
     """One line when the env never reported `info[key]` in any step seen so far (None when it did, or before any
     step): every success rate reads 0; names the info keys that look like a success flag."""
