@@ -196,7 +196,10 @@ class Sim:
                         "--out", str(demos), "--obs-mode", a.obs_mode)
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
-        return argv
+        # the demos under the timing the run trains with (the faithful default included): demos recorded on an arm
+        # carry its cameras' latency, and demos on time taught the faithful pixel runs less (docs/twin.md)
+        timing = timing_overrides(a.faithful, a.camera_latency_ms, a.action_delay_ms)
+        return argv + [arg for name, v in timing.items() for arg in ("--" + name.replace("_", "-"), f"{v:g}")]
 
     def server_argv(self) -> list[str]:
         a = self.cfg

@@ -251,6 +251,25 @@ def test_the_flags_reach_every_env_of_train_actor_and_sim(tmp_path: Any) -> None
         parse_actor_args(["--task", "twin-reach", "--action-delay-ms", "nan"])
 
 
+def test_sim_records_its_demos_under_the_timing_it_trains_with(tmp_path: Any) -> None:
+    from demos.recording.demos import parse_record_demos_args
+    from supervisor.sim import Sim
+    from supervisor.sim_config import build_sim_parser, sim_config
+
+    def demo_timing(*flags: str) -> dict[str, float]:
+        sim = Sim(sim_config(build_sim_parser().parse_args(["--task", "twin-reach", "--out", str(tmp_path / "s"),
+                                                             *flags])))
+        argv = sim.demos_argv(tmp_path / "demos", 3)
+        cfg = parse_record_demos_args(argv[argv.index("record-demos") + 1:])
+        return timing_overrides(False, cfg.camera_latency_ms, cfg.action_delay_ms)
+
+    assert demo_timing() == {}  # no timing: the demos as before
+    assert demo_timing("--faithful", "--reward", "human", "--intervene", "scripted") == FAITHFUL_TIMING
+    assert demo_timing("--camera-latency-ms", "40") == {"camera_latency_ms": 40.0, "action_delay_ms": 0.0}
+    assert demo_timing("--faithful", "--reward", "human", "--intervene", "scripted", "--action-delay-ms", "0") == {
+        "camera_latency_ms": 100.0, "action_delay_ms": 0.0}
+
+
 def test_a_robot_server_serving_hardware_refuses_simulated_timing() -> None:
     from envs.remote import make_remote_env
     from envs.robot_server import RobotServerConfig, serve_in_thread
