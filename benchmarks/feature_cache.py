@@ -23,6 +23,7 @@ both) to show what the head costs, and the pixel defaults with fewer crops or a 
 
     python benchmarks/feature_cache.py --threads 1                 # writes benchmarks/results/feature_cache.json
     python benchmarks/feature_cache.py --sizes 64 --seconds 5 --tag quick
+    python benchmarks/feature_cache.py --sizes 64 --only-defaults --variants "K=1, image latent 64" --tag k1
 """
 
 from __future__ import annotations
@@ -112,8 +113,13 @@ def random_weights(path: Path, size: int) -> Path:
 DEFAULT_VARIANTS = (("K=2", ("feature_cache_crops=2",)), ("K=1", ("feature_cache_crops=1",)),
                     ("image latent 64", ("image_latent_dim=64",)),
                     ("K=2, image latent 64", ("feature_cache_crops=2", "image_latent_dim=64")),
-                    ("K=1, image latent 64", ("feature_cache_crops=1", "image_latent_dim=64")))
-"""Cheaper settings of the pixel defaults (`--default-variants`): fewer cached crops, a narrower trainable head."""
+                    ("K=1, image latent 64", ("feature_cache_crops=1", "image_latent_dim=64")),
+                    ("bf16 backbone", ("backbone_precision=bf16",)),
+                    ("K=1, image latent 64, bf16 backbone",
+                     ("feature_cache_crops=1", "image_latent_dim=64", "backbone_precision=bf16")))
+"""Cheaper settings of the pixel defaults (`--default-variants`, or the ones named by `--variants`): fewer cached
+crops, a narrower trainable head, the frozen backbone under bf16 autocast (fast where the CPU has bf16 instructions,
+e.g. AVX512-BF16)."""
 
 
 def measure(case: Case, args: Any, weights: Path | None) -> dict[str, Any]:
@@ -181,7 +187,9 @@ def cases(args: Any) -> list[Case]:
     for size in args.sizes:
         out.append(Case("pixel defaults (target features, K=4)", "pixels", size, ("encoder_features=both",),
                         frozen=True, demos=True))
-        for label, sets in DEFAULT_VARIANTS if args.default_variants else ():
+        for label, sets in DEFAULT_VARIANTS if args.default_variants or args.variants else ():
+            if args.variants and label not in args.variants:
+                continue
             out.append(Case(f"pixel defaults, {label}", "pixels", size, ("encoder_features=both", *sets), frozen=True,
                             demos=True))
         if args.only_defaults:
@@ -211,6 +219,9 @@ def main() -> None:
     p.add_argument("--only-defaults", action="store_true", help="time only the state learner and the pixel defaults")
     p.add_argument("--default-variants", action="store_true",
                    help="also time the pixel defaults with fewer cached crops and a narrower head")
+    p.add_argument("--variants", nargs="+", default=None, metavar="LABEL",
+                   choices=[label for label, _ in DEFAULT_VARIANTS],
+                   help="time only these settings of the pixel defaults (labels of DEFAULT_VARIANTS)")
     p.add_argument("--seconds", type=float, default=20.0, help="CPU seconds per case (the timed loop)")
     p.add_argument("--min-steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)

@@ -185,6 +185,11 @@ def se_pixels_defaults(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")
 
 
+def se_pixels_defaults_peg(res: Results) -> str:
+    """Peg insertion from pixels with the pixel defaults as a new task gets them (no agent flag), per seed."""
+    return _pixel_seeds(res, "sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")
+
+
 def se_pixels_faithful_notiming(res: Results) -> str:
     """The faithful runs' training again (the timing stayed on there: a bug since fixed), evaluated without the
     simulated timing, per seed."""

@@ -40,6 +40,7 @@ def readme_glance(res: Results) -> str:
     tp = res("third_party_gym_hil_pick_cube.json")["runs"]
     px = res("sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")["runs"]
     ff = res("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json")["runs"]
+    pp = res("sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")["runs"]
     cls = res("classifier.json")["sizes"]["64"]["test"]
     lr = res("learned_reward_twin-pick-cube.json")
     twin = res("twin_speed.json")["goals"]
@@ -65,6 +66,10 @@ def readme_glance(res: Results) -> str:
          " / ".join(ksteps(r["first_step_at_90"]) for r in px) + " env steps; "
          + pcts([r["final_success_rate"] for r in px]) + f" at {ksteps(px[0]['env_steps_done'])}",
          "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json"],
+        ["peg-insert from the same two cameras + proprio, the same defaults (no agent flag), 3 seeds: first "
+         "evaluation >= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in pp) + " env steps; "
+         + pcts([r["final_success_rate"] for r in pp]) + f" at {ksteps(pp[0]['env_steps_done'])}",
+         "sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json"],
         ["the same in the hardware-faithful mode (the classifier's reward, robot resets and a person's scene reset "
          "after 3 failures, frames 100 ms and targets 20 ms late, demos recorded so), 3 seeds: first evaluation "
          ">= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in ff) + " env steps; "
