@@ -190,6 +190,17 @@ def se_pixels_defaults_peg(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")
 
 
+def se_pixels_cheap(res: Results) -> str:
+    """The pixel defaults against the same with the cheaper learner settings (one cached shift per frame, a 64-wide
+    trainable head, the frozen backbone in bf16), 3 seeds each, per seed and per arm."""
+    name = "sample_efficiency_twin-pick-cube_pixels64_cheap.json"
+    arms = compare([("the pixel defaults", _runs(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")),
+                    ("one cached shift, 64-wide head, bf16 backbone", _runs(res, name))],
+                   1000, [2000, 4000, 6000, 8000, 10000])
+    intro = "Against the pixel defaults (the same 20 demos, seeds and protocol):"
+    return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+
+
 def se_pixels_faithful_notiming(res: Results) -> str:
     """The faithful runs' training again (the timing stayed on there: a bug since fixed), evaluated without the
     simulated timing, per seed."""

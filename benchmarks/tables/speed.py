@@ -337,6 +337,17 @@ def feature_cache_variants(res: Results) -> str:
     return "\n\n".join([table(FEATURE_CACHE_HEADER, _feature_cache_rows(d)), note, source(name)])
 
 
+def feature_cache_bf16(res: Results) -> str:
+    """The pixel defaults with the frozen backbone in bf16 and with the cheaper settings, timed on an idle machine."""
+    name = "feature_cache_bf16.json"
+    d = res(name)
+    note = (f"twin-pick-cube, `python benchmarks/feature_cache.py --sizes 64 --only-defaults --variants ... --seconds "
+            f"{d['seconds_per_case']:g} --tag bf16`, as the table above, {d['threads']} thread, {d['time'][:10]}, load "
+            f"average {rnd(d['load_average'][0], 1)} on {d['cpu_count']} cores (nothing else running). "
+            f"`backbone_precision=bf16` on this CPU (AVX512-BF16): the frozen backbone under bf16 autocast.")
+    return "\n\n".join([table(FEATURE_CACHE_HEADER, _feature_cache_rows(d)), note, source(name)])
+
+
 def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
     d = res(name)
     rows = _feature_cache_rows(d)
