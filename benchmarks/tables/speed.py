@@ -324,28 +324,30 @@ def _feature_cache_rows(d: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _timed_variants(res: Results, name: str, how: str, note: str) -> str:
+    """A feature_cache result's rows with one note: the command's flags `how`, the machine, then `note`."""
+    d = res(name)
+    text = (f"twin-pick-cube, `python benchmarks/feature_cache.py --sizes 64 --only-defaults {how} --seconds "
+            f"{d['seconds_per_case']:g}`: each agent as `robot-rl train` builds it, the pixel rows with the run's "
+            f"demos and a frozen ResNet-10 with random weights and target heads; CPU seconds of the learner per env "
+            f"step, {d['threads']} thread, {d['time'][:10]}, load average {rnd(d['load_average'][0], 1)} on "
+            f"{d['cpu_count']} cores {note}")
+    return "\n\n".join([table(FEATURE_CACHE_HEADER, _feature_cache_rows(d)), text, source(name)])
+
+
 def feature_cache_variants(res: Results) -> str:
     """The pixel defaults (target-head predictions cached) and cheaper settings of them, against the state learner."""
-    name = "feature_cache_variants.json"
-    d = res(name)
-    note = (f"twin-pick-cube, `python benchmarks/feature_cache.py --sizes 64 --only-defaults --default-variants "
-            f"--seconds {d['seconds_per_case']:g}`: each agent as `robot-rl train` builds it, the pixel rows with the "
-            f"run's demos and a frozen ResNet-10 with random weights and target heads; CPU seconds of the learner per "
-            f"env step, {d['threads']} thread, {d['time'][:10]}, load average {rnd(d['load_average'][0], 1)} on "
-            f"{d['cpu_count']} cores (training runs shared the machine): the ratios are from one run. The variants "
-            f"were timed, not trained: whether they learn as well is not measured.")
-    return "\n\n".join([table(FEATURE_CACHE_HEADER, _feature_cache_rows(d)), note, source(name)])
+    return _timed_variants(res, "feature_cache_variants.json", "--default-variants",
+                           "(training runs shared the machine): the ratios are from one run. One crop with the "
+                           "64-wide head was trained later (with the backbone in bf16, the next table): it learned "
+                           "worse.")
 
 
 def feature_cache_bf16(res: Results) -> str:
     """The pixel defaults with the frozen backbone in bf16 and with the cheaper settings, timed on an idle machine."""
-    name = "feature_cache_bf16.json"
-    d = res(name)
-    note = (f"twin-pick-cube, `python benchmarks/feature_cache.py --sizes 64 --only-defaults --variants ... --seconds "
-            f"{d['seconds_per_case']:g} --tag bf16`, as the table above, {d['threads']} thread, {d['time'][:10]}, load "
-            f"average {rnd(d['load_average'][0], 1)} on {d['cpu_count']} cores (nothing else running). "
-            f"`backbone_precision=bf16` on this CPU (AVX512-BF16): the frozen backbone under bf16 autocast.")
-    return "\n\n".join([table(FEATURE_CACHE_HEADER, _feature_cache_rows(d)), note, source(name)])
+    return _timed_variants(res, "feature_cache_bf16.json", "--variants ... --tag bf16",
+                           "(nothing else running); `backbone_precision=bf16` on this CPU (AVX512-BF16): the frozen "
+                           "backbone under bf16 autocast.")
 
 
 def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
