@@ -56,6 +56,7 @@ from .learning import (
     se_pixels_faithful_opreset_notiming,
     se_pixels_faithful_tray,
     se_pixels_targets,
+    se_pixels_timing_demotiming,
     third_party,
     warm_start,
 )
@@ -138,6 +139,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "sample_efficiency_pixels_defaults": se_pixels_defaults,
     "sample_efficiency_pixels_defaults_peg": se_pixels_defaults_peg,
     "sample_efficiency_pixels_cheap": se_pixels_cheap,
+    "sample_efficiency_pixels_timing_demotiming": se_pixels_timing_demotiming,
     "residual": residual,
     "hl_gauss": hl_gauss,
     "warm_start": warm_start,

@@ -201,6 +201,19 @@ def se_pixels_cheap(res: Results) -> str:
     return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
 
 
+def se_pixels_timing_demotiming(res: Results) -> str:
+    """The pixel defaults with the simulated timing on (and the demos recorded under it), true reward, teleported
+    scenes, against the same without the timing, per seed and per arm."""
+    name = "sample_efficiency_twin-pick-cube_pixels64_timing_demotiming.json"
+    last = min(r["env_steps_done"] for r in res(name)["runs"]) // 1000 * 1000
+    base = _runs(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")
+    arms = compare([("the pixel defaults, no timing", base),
+                    ("the same, frames 100 ms and targets 20 ms late, demos recorded so", _runs(res, name))],
+                   1000, list(range(2000, last + 1, 2000)))
+    intro = "Against the pixel defaults without the timing (the same seeds and protocol; demos on time there):"
+    return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+
+
 def se_pixels_faithful_notiming(res: Results) -> str:
     """The faithful runs' training again (the timing stayed on there: a bug since fixed), evaluated without the
     simulated timing, per seed."""
