@@ -196,10 +196,10 @@ class Sim:
                         "--out", str(demos), "--obs-mode", a.obs_mode)
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
-        # the demos under the timing the run trains with (the faithful default included): demos recorded on an arm
-        # carry its cameras' latency, and demos on time taught the faithful pixel runs less (docs/twin.md)
-        timing = timing_overrides(a.faithful, a.camera_latency_ms, a.action_delay_ms)
-        return argv + [arg for name, v in timing.items() for arg in ("--" + name.replace("_", "-"), f"{v:g}")]
+        # the demos under the timing the run trains with (the faithful default included, record-demos has no
+        # --faithful): demos recorded on an arm carry its cameras' latency, and demos on time taught the faithful
+        # pixel runs less (docs/twin.md)
+        return argv + self.timing_argv(resolved=True)
 
     def server_argv(self) -> list[str]:
         a = self.cfg
@@ -259,12 +259,16 @@ class Sim:
         argv = ["--reward", a.reward] if a.reward != (task_reward(a.task)[0] or "env") else []
         return argv + (["--reward-gate-k", str(a.reward_gate_k)] if a.reward_gate_k is not None else [])
 
-    def timing_argv(self) -> list[str]:
-        """--camera-latency-ms / --action-delay-ms as given (None: the actor's own default)."""
+    def timing_argv(self, resolved: bool = False) -> list[str]:
+        """--camera-latency-ms / --action-delay-ms as given (None: the child's own default, left out); `resolved`:
+        the values the run's envs get (robot_rl.timing.timing_overrides: with --faithful its defaults filled in)."""
         a = self.cfg
-        return [arg for flag, v in (("--camera-latency-ms", a.camera_latency_ms),
-                                    ("--action-delay-ms", a.action_delay_ms)) if v is not None
-                for arg in (flag, f"{v:g}")]
+        values: dict[str, float | None] = {"camera_latency_ms": a.camera_latency_ms,
+                                           "action_delay_ms": a.action_delay_ms}
+        if resolved:
+            values = dict(timing_overrides(a.faithful, a.camera_latency_ms, a.action_delay_ms))
+        return [arg for name, v in values.items() if v is not None
+                for arg in ("--" + name.replace("_", "-"), f"{v:g}")]
 
     def evaluate_argv(self, result_path: Path) -> list[str]:
         a = self.cfg
