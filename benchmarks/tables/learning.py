@@ -190,28 +190,31 @@ def se_pixels_defaults_peg(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")
 
 
+def _against_pixel_defaults(res: Results, name: str, defaults_label: str, arm_label: str, intro: str) -> str:
+    """A pixel result's per-seed grid, then its arm beside the pixel defaults' (mean success every 2k env steps up
+    to its shortest run)."""
+    last = min(r["env_steps_done"] for r in res(name)["runs"]) // 1000 * 1000
+    arms = compare([(defaults_label, _runs(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")),
+                    (arm_label, _runs(res, name))], 1000, list(range(2000, last + 1, 2000)))
+    return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+
+
 def se_pixels_cheap(res: Results) -> str:
     """The pixel defaults against the same with the cheaper learner settings (one cached shift per frame, a 64-wide
     trainable head, the frozen backbone in bf16), 3 seeds each, per seed and per arm."""
-    name = "sample_efficiency_twin-pick-cube_pixels64_cheap.json"
-    arms = compare([("the pixel defaults", _runs(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")),
-                    ("one cached shift, 64-wide head, bf16 backbone", _runs(res, name))],
-                   1000, [2000, 4000, 6000, 8000, 10000])
-    intro = "Against the pixel defaults (the same 20 demos, seeds and protocol):"
-    return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+    return _against_pixel_defaults(res, "sample_efficiency_twin-pick-cube_pixels64_cheap.json", "the pixel defaults",
+                                   "one cached shift, 64-wide head, bf16 backbone",
+                                   "Against the pixel defaults (the same 20 demos, seeds and protocol):")
 
 
 def se_pixels_timing_demotiming(res: Results) -> str:
     """The pixel defaults with the simulated timing on (and the demos recorded under it), true reward, teleported
     scenes, against the same without the timing, per seed and per arm."""
-    name = "sample_efficiency_twin-pick-cube_pixels64_timing_demotiming.json"
-    last = min(r["env_steps_done"] for r in res(name)["runs"]) // 1000 * 1000
-    base = _runs(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")
-    arms = compare([("the pixel defaults, no timing", base),
-                    ("the same, frames 100 ms and targets 20 ms late, demos recorded so", _runs(res, name))],
-                   1000, list(range(2000, last + 1, 2000)))
-    intro = "Against the pixel defaults without the timing (the same seeds and protocol; demos on time there):"
-    return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+    return _against_pixel_defaults(res, "sample_efficiency_twin-pick-cube_pixels64_timing_demotiming.json",
+                                   "the pixel defaults, no timing",
+                                   "the same, frames 100 ms and targets 20 ms late, demos recorded so",
+                                   "Against the pixel defaults without the timing (the same seeds and protocol; demos "
+                                   "on time there):")
 
 
 def se_pixels_faithful_notiming(res: Results) -> str:
