@@ -13,6 +13,12 @@ Usage::
     python benchmarks/main_command.py                              # twin-pick-cube, defaults (~10 min, 2 cores)
     python benchmarks/main_command.py --task twin-peg-insert
     python benchmarks/main_command.py --task twin-reach -- --actors 1  # anything after -- goes to robot-rl sim
+    python benchmarks/main_command.py --label faithful_pixels -- --obs-mode pixels --image-size 64 --faithful \
+        --reward classifier:CLS --actor-args "--operator-reset-after 3" --max-env-steps 20000
+
+With a classifier reward the row holds both the final evaluation's counted success (the classifier's, gated) and
+the twin's true success (`eval_true_success_rate`), and the scene resets a person was asked for (summed over the
+actors' stats).
 
 Run it on an otherwise idle machine: the learner, the actors and their robot servers share the cores, and the
 wall time is the figure being measured.
@@ -32,11 +38,13 @@ from typing import Any
 
 from _prelude import (
     ROOT,
+    add_label,
     add_out_dir,
     bench_parser,
     cell,
     host_info,
     load_average,
+    result_name,
     robot_rl_command,
     split_passthrough,
     write_json,
@@ -68,6 +76,13 @@ def _rate(count: Any, seconds: Any) -> float | None:
     return round(float(count) / float(seconds), 1)
 
 
+def _sum_actor_stat(summary: dict[str, Any], key: str) -> int | None:
+    """`key` summed over the actors' final stats in `summary` (None when no actor reported it)."""
+    values = [a[key] for a in (summary.get("actor_stats") or {}).values()
+              if isinstance(a, dict) and isinstance(a.get(key), int | float)]
+    return int(sum(values)) if values else None
+
+
 def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[str]) -> dict[str, Any]:
     """The result row from the run directory `out` (its summary.json)."""
     summary = _read_json(out / "summary.json")
@@ -79,6 +94,10 @@ def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[
         "updates_per_s": _rate(summary.get("updates"), summary.get("learner_elapsed_s")),
         "train_success_rate": summary.get("train_success_rate"),
         "eval_success_rate": summary.get("eval_success_rate"), "eval_episodes": summary.get("eval_episodes"),
+        "eval_success_source": summary.get("eval_success_source"),
+        "eval_true_success_rate": summary.get("eval_true_success_rate"),
+        "operator_scene_resets": _sum_actor_stat(summary, "operator_scene_resets"),
+        "timing": summary.get("timing"),
         "milestones": milestones,
         # the learner's agent: torch.compile on (the CPU default) or not (ROBOT_RL_COMPILE=0, --set compile=false)
         "compile": _read_json(out / "agent_config.json").get("compile"),
@@ -104,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     p = bench_parser(__doc__)
     p.add_argument("--task", default="twin-pick-cube")
     add_out_dir(p)
+    add_label(p)
     p.add_argument("--keep", action="store_true", help="keep the run directory (printed) instead of deleting it")
     args = p.parse_args(args_in)
     run_dir = Path(tempfile.mkdtemp(prefix=f"main-command-{args.task}-")) / "run"
@@ -118,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(row)
     result = {"benchmark": "main_command", "command": f"robot-rl sim --task {args.task} {' '.join(extra)}".strip(),
               **host_info(), "date": time.strftime("%Y-%m-%d"), "result": row}
-    print(f"wrote {write_json(args.out / f'main_command_{args.task}.json', result)}")
+    name = result_name(f"main_command_{args.task}", args.label)
+    print(f"wrote {write_json(args.out / f'{name}.json', result)}")
     if args.keep:
         print(f"run directory: {run_dir}")
     else:
