@@ -42,7 +42,8 @@ episode starts from a wrong pose); `reset_retry_count` counts the retries (the m
 With `scene_resets = "first"` the scene is teleported (`reset_scene`) only on the env's first reset; every later
 reset runs the task's reset routine through the Robot seam instead (envs.resets: e.g. pick-cube puts a held cube
 back at a random spot of its start region), then the joint reset when due, then the move to the reset pose.
-`scene_teleports` counts the `reset_scene` calls; `info["scene_reset"]` says whether this reset made one.
+`scene_teleports` counts the `reset_scene` calls; `info["scene_reset"]` says whether this reset made one. A robot
+error that stops the routine (a trip: a cube pressed onto the table) is recovered and counted (`routine_errors`).
 `reset(options={"scene_reset": True})` asks for one on this reset whatever `scene_resets` says: the scene a person
 restores (robot_rl.scene_resets.OperatorSceneResets asks after failed episodes in a row). On the twin it is
 the teleport that stands in for the person; on hardware `reset_scene` is a no-op: the person must have restored the
@@ -101,14 +102,7 @@ from envs.motion import ResetMover, step_target
 from envs.resets import ResetStep, check_routine, routine_for
 from envs.robot import Cameras, Robot, RobotState
 from envs.tasks import Task, get_task
-from robot_rl.errors import (
-    ConfigError,
-    MissingExtraError,
-    RobotError,
-    RobotRLError,
-    SafetyError,
-    ShapeError,
-)
+from robot_rl.errors import ConfigError, MissingExtraError, RobotError, RobotRLError, SafetyError, ShapeError
 from robot_rl.extras import install_hint
 from robot_rl.reward_source import REWARD_IMAGES_INFO_KEY, SUCCESS_UNKNOWN_INFO_KEY
 
@@ -200,6 +194,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._episodes = 0
         self.scene_teleports = 0
         """How many times this env teleported the scene (`robot.reset_scene`)."""
+        self.routine_errors = 0
+        """Reset routines a robot error stopped (recovered: clear_errors or a joint reset, then the joint reset)."""
         self._mover = ResetMover(robot, cfg)
         self.reset_routine: tuple[ResetStep, ...] = routine_for(self.task.reset_routine)
         """The steps a reset without a teleport runs (envs.resets); replace it to change the routine."""
@@ -224,7 +220,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         noise_rot = rng.uniform(-cfg.reset_noise_rad, cfg.reset_noise_rad, 3)
 
         recovered = False
-        if self.last_state is not None and self.last_state.error:
+        # the last step's error or one since (also a robot still stopped when this env connects: a restarted actor)
+        if (self.last_state is not None and self.last_state.error) or robot.state().error:
             recovered = self._mover.clear_or_recover()
         robot.set_gains("precision")
         joint_reset = (
@@ -242,7 +239,11 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             self._cmd_pos, self._cmd_quat = np.array(now.pos_base_ee, np.float64), quat_normalize(now.quat_base_ee)
             if not now.error:
                 robot.command(self._cmd_pos, self._cmd_quat, self._gripper_cmd)
-            self._run_routine(self.reset_routine, rng)
+            try:
+                self._run_routine(self.reset_routine, rng)
+            except RobotError:  # a trip in the tidy-up (a cube pressed onto the table): recover, then home
+                self.routine_errors += 1
+                joint_reset = self._mover.clear_or_recover() or True
         if joint_reset:
             robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
         if self.reset_pose is None:

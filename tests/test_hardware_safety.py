@@ -608,3 +608,79 @@ def test_a_trip_ends_the_episode_as_configured(ends: str) -> None:
         env.close()
     with pytest.raises(ConfigError, match="robot_error_ends"):
         RobotEnvConfig(robot_error_ends="stop")
+
+
+def _tripped_at_joint_1(guard: Any) -> None:
+    """Drive joint 1 into its margin behind the guard's back and let the guard see it (it trips and latches)."""
+    from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
+
+    q = np.array(PANDA_HOME_Q)
+    q[0] = PANDA_Q_MAX[0] - 0.02
+    guard.robot.reset_joints(q)
+    assert "joint 1" in guard.state().error
+
+
+def test_a_fresh_env_on_a_stopped_robot_recovers_at_its_first_reset() -> None:
+    """An actor restarted after its robot server stopped connects to a robot still in its trip: the new env's first
+    reset clears it (here by the recovery joint reset: the joint is still in its margin) instead of failing on the
+    refused set_gains (a faithful `robot-rl sim` pixel run lost an actor and every restart of it to this)."""
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.twin import TwinRobot, TwinRobotConfig
+    from robot_rl.errors import RobotError
+
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="reach", render=False)), ServerSafetyConfig(clear_settle_s=0.2))
+    _tripped_at_joint_1(guard)
+    with pytest.raises(RobotError, match="safety stop"):
+        guard.set_gains("precision")  # what the first reset did first
+    env = RobotEnv(guard, "reach", None, RobotEnvConfig(obs_mode="state"))
+    try:
+        env.reset(seed=0)
+        assert env.last_state is not None and env.last_state.error == "" and guard.stats()["tripped"] == ""
+        env.step(np.zeros(7, np.float32))
+        assert env.last_state.error == ""
+    finally:
+        env.close()
+
+
+class _TripsInTheRoutine:
+    """A robot that trips its guard at the `n`-th set_gains call once armed (the pick-cube routine's first step is
+    a gains change; a trip there stands for one during the routine's put-down), everything else passed through."""
+
+    def __init__(self, guard: Any) -> None:
+        self.guard, self.armed_calls = guard, 0
+
+    def set_gains(self, profile: str) -> None:
+        if self.armed_calls:
+            self.armed_calls -= 1
+            if not self.armed_calls:
+                _tripped_at_joint_1(self.guard)
+        self.guard.set_gains(profile)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.guard, name)
+
+
+def test_a_trip_in_the_reset_routine_is_recovered_and_the_episode_starts_home() -> None:
+    """Robot-driven resets (scene_resets='first'): a guard trip while the routine runs (a RobotError from its next
+    command) used to escape reset() and stop the actor; the env clears it (or recovers by the joint reset), does the
+    joint reset, counts it in routine_errors and starts the episode at the reset pose with no error."""
+    from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
+    from envs.twin import TwinRobot, TwinRobotConfig
+
+    guard = SafetyGuard(TwinRobot(TwinRobotConfig(task="pick_cube", render=False)),
+                        ServerSafetyConfig(clear_settle_s=0.2))
+    robot = _TripsInTheRoutine(guard)
+    env = RobotEnv(robot, "pick_cube", None, RobotEnvConfig(obs_mode="state", scene_resets="first"))
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros(7, np.float32))
+        teleports, trips = env.scene_teleports, guard.stats()["trips"]
+        robot.armed_calls = 2  # the reset's own precision gains first, then the routine's gains step trips
+        _, info = env.reset()
+        assert env.routine_errors == 1 and guard.stats()["trips"] > trips and env.scene_teleports == teleports
+        assert env.last_state is not None and env.last_state.error == "" and not info["scene_reset"]
+        assert abs(guard.state().q_rad[0] - env.config.home_q_rad[0]) < 0.2  # the joint reset brought it home
+        env.step(np.zeros(7, np.float32))
+        assert env.last_state.error == ""
+    finally:
+        env.close()
