@@ -15,6 +15,7 @@ Usage::
     python benchmarks/main_command.py --task twin-reach -- --actors 1  # anything after -- goes to robot-rl sim
     python benchmarks/main_command.py --label faithful_pixels -- --obs-mode pixels --image-size 64 --faithful \
         --reward classifier:CLS --actor-args "--operator-reset-after 3" --max-env-steps 20000
+    python benchmarks/main_command.py --label L --from-run RUN -- FLAGS   # the row of a run kept with --keep
 
 With a classifier reward the row holds both the final evaluation's counted success (the classifier's, gated) and
 the twin's true success (`eval_true_success_rate`), and the scene resets a person was asked for (summed over the
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -97,6 +99,7 @@ def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[
         "eval_success_source": summary.get("eval_success_source"),
         "eval_true_success_rate": summary.get("eval_true_success_rate"),
         "operator_scene_resets": _sum_actor_stat(summary, "operator_scene_resets"),
+        "guard_stops": summary.get("guard_stops"),  # training episodes the robot servers' safety guards stopped
         "timing": summary.get("timing"),
         "milestones": milestones,
         # the learner's agent: torch.compile on (the CPU default) or not (ROBOT_RL_COMPILE=0, --set compile=false)
@@ -125,22 +128,34 @@ def main(argv: list[str] | None = None) -> int:
     add_out_dir(p)
     add_label(p)
     p.add_argument("--keep", action="store_true", help="keep the run directory (printed) instead of deleting it")
+    p.add_argument("--from-run", type=Path, default=None, metavar="RUN_DIR",
+                   help="no run: the row of a finished sim run directory (one kept with --keep; the wall time its "
+                        "summary.json measured); give the flags that run had after --")
     args = p.parse_args(args_in)
-    run_dir = Path(tempfile.mkdtemp(prefix=f"main-command-{args.task}-")) / "run"
-    load_before = load_average()[0]
-    code, wall_s, tail = run_sim(args.task, run_dir, extra)
-    row = summarise(args.task, run_dir, wall_s, code, extra)
-    # the machine's 1-minute load average before and after the run: the wall time is only comparable between
-    # runs on an equally idle machine (the run itself loads it with ~2-3 busy processes)
-    row["load_avg_1min"] = {"before": round(load_before, 2), "after": round(load_average()[0], 2)}
+    date = time.strftime("%Y-%m-%d")
+    if args.from_run is not None:
+        run_dir, summary_path = args.from_run, args.from_run / "summary.json"
+        if not _read_json(summary_path):
+            raise SystemExit(f"{summary_path}: missing or unreadable (not a finished robot-rl sim run)")
+        code, wall_s, tail = 0, float(_read_json(summary_path).get("wall_s") or 0.0), ""
+        row = {**summarise(args.task, run_dir, wall_s, code, extra), "from_run": str(run_dir)}
+        date = time.strftime("%Y-%m-%d", time.localtime(summary_path.stat().st_mtime))
+    else:
+        run_dir = Path(tempfile.mkdtemp(prefix=f"main-command-{args.task}-")) / "run"
+        load_before = load_average()[0]
+        code, wall_s, tail = run_sim(args.task, run_dir, extra)
+        row = summarise(args.task, run_dir, wall_s, code, extra)
+        # the machine's 1-minute load average before and after the run: the wall time is only comparable between
+        # runs on an equally idle machine (the run itself loads it with ~2-3 busy processes)
+        row["load_avg_1min"] = {"before": round(load_before, 2), "after": round(load_average()[0], 2)}
     if code != 0:
         print(tail, file=sys.stderr)
     print_table(row)
-    result = {"benchmark": "main_command", "command": f"robot-rl sim --task {args.task} {' '.join(extra)}".strip(),
-              **host_info(), "date": time.strftime("%Y-%m-%d"), "result": row}
+    result = {"benchmark": "main_command", "command": f"robot-rl sim --task {args.task} {shlex.join(extra)}".strip(),
+              **host_info(), "date": date, "result": row}
     name = result_name(f"main_command_{args.task}", args.label)
     print(f"wrote {write_json(args.out / f'{name}.json', result)}")
-    if args.keep:
+    if args.keep or args.from_run is not None:
         print(f"run directory: {run_dir}")
     else:
         shutil.rmtree(run_dir.parent, ignore_errors=True)

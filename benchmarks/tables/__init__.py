@@ -68,6 +68,7 @@ from .rewards import (
     classifier_rollouts_pretrained,
     forward_backward,
     learned_reward,
+    main_command_faithful,
 )
 from .robots import robots_per_learner
 from .speed import (
@@ -118,6 +119,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "first_weights": first_weights,
     "pretrained_encoders": pretrained_encoders,
     "main_command": main_command,
+    "main_command_faithful": main_command_faithful,
     "sample_efficiency_pick_cube_state": se_pick_cube_state,
     "sample_efficiency_peg_insert_state": se_peg_insert_state,
     "sample_efficiency_pick_cube_jax": se_pick_cube_jax,
