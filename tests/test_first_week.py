@@ -341,15 +341,19 @@ def streams() -> Iterator[str]:
 
 
 def wait_for_interventions(run_dir: Path, at_least: int = 3, timeout_s: float = 60.0) -> None:
-    """Until the learner's status in `run_dir` shows an actor with interventions; each such actor has >= at_least."""
+    """Until the learner's status in `run_dir` shows an actor with interventions, each such actor with >= at_least
+    (the status is written now and then: a first sight may show an actor's transitions only in part)."""
     from tests.test_runtime_faults import status
+
+    def enough(seen: dict[str, Any]) -> bool:
+        return bool(seen) and all(a["interventions"] >= at_least for a in seen.values())
 
     seen: dict[str, Any] = {}
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and not seen:
+    while time.monotonic() < deadline and not enough(seen):
         seen = {k: a for k, a in status(run_dir).get("actors", {}).items() if a.get("interventions")}
         time.sleep(0.2)
-    assert seen and all(a["interventions"] >= at_least for a in seen.values()), status(run_dir)
+    assert enough(seen), status(run_dir)
 
 
 def record_one_demo(r: Rehearsal, demo_line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[Any]:
