@@ -217,6 +217,33 @@ def se_pixels_timing_demotiming(res: Results) -> str:
                                    "on time there):")
 
 
+def _until(runs: Sequence[dict[str, Any]], last_step: int, spacing: int) -> list[dict[str, Any]]:
+    """The runs as if stopped at `last_step` (evaluations binned by `spacing`): curves cut there, the final success
+    their last evaluation's, so runs of different lengths compare on the same span."""
+    cut = []
+    for r in runs:
+        curve = [p for p in r["curve"] if p["env_step"] < last_step + spacing // 2]
+        cut.append({**r, "curve": curve, "final_success_rate": curve[-1]["success_rate"]})
+    return cut
+
+
+def se_pixels_classifier_timing(res: Results) -> str:
+    """The timing arm again with the classifier's reward (teleported scenes), per seed; then the three arms that
+    take the faithful mode apart (the true reward; the classifier's; the classifier's with robot resets and a
+    person's), each cut at the shortest run's end."""
+    name = "sample_efficiency_twin-pick-cube_pixels64_classifier_timing_demotiming.json"
+    true_name = "sample_efficiency_twin-pick-cube_pixels64_timing_demotiming.json"
+    faithful = "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json"
+    last = min(r["env_steps_done"] for n in (name, true_name) for r in res(n)["runs"]) // 1000 * 1000
+    arms = compare([("the true reward, teleported scenes", _until(_runs(res, true_name), last, 1000)),
+                    ("the classifier's reward, teleported scenes", _until(_runs(res, name), last, 1000)),
+                    ("the classifier's reward, robot resets, a person's after 3 failures (the faithful mode)",
+                     _until(_runs(res, faithful), last, 1000))], 1000, list(range(2000, last + 1, 2000)))
+    intro = (f"The three arms to {ksteps(last)} env steps (the same seeds, protocol, timing and demos recorded "
+             f"under it; the faithful arm's classifier another one made by the same commands):")
+    return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+
+
 def se_pixels_faithful_notiming(res: Results) -> str:
     """The faithful runs' training again (the timing stayed on there: a bug since fixed), evaluated without the
     simulated timing, per seed."""

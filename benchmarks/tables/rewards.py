@@ -165,6 +165,8 @@ FAITHFUL_REWARD_RUNS = [
      "+ a person's scene resets, timing on, demos under the timing, 20k"),
     ("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_intervene.json",
      "+ a person's scene resets and interventions, timing on"),
+    ("sample_efficiency_twin-pick-cube_pixels64_classifier_timing_demotiming.json",
+     "teleported scenes (not the faithful mode), timing on, demos under it"),
 ]
 
 
@@ -189,9 +191,9 @@ def classifier_faithful_rollouts(res: Results) -> str:
             "truly successful, at its step limit, is a miss). Frames: every training frame's classifier decision "
             "(before the k-gate) against the twin's truth at the step the frame was rendered (twin-only; hardware "
             "has no truth)")
-    return "\n\n".join([table(["faithful pixel run", "seed", "env steps", "training episodes", "truly successful",
-                               "ended by the classifier", "of them without true success", "episode precision",
-                               "episode recall", "frame precision", "frame recall"], rows),
+    return "\n\n".join([table(["pixel run with the classifier's reward", "seed", "env steps", "training episodes",
+                               "truly successful", "ended by the classifier", "of them without true success",
+                               "episode precision", "episode recall", "frame precision", "frame recall"], rows),
                         source(*(n for n, _ in FAITHFUL_REWARD_RUNS), note=note)])
 
 
