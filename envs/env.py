@@ -243,7 +243,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
                 self._run_routine(self.reset_routine, rng)
             except RobotError:  # a trip in the tidy-up (a cube pressed onto the table): recover, then home
                 self.routine_errors += 1
-                joint_reset = self._mover.clear_or_recover() or True
+                self._mover.clear_or_recover()
+                joint_reset = True
         if joint_reset:
             robot.reset_joints(np.asarray(cfg.home_q_rad, np.float64))
         if self.reset_pose is None:
