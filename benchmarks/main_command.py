@@ -135,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     date = time.strftime("%Y-%m-%d")
     if args.from_run is not None:
         run_dir, summary_path = args.from_run, args.from_run / "summary.json"
-        if not _read_json(summary_path):
+        if not (summary := _read_json(summary_path)):
             raise SystemExit(f"{summary_path}: missing or unreadable (not a finished robot-rl sim run)")
-        code, wall_s, tail = 0, float(_read_json(summary_path).get("wall_s") or 0.0), ""
+        code, wall_s, tail = 0, float(summary.get("wall_s") or 0.0), ""
         row = {**summarise(args.task, run_dir, wall_s, code, extra), "from_run": str(run_dir)}
         date = time.strftime("%Y-%m-%d", time.localtime(summary_path.stat().st_mtime))
     else:

@@ -454,7 +454,7 @@ def test_env_reset_recovers_from_a_joint_limit_trip() -> None:
     """An exploring policy drove a joint into its margin: the guard stopped, the episode ended, and the env's next
     reset must get the arm back by itself (clear_errors refuses while the joint is there; the env then does a
     recovery joint reset home and clears): a `robot-rl sim` pick-cube run lost both actors to this before."""
-    from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
+    from controllers.kinematics import PANDA_HOME_Q
     from envs.env import RobotEnv, RobotEnvConfig
     from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
     from envs.twin import TwinRobot, TwinRobotConfig
@@ -463,9 +463,7 @@ def test_env_reset_recovers_from_a_joint_limit_trip() -> None:
     env = RobotEnv(guard, "reach", None, RobotEnvConfig(obs_mode="state"))
     try:
         env.reset(seed=0)
-        q = np.array(PANDA_HOME_Q)
-        q[0] = PANDA_Q_MAX[0] - 0.02
-        guard.robot.reset_joints(q)  # as if the policy had driven joint 1 there (behind the guard's back)
+        _joint_1_into_its_margin(guard)  # as if the policy had driven joint 1 there (behind the guard's back)
         _, _, terminated, truncated, _ = env.step(np.zeros(7, np.float32))
         assert truncated and not terminated and "joint 1" in env.last_state.error
         env.reset()
@@ -587,7 +585,6 @@ def test_a_state_the_backend_receives_trips_the_guard_in_the_backend_thread() ->
 def test_a_trip_ends_the_episode_as_configured(ends: str) -> None:
     """robot_error_ends: a guard's trip ends the episode as a failure (terminated, reward 0: learning takes it for a
     dead end) or as a truncation (bootstrapped); info names the error either way."""
-    from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
     from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig
     from envs.twin import TwinRobot, TwinRobotConfig
     from robot_rl.errors import ConfigError
@@ -598,9 +595,7 @@ def test_a_trip_ends_the_episode_as_configured(ends: str) -> None:
         env.reset(seed=0)
         _, _, terminated, truncated, info = env.step(np.zeros(7, np.float32))
         assert not (terminated or truncated) and "robot_error" not in info
-        q = np.array(PANDA_HOME_Q)
-        q[0] = PANDA_Q_MAX[0] - 0.02
-        guard.robot.reset_joints(q)
+        _joint_1_into_its_margin(guard)
         _, reward, terminated, truncated, info = env.step(np.zeros(7, np.float32))
         assert (terminated, truncated) == ((True, False) if ends == "failure" else (False, True))
         assert reward == 0.0 and not info["success"] and "joint 1" in info["robot_error"]
@@ -610,13 +605,19 @@ def test_a_trip_ends_the_episode_as_configured(ends: str) -> None:
         RobotEnvConfig(robot_error_ends="stop")
 
 
-def _tripped_at_joint_1(guard: Any) -> None:
-    """Drive joint 1 into its margin behind the guard's back and let the guard see it (it trips and latches)."""
+def _joint_1_into_its_margin(guard: Any) -> None:
+    """Drive joint 1 to 0.02 rad from its limit (inside the guard's 0.05 rad margin) behind the guard's back, as if
+    a policy had driven it there: the guard trips at its next check."""
     from controllers.kinematics import PANDA_HOME_Q, PANDA_Q_MAX
 
     q = np.array(PANDA_HOME_Q)
     q[0] = PANDA_Q_MAX[0] - 0.02
     guard.robot.reset_joints(q)
+
+
+def _tripped_at_joint_1(guard: Any) -> None:
+    """`_joint_1_into_its_margin`, and the guard sees it (it trips and latches)."""
+    _joint_1_into_its_margin(guard)
     assert "joint 1" in guard.state().error
 
 

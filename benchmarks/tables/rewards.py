@@ -171,8 +171,9 @@ FAITHFUL_REWARD_RUNS = [
 
 
 def classifier_faithful_rollouts(res: Results) -> str:
-    """The classifier that gives a faithful pixel run its reward, judged on that run's own training episodes against
-    the twin's truth: per episode (did it end the episodes that truly succeeded, and only those) and per frame."""
+    """The classifier that gives a pixel run its reward (the faithful runs, and one with teleported scenes), judged
+    on that run's own training episodes against the twin's truth: per episode (did it end the episodes that truly
+    succeeded, and only those) and per frame."""
     rows = []
     for name, label in FAITHFUL_REWARD_RUNS:
         d = res(name)
