@@ -97,6 +97,10 @@ def test_labels_cli_errors(tmp_path: Path) -> None:
         make_labeler("auto")
     with pytest.raises(ConfigError):
         BackOutAfterSuccess(-1)
+    with pytest.raises(ConfigError, match="--back-out-slowdown=0"):
+        BackOutAfterSuccess(3, slowdown=0)
+    with pytest.raises(ConfigError, match="--back-out-slowdown=0"):
+        labels_main(["--task", "twin-reach", "--out", str(tmp_path), "--back-out-slowdown", "0"])
 
 
 # ------------------------------------------------------------------------------------------- pure parts
@@ -128,6 +132,35 @@ def test_back_out_reverses_the_path_after_holding() -> None:
     assert all(o[6] == 0.0 for o in outs)               # gripper: keep
     drv.reset()
     assert not drv.backing_out and drv.history == []
+
+
+def test_back_out_slowdown_splits_each_step_of_the_way_back() -> None:
+    drv = BackOutAfterSuccess(hold_steps=2, slowdown=3)
+    for v in (0.3, 0.6):
+        act = np.full(7, v, np.float32)
+        drv.observe(drv.action(act), True)
+    assert drv.backing_out
+    outs = np.array([drv.action(np.ones(7, np.float32)) for _ in range(8)])
+    np.testing.assert_allclose(outs[:, 0], [-0.2, -0.2, -0.2, -0.1, -0.1, -0.1, 0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(outs[:, :6].sum(axis=0), np.full(6, -0.9), atol=1e-6)  # the whole way back
+    assert np.all(outs[:, 6] == 0.0)
+
+
+def test_slow_back_out_records_more_frames_across_the_success_boundary(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The same pick-cube segment (same seed) backed out 3x slower: the same lift, about 3x as many frames on the
+    way back down through the success condition (positives after the hold, and the segment longer)."""
+    back: dict[int, tuple[int, int]] = {}
+    for slowdown in (1, 3):
+        out = tmp_path / f"s{slowdown}"
+        record(["--task", "twin-pick-cube", "--obs-mode", "state", "--out", str(out), "--frames", "400",
+                "--positives", "1", "--hold-steps", "3", "--near-misses", "0", "--back-out-slowdown", str(slowdown)],
+               capsys)
+        (ep,) = load_dir(out)[0]
+        first = int(np.flatnonzero(ep.success)[0])
+        back[slowdown] = (int(ep.success[first + 3:].sum()), ep.length)  # positives after the 3 held ones
+    assert back[1][0] >= 1, back
+    assert back[3][0] >= 2 * back[1][0] and back[3][1] > back[1][1], back
 
 
 # ------------------------------------------------------------------------------------------- event devices

@@ -64,6 +64,7 @@ from .learning import (
 from .readme import README_BLOCKS
 from .rewards import (
     classifier,
+    classifier_boundary,
     classifier_faithful_rollouts,
     classifier_rollouts,
     classifier_rollouts_pretrained,
@@ -152,6 +153,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "classifier_rollouts": classifier_rollouts,
     "classifier_rollouts_pretrained": classifier_rollouts_pretrained,
     "classifier_faithful_rollouts": classifier_faithful_rollouts,
+    "classifier_boundary": classifier_boundary,
     "learned_reward": learned_reward,
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,

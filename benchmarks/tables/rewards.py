@@ -223,3 +223,48 @@ def main_command_faithful(res: Results) -> str:
                                "final checkpoint, deterministic: true success",
                                "the same, the classifier's count", "frames / targets late"], rows),
                         source(*MAIN_COMMAND_FAITHFUL_RUNS)])
+
+
+CLASSIFIER_BOUNDARY_ARMS = {
+    "readme": "the commands above (the expert backs out at its own speed)",
+    "slow3": "the same with `--back-out-slowdown 3` on both record-labels commands",
+}
+
+
+def classifier_boundary(res: Results, name: str = "classifier_boundary.json") -> str:
+    """Classifiers judged on the same frames of a trained faithful pixel policy's rollouts (success not ending them):
+    frame precision / recall in all and up to the k-gate's end, how late the first positive comes after the twin's
+    success, where the gate ends, and the share of frames called positive per height band of the cube."""
+    d = res(name)
+
+    def pr(x: dict[str, float | None]) -> str:
+        vals = [x[k] for k in ("precision", "recall")]
+        return " / ".join("-" if v is None else rnd(v, 2) for v in vals)
+
+    rows, band_rows = [], []
+    for a in d["arms"]:
+        label = CLASSIFIER_BOUNDARY_ARMS.get(a["name"], a["name"])
+        rows.append([label, rnd(a["threshold"], 2), pr(a["validation"]), pr(a["all_frames"]), pr(a["until_gate"]),
+                     f"{a['gate_ends']} ({a['gate_ends_without_truth']})", a["never_fired"],
+                     rnd(a["lateness_median"]), pct(a["on_time_or_early_share"]),
+                     f"{rnd(a['height_at_first_positive_cm_median'], 1)} cm", rnd(a["gate_delay_median"], 1)])
+        band_rows.append([label, *("-" if b["positive_share"] is None else pct(b["positive_share"])
+                                   for b in a["bands"])])
+    bands = [f"{b['band_cm'][0]:g}-{b['band_cm'][1]:g} cm ({b['true']} of {b['frames']} true)"
+             for b in d["arms"][0]["bands"]]
+    bands[0] = bands[0].replace("-1-", "< ")
+    a0 = d["args"]
+    note = (f"{d['frames']:,} frames of {a0['episodes']} episodes of the final checkpoint of the faithful `robot-rl "
+            f"sim` run ({'deterministic' if a0['deterministic'] else 'sampled'} actions, the run's timing "
+            f"{d['timing']}, a frame compared with the twin's truth of the step it was rendered at), "
+            f"{d['true_frames']:,} of them truly successful; {d['date'] if 'date' in d else d['time'][:10]}. "
+            f"'until the gate': each episode's frames up to the step the k = {a0['gate_k']} gate would have ended "
+            f"it (what a training run's frame counts cover). Lateness: first positive frame's step minus the first "
+            f"truly successful frame's, per episode with a true success")
+    return "\n\n".join([
+        table(["classifier", "threshold", "validation P / R", "all frames P / R", "until the gate P / R",
+               "episodes the gate ends (at a frame without truth)", "truly successful episodes it never fires on",
+               "first positive: steps late (median)", "on time or early", "cube height at first positive (median)",
+               "gate end: steps after the truth (median)"], rows),
+        table(["share of frames called success, by the cube bottom's height", *bands], band_rows),
+        source(name, note=note)])

@@ -147,29 +147,43 @@ class BackOutAfterSuccess:
     (the recorded arm actions in reverse order, negated; gripper 0 = keep), so the state leaves the success
     region slowly and the segment gets near-miss negatives. Hold still once the path is used up.
 
+    `slowdown` (an integer >= 1): each step of the way back is split into that many equal steps, so the way back
+    takes `slowdown` times as many frames and the frames just inside and just outside the success condition come
+    `slowdown` times as densely (the classifier's decision boundary is what those frames teach; a person recording
+    labels does the same by moving slowly across it).
+
     Usage::
 
-        drv = BackOutAfterSuccess(hold_steps=5); drv.reset()
+        drv = BackOutAfterSuccess(hold_steps=5, slowdown=3); drv.reset()
         action = drv.action(cmd.action()); ...; drv.observe(action, label)
     """
 
-    def __init__(self, hold_steps: int) -> None:
+    def __init__(self, hold_steps: int, slowdown: int = 1) -> None:
         if hold_steps < 0:
             raise ConfigError(f"hold_steps={hold_steps} must be >= 0")
+        if slowdown < 1:
+            raise ConfigError(f"--back-out-slowdown={slowdown} must be an integer >= 1")
         self.hold_steps = int(hold_steps)
+        self.slowdown = int(slowdown)
         self.reset()
 
     def reset(self) -> None:
         self.history: list[np.ndarray] = []
         self.success_run = 0
         self.backing_out = False
+        self._piece = np.zeros(6, np.float32)
+        self._pieces_left = 0
 
     def action(self, device_action: np.ndarray) -> np.ndarray:
         if not self.backing_out:
             return device_action
         out = np.zeros(7, np.float32)
-        if self.history:
-            out[:6] = -self.history.pop()[:6]
+        if self._pieces_left == 0 and self.history:
+            self._piece = (-self.history.pop()[:6] / self.slowdown).astype(np.float32)
+            self._pieces_left = self.slowdown
+        if self._pieces_left > 0:
+            out[:6] = self._piece
+            self._pieces_left -= 1
         return out
 
     def observe(self, action: np.ndarray, label: bool) -> None:
@@ -300,6 +314,7 @@ class RecordLabelsConfig(Config):
     labels: str = "auto"
     after_success: int = 5
     hold_steps: int = 5
+    back_out_slowdown: int = 1
     obs_mode: str = "pixels"
     image_size: int | None = None
     noise: float = 0.0
@@ -317,6 +332,8 @@ class RecordLabelsConfig(Config):
             raise ConfigError(f"--positives={self.positives} must be >= 1")
         if self.after_success < 0:
             raise ConfigError(f"--after-success={self.after_success} must be >= 0")
+        if self.back_out_slowdown < 1:
+            raise ConfigError(f"--back-out-slowdown={self.back_out_slowdown} must be an integer >= 1")
         require(self.labels in LABEL_SOURCES, "labels", self.labels, f"must be one of {list(LABEL_SOURCES)}")
         require(self.teleop in DEVICES, "teleop", self.teleop, f"must be one of {list(DEVICES)}")
 
@@ -342,6 +359,9 @@ def record_labels_arg_parser() -> argparse.ArgumentParser:
                    help="frames recorded after the success label goes off before the segment ends")
     p.add_argument("--hold-steps", type=int, default=5,
                    help="scripted device: success frames before it backs out along its path")
+    p.add_argument("--back-out-slowdown", type=int, default=1, metavar="N",
+                   help="scripted device: back out N times slower than it came (N times as many frames near the "
+                        "success boundary)")
     p.add_argument("--obs-mode", default="pixels", choices=("pixels", "state"), help="observation mode")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
@@ -426,7 +446,7 @@ def record_labels(cfg: RecordLabelsConfig) -> int:
     ends), a device's "quit" or Ctrl-C (130; the finished segments are on disk); returns the exit code."""
     get_preset(cfg.task)  # unknown task: UnknownTaskError before anything is built
     labeler = make_labeler(cfg.label_source)
-    driver = BackOutAfterSuccess(cfg.hold_steps) if cfg.teleop == "scripted" else None
+    driver = BackOutAfterSuccess(cfg.hold_steps, cfg.back_out_slowdown) if cfg.teleop == "scripted" else None
     near_misses = near_miss_count(cfg.near_misses, cfg.teleop, cfg.task)
     kinds = near_miss_task_kinds(cfg.teleop, cfg.task) if near_misses else ()
     env_kwargs = {k: v for k, v in (("obs_mode", cfg.obs_mode), ("image_size", cfg.image_size)) if v is not None}

@@ -1,0 +1,211 @@
+"""Where a reward classifier fires on a trained policy's rollouts: how late after the task's success, at what height.
+
+The frame recall the training runs log (learners.rewards.reward_model.RewardModelWrapper) counts the frames between
+the twin's success condition first holding and the episode's end by the classifier's k-gate; this benchmark asks
+why it is low. It rolls out a trained pick-cube policy (any run directory `robot-rl eval` accepts: a `train`, `learner`
+or `sim` run) on the twin with the run's simulated timing, the episode NOT ended by success (`terminate_on_success`
+off), its actions sampled as in training (`--deterministic` for the evaluation's), and keeps per step the frames the
+policy saw, the twin's TRUE success of the scene each frame shows (with a camera latency the frame was rendered
+`lag` steps earlier: its truth is that step's) and the cube's bottom height above the table (privileged: a twin-only
+diagnostic). Then every classifier given (`--classifiers NAME=DIR ...`) judges the same frames, and per classifier:
+
+- frames in all: precision / recall of prob >= the card's threshold against the truth;
+- until the gate: the same over each episode's frames up to the step the k-gate (`--gate-k`, the cards' default 3)
+  would have ended it, i.e. what a training run's window counts;
+- lateness: per episode with a true success, the first positive frame's step minus the first true frame's (0: on
+  time; negative: early), and the cube's height at the first positive;
+- by height band of the cube's bottom (held or not): the share of frames called positive, so where the boundary sits.
+
+    python benchmarks/classifier_boundary.py --run RUN --classifiers old=W/cls new=W/cls_slow --episodes 30
+
+Writes benchmarks/results/classifier_boundary[_LABEL].json and prints a table.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from _prelude import (
+    add_label,
+    add_out_dir,
+    bench_parser,
+    host_info,
+    load_average,
+    print_table,
+    result_name,
+    set_env_defaults,
+    timestamp,
+    write_json,
+)
+
+set_env_defaults(one_thread=True)
+
+import numpy as np  # noqa: E402
+
+BANDS_CM = ((-1.0, 3.0), (3.0, 4.0), (4.0, 5.0), (5.0, 6.0), (6.0, 8.0), (8.0, 12.0), (12.0, 20.0), (20.0, 100.0))
+"""Height bands (cm) of the cube's bottom above the table; pick-cube's success needs >= 5 cm, held."""
+
+
+def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[str, Any]:
+    """The policy's frames {camera path: uint8 (N, H, W, 3)}, truth (N,) bool, height_m (N,), episode (N,), step (N,)
+    and the run's timing, over `episodes` episodes of the task's full length (success does not end them)."""
+    import torch
+
+    from learners.rewards.reward_model import camera_frames
+    from learners.training.evaluation import checkpoint_actor, run_config, run_timing
+    from learners.training.online import action_bounds, to_env_action
+    from learners.training.run_env import make_run_env, run_env_spec
+    from robot_rl.checkpoint import find_checkpoint, load_checkpoint
+
+    torch.set_num_threads(1)
+    ckpt = find_checkpoint(run)
+    groups, meta = load_checkpoint(ckpt)
+    cfg, agent_cfg, saved_spec = run_config(ckpt, meta)
+    cfg = run_timing(cfg, ckpt, saved_spec is not None, None, None)
+    timing = cfg.env_timing() or {}
+    env = make_run_env(cfg, terminate_on_success=False)
+    spec = run_env_spec(env, cfg)
+    agent = checkpoint_actor(groups, spec, agent_cfg or cfg.agent_config(has_cameras=bool(spec.cameras)))
+    bounds, control_hz = action_bounds(env), float(getattr(env.unwrapped.config, "control_hz", 10.0))
+    lag = round(float(timing.get("camera_latency_ms", 0.0)) / 1e3 * control_hz)
+    frames: dict[str, list[np.ndarray]] = {}
+    truth: list[bool] = []
+    height: list[float] = []
+    ep_of: list[int] = []
+    step_of: list[int] = []
+    try:
+        for ep in range(episodes):
+            obs, info = env.reset(seed=seed + ep)
+            seen: list[tuple[bool, float]] = []  # (truth, height) of each step's scene, newest last
+            for t in range(100_000):
+                obs, _, term, trunc, info = env.step(to_env_action(agent.act(obs, deterministic=deterministic),
+                                                                   bounds, np.float32))
+                cube_z = float(env.unwrapped.last_state.objects["cube_pos"][2])
+                seen.append((bool(info["success"]), cube_z - 0.02))
+                shown = seen[-1 - lag] if len(seen) > lag else (False, seen[0][1])  # the scene the frame shows
+                for path, img in camera_frames(obs, info).items():
+                    frames.setdefault(path, []).append(np.asarray(img, np.uint8))
+                truth.append(shown[0])
+                height.append(shown[1])
+                ep_of.append(ep)
+                step_of.append(t)
+                if term or trunc:
+                    break
+    finally:
+        env.close()
+    return {"frames": {k: np.stack(v) for k, v in frames.items()}, "truth": np.array(truth),
+            "height_m": np.array(height), "episode": np.array(ep_of), "step": np.array(step_of),
+            "timing": timing, "lag_steps": lag, "checkpoint": str(ckpt)}
+
+
+def _pr(pos: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
+    tp, fp, fn = int((pos & truth).sum()), int((pos & ~truth).sum()), int((~pos & truth).sum())
+    return {"tp": tp, "fp": fp, "fn": fn, "tn": int((~pos & ~truth).sum()),
+            "precision": tp / (tp + fp) if tp + fp else None, "recall": tp / (tp + fn) if tp + fn else None}
+
+
+def judge(data: dict[str, Any], classifier_dir: str, gate_k: int) -> dict[str, Any]:
+    """One classifier's decisions on the rollout frames, summarised (see the module docstring)."""
+    from learners.rewards.classifier import load_classifier
+
+    clf = load_classifier(classifier_dir)
+    frames = data["frames"]
+    probs = clf.predict_proba({cam: frames[cam] for cam in clf.card.cameras})
+    pos, truth, height, episode = probs >= clf.card.threshold, data["truth"], data["height_m"], data["episode"]
+    until = np.zeros_like(pos)
+    lateness: list[int] = []
+    height_at_first: list[float] = []
+    never = 0
+    gate_delay: list[int] = []
+    gate_false = gate_ends = 0
+    for ep in np.unique(episode):
+        idx = np.flatnonzero(episode == ep)
+        p, tr = pos[idx], truth[idx]
+        run = np.convolve(p.astype(int), np.ones(gate_k, int))[:len(p)]  # positives in the window ending at t
+        gate = np.flatnonzero(run >= gate_k)
+        until[idx[: (gate[0] + 1) if len(gate) else len(idx)]] = True
+        if len(gate):
+            gate_ends += 1
+            gate_false += int(not tr[gate[0]])
+            if tr.any():
+                gate_delay.append(int(gate[0]) - int(np.argmax(tr)))
+        if tr.any():
+            if p.any():
+                first = int(np.argmax(p))
+                lateness.append(first - int(np.argmax(tr)))
+                height_at_first.append(float(height[idx[first]]))
+            else:
+                never += 1
+    bands = []
+    for lo, hi in BANDS_CM:
+        m = (height * 100 >= lo) & (height * 100 < hi)
+        bands.append({"band_cm": [lo, hi], "frames": int(m.sum()), "true": int((m & truth).sum()),
+                      "positive_share": float(pos[m].mean()) if m.any() else None})
+    late = np.array(lateness)
+    return {"classifier": classifier_dir, "threshold": float(clf.card.threshold),
+            "validation": {k: dict(clf.card.metrics.get("validation") or {}).get(k) for k in ("precision", "recall")},
+            "all_frames": _pr(pos, truth), "until_gate": _pr(pos[until], truth[until]),
+            "episodes_with_true_success": len(lateness) + never, "never_fired": never,
+            "gate_ends": gate_ends,
+            "gate_ends_without_truth": gate_false, "gate_delay_steps": gate_delay,
+            "gate_delay_median": float(np.median(gate_delay)) if gate_delay else None,
+            "lateness_steps": lateness, "lateness_median": float(np.median(late)) if len(late) else None,
+            "on_time_or_early_share": float((late <= 0).mean()) if len(late) else None,
+            "height_at_first_positive_cm_median": float(np.median(height_at_first)) * 100 if height_at_first else None,
+            "bands": bands}
+
+
+def main() -> None:
+    p = bench_parser(__doc__)
+    p.add_argument("--run", type=Path, required=True, help="a trained pick-cube run (train, learner or sim --out)")
+    p.add_argument("--classifiers", nargs="+", required=True, metavar="NAME=DIR",
+                   help="classifiers to judge the frames")
+    p.add_argument("--episodes", type=int, default=30)
+    p.add_argument("--seed", type=int, default=3_000_000, help="env seed of the first episode")
+    p.add_argument("--gate-k", type=int, default=3)
+    p.add_argument("--deterministic", action="store_true", help="the policy's deterministic actions (default: sampled)")
+    add_label(p)
+    add_out_dir(p)
+    args = p.parse_args()
+    named = [c.split("=", 1) for c in args.classifiers]
+    if any(len(n) != 2 or not n[0] for n in named):
+        p.error("--classifiers: each must be NAME=DIR")
+    t0 = time.time()
+    data = rollouts(args.run, args.episodes, args.seed, args.deterministic)
+    rollout_s = time.time() - t0
+    arms = [{"name": name, **judge(data, d, args.gate_k)} for name, d in named]
+    print(f"{len(data['truth'])} frames in {args.episodes} episodes ({rollout_s:.0f} s), {int(data['truth'].sum())} "
+          f"truly successful; timing {data['timing']}")
+    cols = [("P all", 6, lambda a: _f(a["all_frames"]["precision"])),
+            ("R all", 6, lambda a: _f(a["all_frames"]["recall"])),
+            ("P gate", 6, lambda a: _f(a["until_gate"]["precision"])),
+            ("R gate", 6, lambda a: _f(a["until_gate"]["recall"])),
+            ("late med", 8, lambda a: _f(a["lateness_median"], 8, ".1f")),
+            ("on time", 7, lambda a: _f(a["on_time_or_early_share"], 7)),
+            ("never", 5, lambda a: f"{a['never_fired']:5d}"),
+            ("z first", 7, lambda a: _f(a["height_at_first_positive_cm_median"], 7, ".1f")),
+            ("ends", 4, lambda a: f"{a['gate_ends']:4d}"), ("false", 5, lambda a: f"{a['gate_ends_without_truth']:5d}"),
+            ("gate delay", 10, lambda a: _f(a["gate_delay_median"], 10, ".1f"))]
+    print_table(f"{'classifier':<12} {'thr':>5} " + " ".join(f"{h:>{w}}" for h, w, _ in cols),
+                [f"{a['name']:<12} {a['threshold']:5.2f} " + " ".join(fn(a) for _, _, fn in cols) for a in arms])
+    print("positive share by height band (cm): " + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in BANDS_CM))
+    for a in arms:
+        print(f"  {a['name']:<12} " + " ".join(_f(b["positive_share"], 5, ".2f") for b in a["bands"]))
+    out = args.out / f"{result_name('classifier_boundary', args.label)}.json"
+    write_json(out, {"benchmark": "classifier_boundary", "task": "twin-pick-cube", "time": timestamp(),
+                     **host_info(), "load_average": load_average(), "args": {**vars(args), "out": str(args.out),
+                                                                             "run": str(args.run)},
+                     "checkpoint": data["checkpoint"], "timing": data["timing"], "lag_steps": data["lag_steps"],
+                     "frames": len(data["truth"]), "true_frames": int(data["truth"].sum()),
+                     "rollout_s": rollout_s, "arms": arms})
+    print(f"wrote {out}")
+
+
+def _f(v: float | None, width: int = 6, spec: str = ".3f") -> str:
+    return f"{'-':>{width}}" if v is None else f"{v:{width}{spec}}"
+
+
+if __name__ == "__main__":
+    main()
