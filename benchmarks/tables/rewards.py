@@ -228,6 +228,7 @@ def main_command_faithful(res: Results) -> str:
 CLASSIFIER_BOUNDARY_ARMS = {
     "readme": "the commands above (the expert backs out at its own speed)",
     "slow3": "the same with `--back-out-slowdown 3` on both record-labels commands",
+    "slow3_6k": "`--back-out-slowdown 3`, twice the frames (3,000 + 3,000; seeds 40000 / 50000)",
 }
 
 
@@ -255,9 +256,11 @@ def classifier_boundary(res: Results, name: str = "classifier_boundary.json") ->
     bands[0] = bands[0].replace("-1-", "< ")
     a0 = d["args"]
     note = (f"{d['frames']:,} frames of {a0['episodes']} episodes of the final checkpoint of the faithful `robot-rl "
-            f"sim` run ({'deterministic' if a0['deterministic'] else 'sampled'} actions, the run's timing "
-            f"{d['timing']}, a frame compared with the twin's truth of the step it was rendered at), "
-            f"{d['true_frames']:,} of them truly successful; {d['date'] if 'date' in d else d['time'][:10]}. "
+            f"sim` run above ({'deterministic' if a0['deterministic'] else 'sampled'} actions, the run's timing: "
+            f"frames {rnd(d['timing'].get('camera_latency_ms', 0))} ms late, targets "
+            f"{rnd(d['timing'].get('action_delay_ms', 0))} ms; success does not end an episode; a frame compared "
+            f"with the twin's truth of the step it was rendered at), "
+            f"{d['true_frames']:,} of them truly successful; {d['time'][:10]}. "
             f"'until the gate': each episode's frames up to the step the k = {a0['gate_k']} gate would have ended "
             f"it (what a training run's frame counts cover). Lateness: first positive frame's step minus the first "
             f"truly successful frame's, per episode with a true success")

@@ -13,7 +13,9 @@ live. Where the labels come from (`--labels`):
 Negatives near success are the most useful ones (HIL-SERL), so a segment does not stop at success: it goes
 on until `--after-success` frames after the success label went back off. With the scripted device the
 driver holds the successful state for `--hold-steps` frames, then backs out along its own path (its arm
-actions reversed and negated, gripper kept), which gives near-miss negatives right next to the positives.
+actions reversed and negated, gripper kept), which gives near-miss negatives right next to the positives;
+`--back-out-slowdown N` splits each step of that way back into N, so the frames around the success boundary come N
+times as densely.
 The env is made with `terminate_on_success=False` so the episode goes on past success; `info["success"]`
 still reports the task's condition every step.
 
