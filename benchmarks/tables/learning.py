@@ -244,6 +244,23 @@ def se_pixels_classifier_timing(res: Results) -> str:
     return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
 
 
+def se_pixels_classifier_slowlabels(res: Results) -> str:
+    """The classifier arm again with a classifier whose labels were recorded backing out 3x slower (record-labels
+    --back-out-slowdown 3), per seed; then beside the true reward and the documented classifier, cut at the shortest
+    run's end."""
+    name = "sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming.json"
+    cls_name = "sample_efficiency_twin-pick-cube_pixels64_classifier_timing_demotiming.json"
+    true_name = "sample_efficiency_twin-pick-cube_pixels64_timing_demotiming.json"
+    last = min(r["env_steps_done"] for n in (name, cls_name, true_name) for r in res(n)["runs"]) // 1000 * 1000
+    arms = compare([("the true reward", _until(_runs(res, true_name), last, 1000)),
+                    ("the classifier's reward, labels as documented", _until(_runs(res, cls_name), last, 1000)),
+                    ("the classifier's reward, labels backing out 3x slower",
+                     _until(_runs(res, name), last, 1000))], 1000, list(range(2000, last + 1, 2000)))
+    intro = (f"Beside the other arms to {ksteps(last)} env steps (the same seeds, protocol, timing, demos recorded "
+             f"under it and teleported scenes):")
+    return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+
+
 def se_pixels_faithful_notiming(res: Results) -> str:
     """The faithful runs' training again (the timing stayed on there: a bug since fixed), evaluated without the
     simulated timing, per seed."""

@@ -167,6 +167,8 @@ FAITHFUL_REWARD_RUNS = [
      "+ a person's scene resets and interventions, timing on"),
     ("sample_efficiency_twin-pick-cube_pixels64_classifier_timing_demotiming.json",
      "teleported scenes (not the faithful mode), timing on, demos under it"),
+    ("sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming.json",
+     "the same, the classifier's labels backing out 3x slower"),
 ]
 
 
