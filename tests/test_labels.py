@@ -101,6 +101,9 @@ def test_labels_cli_errors(tmp_path: Path) -> None:
         BackOutAfterSuccess(3, slowdown=0)
     with pytest.raises(ConfigError, match="--back-out-slowdown=0"):
         labels_main(["--task", "twin-reach", "--out", str(tmp_path), "--back-out-slowdown", "0"])
+    with pytest.raises(ConfigError, match="only the scripted device backs out"):
+        labels_main(["--task", "twin-reach", "--out", str(tmp_path), "--teleop", "keyboard",
+                     "--back-out-slowdown", "2"])
 
 
 # ------------------------------------------------------------------------------------------- pure parts

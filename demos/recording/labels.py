@@ -336,6 +336,10 @@ class RecordLabelsConfig(Config):
             raise ConfigError(f"--after-success={self.after_success} must be >= 0")
         if self.back_out_slowdown < 1:
             raise ConfigError(f"--back-out-slowdown={self.back_out_slowdown} must be an integer >= 1")
+        if self.back_out_slowdown != 1 and self.teleop != "scripted":
+            raise ConfigError(f"--back-out-slowdown={self.back_out_slowdown}: only the scripted device backs out by "
+                              f"itself (got --teleop {self.teleop}); with a person at the device, move slowly across "
+                              f"the success boundary instead")
         require(self.labels in LABEL_SOURCES, "labels", self.labels, f"must be one of {list(LABEL_SOURCES)}")
         require(self.teleop in DEVICES, "teleop", self.teleop, f"must be one of {list(DEVICES)}")
 
