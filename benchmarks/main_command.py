@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="no run: the row of a finished sim run directory (one kept with --keep; the wall time its "
                         "summary.json measured); give the flags that run had after --")
     args = p.parse_args(args_in)
+    for own in ("--task", "--out"):
+        if any(a == own or a.startswith(own + "=") for a in extra):
+            p.error(f"{own} after --: this script sets robot-rl sim's {own} itself (give --task before --)")
     date = time.strftime("%Y-%m-%d")
     if args.from_run is not None:
         run_dir, summary_path = args.from_run, args.from_run / "summary.json"

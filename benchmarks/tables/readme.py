@@ -42,7 +42,7 @@ def readme_glance(res: Results) -> str:
     px = res("sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")["runs"]
     ff = res("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json")["runs"]
     pp = res("sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")["runs"]
-    fs = res(MAIN_COMMAND_FAITHFUL_RUNS[0])["result"]
+    fs = res(MAIN_COMMAND_FAITHFUL_RUNS[0][0])["result"]
     cls = res("classifier.json")["sizes"]["64"]["test"]
     lr = res("learned_reward_twin-pick-cube.json")
     twin = res("twin_speed.json")["goals"]
@@ -80,7 +80,7 @@ def readme_glance(res: Results) -> str:
         ["the same as a lab runs it, `robot-rl sim ... --faithful` (robot servers with their safety guard, 2 actors, "
          "the classifier made by the documented commands), one run of 20k env steps: final checkpoint; the whole job",
          f"{rnd(fs['eval_true_success_rate'] * fs['eval_episodes'])} / {fs['eval_episodes']} deterministic "
-         f"evaluation episodes (true success); {minutes(fs['wall_s'])} min", MAIN_COMMAND_FAITHFUL_RUNS[0]],
+         f"evaluation episodes (true success); {minutes(fs['wall_s'])} min", MAIN_COMMAND_FAITHFUL_RUNS[0][0]],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
          "first evaluation >= 90 %", " / ".join(ksteps(r["first_step_at_90"]) for r in tp) + " env steps",
          "third_party_gym_hil_pick_cube.json"],

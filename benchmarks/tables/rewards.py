@@ -200,31 +200,37 @@ def classifier_faithful_rollouts(res: Results) -> str:
                         source(*(n for n, _ in FAITHFUL_REWARD_RUNS), note=note)])
 
 
-MAIN_COMMAND_FAITHFUL_RUNS = ["main_command_twin-pick-cube_faithful_pixels.json"]
+MAIN_COMMAND_FAITHFUL_RUNS = [
+    ("main_command_twin-pick-cube_faithful_pixels.json", "the commands above"),
+    ("main_command_twin-pick-cube_faithful_pixels_slowlabels.json",
+     "the same, `--back-out-slowdown 3` on both record-labels commands"),
+]
+"""(results file, how its classifier's labels were recorded)."""
 
 
 def main_command_faithful(res: Results) -> str:
     """`robot-rl sim` in the hardware-faithful pixel mode, end to end: the final deterministic evaluation in the
     twin's true success beside the classifier's count, the person's scene resets, the wall time."""
     rows = []
-    for name in MAIN_COMMAND_FAITHFUL_RUNS:
+    for name, labels in MAIN_COMMAND_FAITHFUL_RUNS:
         d = res(name)
         r = d["result"]
         n = r["eval_episodes"]
         timing = r.get("timing") or {}
-        rows.append([f"`{d['command']}`", d["date"], f"{minutes(r['wall_s'])} min", ksteps(r["env_step"]),
+        rows.append([labels, f"`{d['command']}`", d["date"], f"{minutes(r['wall_s'])} min", ksteps(r["env_step"]),
                      f"{r['episodes']}", f"{r['guard_stops']}", f"{r['operator_scene_resets']}",
                      pct(r["train_success_rate"]),
                      f"**{rnd(r['eval_true_success_rate'] * n)} / {n}**", f"{rnd(r['eval_success_rate'] * n)} / {n}",
                      " / ".join(f"{rnd(timing[k])} ms" for k in ("camera_latency_ms", "action_delay_ms")
                                 if k in timing) or "-"])
-    return "\n\n".join([table(["command", "date", "wall time (demos, encoder pretraining, training, evaluation)",
+    return "\n\n".join([table(["classifier's labels", "command", "date",
+                               "wall time (demos, encoder pretraining, training, evaluation)",
                                "env steps", "training episodes", "safety-guard stops (each ends its episode)",
                                "scene resets by a person",
                                "final training success (the classifier's)",
                                "final checkpoint, deterministic: true success",
                                "the same, the classifier's count", "frames / targets late"], rows),
-                        source(*MAIN_COMMAND_FAITHFUL_RUNS)])
+                        source(*(n for n, _ in MAIN_COMMAND_FAITHFUL_RUNS))])
 
 
 CLASSIFIER_BOUNDARY_ARMS = {
