@@ -227,6 +227,14 @@ def _until(runs: Sequence[dict[str, Any]], last_step: int, spacing: int) -> list
     return cut
 
 
+def _arms_to_shortest(res: Results, arms: list[tuple[str, str]], cut_by: tuple[str, ...]) -> tuple[int, str]:
+    """(last, table): the arms (label, results file) compared per 1k env steps up to `last`, the shortest run's end
+    among the files `cut_by` (whole thousands)."""
+    last = min(r["env_steps_done"] for n in cut_by for r in res(n)["runs"]) // 1000 * 1000
+    return last, compare([(label, _until(_runs(res, n), last, 1000)) for label, n in arms], 1000,
+                         list(range(2000, last + 1, 2000)))
+
+
 def se_pixels_classifier_timing(res: Results) -> str:
     """The timing arm again with the classifier's reward (teleported scenes), per seed; then the three arms that
     take the faithful mode apart (the true reward; the classifier's; the classifier's with robot resets and a
@@ -234,11 +242,10 @@ def se_pixels_classifier_timing(res: Results) -> str:
     name = "sample_efficiency_twin-pick-cube_pixels64_classifier_timing_demotiming.json"
     true_name = "sample_efficiency_twin-pick-cube_pixels64_timing_demotiming.json"
     faithful = "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json"
-    last = min(r["env_steps_done"] for n in (name, true_name) for r in res(n)["runs"]) // 1000 * 1000
-    arms = compare([("the true reward, teleported scenes", _until(_runs(res, true_name), last, 1000)),
-                    ("the classifier's reward, teleported scenes", _until(_runs(res, name), last, 1000)),
-                    ("the classifier's reward, robot resets, a person's after 3 failures (the faithful mode)",
-                     _until(_runs(res, faithful), last, 1000))], 1000, list(range(2000, last + 1, 2000)))
+    last, arms = _arms_to_shortest(res, [("the true reward, teleported scenes", true_name),
+                                         ("the classifier's reward, teleported scenes", name),
+                                         ("the classifier's reward, robot resets, a person's after 3 failures (the "
+                                          "faithful mode)", faithful)], cut_by=(name, true_name))
     intro = (f"The three arms to {ksteps(last)} env steps (the same seeds, protocol, timing and demos recorded "
              f"under it; the faithful arm's classifier another one made by the same commands):")
     return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
@@ -251,11 +258,10 @@ def se_pixels_classifier_slowlabels(res: Results) -> str:
     name = "sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming.json"
     cls_name = "sample_efficiency_twin-pick-cube_pixels64_classifier_timing_demotiming.json"
     true_name = "sample_efficiency_twin-pick-cube_pixels64_timing_demotiming.json"
-    last = min(r["env_steps_done"] for n in (name, cls_name, true_name) for r in res(n)["runs"]) // 1000 * 1000
-    arms = compare([("the true reward", _until(_runs(res, true_name), last, 1000)),
-                    ("the classifier's reward, labels as documented", _until(_runs(res, cls_name), last, 1000)),
-                    ("the classifier's reward, labels backing out 3x slower",
-                     _until(_runs(res, name), last, 1000))], 1000, list(range(2000, last + 1, 2000)))
+    last, arms = _arms_to_shortest(res, [("the true reward", true_name),
+                                         ("the classifier's reward, labels as documented", cls_name),
+                                         ("the classifier's reward, labels backing out 3x slower", name)],
+                                   cut_by=(name, cls_name, true_name))
     intro = (f"Beside the other arms to {ksteps(last)} env steps (the same seeds, protocol, timing, demos recorded "
              f"under it and teleported scenes):")
     return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
