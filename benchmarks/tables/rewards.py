@@ -264,7 +264,8 @@ def classifier_boundary(res: Results, name: str = "classifier_boundary.json") ->
     bands[0] = bands[0].replace("-1-", "< ")
     a0 = d["args"]
     note = (f"{d['frames']:,} frames of {a0['episodes']} episodes of the final checkpoint of the faithful `robot-rl "
-            f"sim` run above ({'deterministic' if a0['deterministic'] else 'sampled'} actions, the run's timing: "
+            f"sim` run with the documented labels (the first row above; "
+            f"{'deterministic' if a0['deterministic'] else 'sampled'} actions, the run's timing: "
             f"frames {rnd(d['timing'].get('camera_latency_ms', 0))} ms late, targets "
             f"{rnd(d['timing'].get('action_delay_ms', 0))} ms; success does not end an episode; a frame compared "
             f"with the twin's truth of the step it was rendered at), "
