@@ -49,11 +49,12 @@ BANDS_CM = ((-1.0, 3.0), (3.0, 4.0), (4.0, 5.0), (5.0, 6.0), (6.0, 8.0), (8.0, 1
 
 
 def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[str, Any]:
-    """The policy's frames {camera path: uint8 (N, H, W, 3)}, truth (N,) bool, height_m (N,), episode (N,), step (N,)
-    and the run's timing, over `episodes` episodes of the task's full length (success does not end them)."""
+    """The policy's frames {camera path: uint8 (N, H, W, 3)}, truth (N,) bool, height_m (N,), episode (N,) and the
+    run's timing, over `episodes` episodes of the task's full length (success does not end them)."""
     import torch
 
-    from learners.rewards.reward_model import camera_frames
+    from envs.tasks import CUBE_HALF_SIZE_M
+    from learners.rewards.reward_model import camera_frames, frame_lag_steps
     from learners.training.evaluation import checkpoint_actor, run_config, run_timing
     from learners.training.online import action_bounds, to_env_action
     from learners.training.run_env import make_run_env, run_env_spec
@@ -68,35 +69,32 @@ def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[s
     env = make_run_env(cfg, terminate_on_success=False)
     spec = run_env_spec(env, cfg)
     agent = checkpoint_actor(groups, spec, agent_cfg or cfg.agent_config(has_cameras=bool(spec.cameras)))
-    bounds, control_hz = action_bounds(env), float(getattr(env.unwrapped.config, "control_hz", 10.0))
-    lag = round(float(timing.get("camera_latency_ms", 0.0)) / 1e3 * control_hz)
+    bounds, lag = action_bounds(env), frame_lag_steps(env)  # frame lag: as the training runs' frame counts take it
     frames: dict[str, list[np.ndarray]] = {}
     truth: list[bool] = []
     height: list[float] = []
     ep_of: list[int] = []
-    step_of: list[int] = []
     try:
         for ep in range(episodes):
             obs, info = env.reset(seed=seed + ep)
             seen: list[tuple[bool, float]] = []  # (truth, height) of each step's scene, newest last
-            for t in range(100_000):
+            for _ in range(100_000):
                 obs, _, term, trunc, info = env.step(to_env_action(agent.act(obs, deterministic=deterministic),
                                                                    bounds, np.float32))
                 cube_z = float(env.unwrapped.last_state.objects["cube_pos"][2])
-                seen.append((bool(info["success"]), cube_z - 0.02))
+                seen.append((bool(info["success"]), cube_z - CUBE_HALF_SIZE_M))
                 shown = seen[-1 - lag] if len(seen) > lag else (False, seen[0][1])  # the scene the frame shows
                 for path, img in camera_frames(obs, info).items():
                     frames.setdefault(path, []).append(np.asarray(img, np.uint8))
                 truth.append(shown[0])
                 height.append(shown[1])
                 ep_of.append(ep)
-                step_of.append(t)
                 if term or trunc:
                     break
     finally:
         env.close()
     return {"frames": {k: np.stack(v) for k, v in frames.items()}, "truth": np.array(truth),
-            "height_m": np.array(height), "episode": np.array(ep_of), "step": np.array(step_of),
+            "height_m": np.array(height), "episode": np.array(ep_of),
             "timing": timing, "lag_steps": lag, "checkpoint": str(ckpt)}
 
 

@@ -496,6 +496,15 @@ def make_reward_model(source: str, obs_shapes: Mapping[str, Sequence[int]] | Non
     return model
 
 
+def frame_lag_steps(env: Any) -> int:
+    """How many steps old the frames `env` returns are: its simulated camera latency (the twin's RobotEnvConfig,
+    `camera_latency_ms`) in control periods, rounded; 0 for an env without one. A frame of step t shows the scene of
+    step t - lag, so its truth is that step's (`RewardModelWrapper`'s frame counts compare them so)."""
+    cfg = getattr(getattr(env, "unwrapped", env), "config", None)
+    lag_s = float(getattr(cfg, "camera_latency_ms", 0.0) or 0.0) / 1e3
+    return round(lag_s * float(getattr(cfg, "control_hz", 10.0))) if lag_s else 0
+
+
 class RewardModelWrapper:
     """Applies a `RewardModel` to a gymnasium-style env (see the module docstring). Forwards every other
     attribute (action_space, observation_space, unwrapped, np_random, ...) to the env."""
@@ -510,9 +519,7 @@ class RewardModelWrapper:
         self.ended_without_true_success = 0
         self.true_success_episodes = 0
         self.frames = FrameConfusion()
-        cfg = getattr(getattr(env, "unwrapped", env), "config", None)  # the twin's RobotEnvConfig, if any
-        lag_s = float(getattr(cfg, "camera_latency_ms", 0.0) or 0.0) / 1e3
-        self._truth_lag = round(lag_s * float(getattr(cfg, "control_hz", 10.0))) if lag_s else 0
+        self._truth_lag = frame_lag_steps(env)
         self._truths: collections.deque[bool | None] = collections.deque(maxlen=self._truth_lag + 1)
 
     def __getattr__(self, name: str) -> Any:
