@@ -98,6 +98,10 @@ class TrainConfig(Config):
     action_delay_ms: float | None = None
     """Twin presets: the simulated action delay (ms; the arm's target changes that long after the action). None: 20
     with --faithful, else 0."""
+    align_frames: bool = False
+    """Store each transition with the camera frames of its own step, not the late ones the policy acted on
+    (learners.replay.frame_align): the online steps wait the env's camera lag (the twin's simulated latency) in
+    the loop, demo episodes shift by the latency their files record. No effect without a camera latency."""
     intervene: str | None = None
     """Interventions in the training env (HIL-SERL; robot_rl.operators): scripted (the twin's scripted operator),
     spacemouse, gamepad or keyboard (a person at the teleop device, the `teleop` extra). The operator's action

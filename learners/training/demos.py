@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from learners.replay.buffer import ReplayBuffer, ReplayConfig
+from learners.replay.frame_align import align_episode, lag_of_recording
 from learners.training.online import from_env_action
 from robot_rl.episodes import Episode, load_dir
 from robot_rl.errors import ConfigError
@@ -41,7 +42,7 @@ def without_extra_leaves(episode: Any, spec: EnvSpec) -> Any:
 
 def load_demo_buffer(directory: str | Sequence[str], spec: EnvSpec, seed: int, flag: str = "--demos",
                      bounds: Any = None, narrowed_actions: bool = False, warn_action_space: Any = None,
-                     ) -> ReplayBuffer:
+                     align_frames: bool = False) -> ReplayBuffer:
     """A demo buffer holding every readable episode of `directory` (one directory or several: demos, recorded
     rollouts; each episode checked against `spec`); ConfigError naming `flag` and the directory when one holds
     none. Every row keeps its episode's `intervention` flags (a rollout's rows are not human rows).
@@ -50,7 +51,8 @@ def load_demo_buffer(directory: str | Sequence[str], spec: EnvSpec, seed: int, f
     env-unit actions, the agent and its buffers act in [-1, 1], so actions are rescaled. `narrowed_actions`: the
     run narrowed the env's bounds (--action-scale), so the episodes' recorded action spec is replaced by the run's.
     `warn_action_space` (a gymnasium Box, --env-id runs): warn when the demos (the first directory) use only a
-    sliver of its range."""
+    sliver of its range. `align_frames` (--align-frames): each episode's camera rows are shifted by the camera
+    latency its file records (learners.replay.frame_align), so every row shows its own step."""
     directories = [directory] if isinstance(directory, str) else list(directory)
     loaded: list[tuple[str, list[Any]]] = []
     for d in directories:
@@ -72,6 +74,9 @@ def load_demo_buffer(directory: str | Sequence[str], spec: EnvSpec, seed: int, f
                 spec.require_equal(ep_spec, what=f"demo episodes in {d}")
             if bounds is not None:
                 ep = dataclasses.replace(ep, actions=from_env_action(ep.actions, bounds))
+            if align_frames:
+                lag = lag_of_recording(ep.info, float((ep.spec or {}).get("control_hz", spec.control_hz)))
+                ep = align_episode(ep, lag, [c.name for c in spec.cameras])
             demo.add_episode(ep)
     if warn_action_space is not None:
         from learners.training.gym_compat import demo_action_warning

@@ -45,6 +45,9 @@ FLAG_HELP = {
                          "100 with --faithful, else 0; every env of the run, evaluation too)",
     "action_delay_ms": "twin presets: the arm's target changes this long after the action (ms; default: 20 with "
                        "--faithful, else 0)",
+    "align_frames": "learn from frames on time: each stored step gets the camera frames of its own instant, which "
+                    "arrive the camera latency later (the policy still acts on the late ones; the twin's simulated "
+                    "latency; demos shift by the latency their files record)",
     "intervene": "interventions in the training env (HIL-SERL): the twin's scripted operator, or a person at a "
                  "teleop device (spacemouse, gamepad, keyboard; the bindings of record-demos); its action replaces "
                  "the policy's and goes to both buffers; --reward human takes its success key",

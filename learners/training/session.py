@@ -27,7 +27,7 @@ import numpy as np
 from learners.agents.agent import LearnerAgent
 from learners.agents.options import compile_what
 from learners.replay.buffer import ReplayBuffer, concat_batches
-from learners.rewards.reward_model import RewardModelWrapper
+from learners.rewards.reward_model import RewardModelWrapper, frame_lag_steps
 from learners.training.config import TrainConfig
 from learners.training.diagnostics import RunDiagnostics
 from learners.training.gym_compat import SuccessKeyWrapper, success_warning
@@ -133,7 +133,8 @@ class TrainSession:
         learning_starts = max(1, cfg.warmup()) if cfg.init_from is not None else cfg.learning_starts
         return LoopConfig(total_steps=max(1, cfg.max_env_steps), start_steps=start_steps,
                           learning_starts=learning_starts, updates_per_step=cfg.steps_per_update(),
-                          demo_ratio=cfg.demo_ratio, seed=cfg.seed)
+                          demo_ratio=cfg.demo_ratio, seed=cfg.seed,
+                          frame_lag_steps=frame_lag_steps(self.run_.env) if cfg.align_frames else 0)
 
     def offline_phase(self) -> dict[str, Any]:
         """--offline-updates: updates on the demo buffer alone, then an evaluation (env step 0) and a checkpoint."""

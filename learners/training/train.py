@@ -78,7 +78,7 @@ def build_run(cfg: TrainConfig, reward_audit: Path | None = None, out: Path | No
     spec = run_env_spec(env, cfg)
     online = ReplayBuffer(spec, cfg.replay_capacity, seed=cfg.seed)
     demo = (load_demo_buffer(cfg.demo_dirs(), spec, seed=cfg.seed + 1, bounds=action_bounds(env),
-                             narrowed_actions=bool(cfg.action_low),
+                             narrowed_actions=bool(cfg.action_low), align_frames=cfg.align_frames,
                              warn_action_space=env.action_space if not cfg.action_low and cfg.task is None else None)
             if cfg.demos else None)
     try:  # the demos are checked first: a camera encoder may then be pretrained on them (minutes)
