@@ -181,3 +181,55 @@ def test_train_takes_the_flag(tmp_path: Path) -> None:
     assert isinstance(cfg, TrainConfig) and cfg.align_frames
     base = ["--task", "twin-pick-cube", "--out", str(tmp_path)]
     assert not train_config(build_train_parser().parse_args(base)).align_frames
+
+
+@pytest.mark.parametrize("lag", [0, 1, 2])
+def test_an_actors_chunk_holds_each_step_with_its_own_frame(lag: int) -> None:
+    """actors.chunks.ChunkBuilder(frame_lag_steps): the distributed path (robot-rl actor --align-frames) stores what
+    the in-process loop stores (an episode of 5 steps in one chunk)."""
+    from actors.chunks import ChunkBuilder
+
+    env = _LateCameraEnv()
+    spec = EnvSpec.from_spaces("late", env.observation_space, env.action_space, 10.0)
+    b = ChunkBuilder(spec, max_steps=5, frame_lag_steps=lag)
+    steps = _late_episode(5, lag)
+    b.start(_obs8(steps[0].obs), episode=0, step=0)
+    for t in steps:
+        b.add(t.action, t.reward, t.terminated, t.truncated, False, False, _obs8(t.next_obs))
+    chunk = b.take()
+    aligner = FrameAligner(lag, [CAM])
+    stream = [t for s in steps for t in aligner.push(s)] + aligner.flush()
+    rows = chunk.observations[CAM][:, 0, 0, 0].tolist()
+    assert rows == [_frame(t.obs) for t in stream] + [_frame(stream[-1].next_obs)]  # as the loop stores them
+    np.testing.assert_array_equal(chunk.observations["state"][:, 0], np.arange(6))   # proprio untouched
+    with pytest.raises(ConfigError, match="frame_lag_steps"):
+        ChunkBuilder(spec, max_steps=5, frame_lag_steps=-1)
+
+
+def _obs8(obs: dict) -> dict:
+    """`_obs` at the late-camera env's 8x8 image size."""
+    return {"images": {"front": np.full((8, 8, 3), _frame(obs), np.uint8)}, "state": obs["state"]}
+
+
+def test_the_actor_takes_the_flag() -> None:
+    from actors.run import parse_actor_args
+
+    assert parse_actor_args(["--task", "twin-pick-cube", "--align-frames"]).align_frames
+    assert not parse_actor_args(["--task", "twin-pick-cube"]).align_frames
+
+
+def test_sim_passes_the_flag_to_the_learner_and_the_actors_not_to_the_evaluation(tmp_path: Path) -> None:
+    from actors.run import parse_actor_args
+    from learners.distributed.flags import build_learner_parser, learner_process_config
+    from supervisor.sim import Sim
+    from supervisor.sim_config import build_sim_parser, sim_config
+
+    for flag in ([], ["--align-frames"]):
+        sim = Sim(sim_config(build_sim_parser().parse_args(["--task", "twin-pick-cube", "--obs-mode", "pixels",
+                                                            "--out", str(tmp_path / "s"), *flag])))
+        learner_argv, actor_argv = sim.learner_argv(None), sim.actor_argv(0, "tcp://127.0.0.1:1", None)
+        assert "--align-frames" not in sim.evaluate_argv(tmp_path / "e.json")  # evaluation stores nothing
+        learner = learner_process_config(build_learner_parser().parse_args(
+            learner_argv[learner_argv.index("learner") + 1:]))
+        actor = parse_actor_args(actor_argv[actor_argv.index("actor") + 1:])
+        assert learner.align_frames == actor.align_frames == bool(flag)
