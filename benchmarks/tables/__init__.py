@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .diagnosis import pixel_diagnosis, timing_eval
+from .diagnosis import pixel_diagnosis, timing_eval, timing_eval_faithful_sim
 from .fmt import Results
 from .learning import (
     deterministic_gap,
@@ -141,6 +141,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "sample_efficiency_pixels_faithful_opreset_notiming": se_pixels_faithful_opreset_notiming,
     "faithful_scenes": faithful_scenes,
     "timing_eval": timing_eval,
+    "timing_eval_faithful_sim": timing_eval_faithful_sim,
     "sample_efficiency_pixels_defaults": se_pixels_defaults,
     "sample_efficiency_pixels_defaults_peg": se_pixels_defaults_peg,
     "sample_efficiency_pixels_cheap": se_pixels_cheap,

@@ -89,3 +89,8 @@ def timing_eval(res: Results, name: str = "timing_eval_faithful_notiming.json") 
                                "true success", "mean episode length"], rows),
                         source(name, note=f"{d['episodes']} deterministic episodes per row, the same env seeds "
                                           f"(from {d['first_seed']:,}) in every row")])
+
+
+def timing_eval_faithful_sim(res: Results) -> str:
+    """The faithful `robot-rl sim` run's final policy (main_command_faithful's first row) on 100 further seeds."""
+    return timing_eval(res, "timing_eval_faithful_sim.json")
