@@ -13,6 +13,7 @@ from learners.replay.frame_align import FrameAligner, Transition, align_episode,
 from robot_rl.episodes import Episode
 from robot_rl.errors import ConfigError
 from robot_rl.specs import EnvSpec
+from tests.test_learners_agent import _FakeImageEnv
 
 CAM = "images/front"
 
@@ -114,19 +115,10 @@ def test_align_episode_matches_the_streaming_aligner_and_reads_the_recorded_late
     assert lag_of_recording({"seed": 0}, 10.0) == 0 and lag_of_recording({}, 10.0) == 0  # hardware files: unknown
 
 
-class _LateCameraEnv:
+class _LateCameraEnv(_FakeImageEnv):
     """Frames one step late (the frame of step t - 1 beside the state of step t); 6-step episodes."""
 
-    class _Box:
-        def __init__(self, low: float, high: float, shape: tuple[int, ...], dtype: type) -> None:
-            self.low, self.high = np.full(shape, low, dtype), np.full(shape, high, dtype)
-            self.shape, self.dtype = shape, np.dtype(dtype)
-
-    class _Dict:
-        def __init__(self, spaces: dict) -> None:
-            self.spaces = spaces
-
-    def __init__(self) -> None:
+    def __init__(self) -> None:  # the fake env's spaces at another size, no intervention flags
         self.observation_space = self._Dict({"images": self._Dict({"front": self._Box(0, 255, (8, 8, 3), np.uint8)}),
                                              "state": self._Box(-np.inf, np.inf, (3,), np.float32)})
         self.action_space = self._Box(-1.0, 1.0, (2,), np.float32)
