@@ -118,7 +118,7 @@ def test_align_episode_matches_the_streaming_aligner_and_reads_the_recorded_late
 class _LateCameraEnv(_FakeImageEnv):
     """Frames one step late (the frame of step t - 1 beside the state of step t); 6-step episodes."""
 
-    def __init__(self) -> None:  # the fake env's spaces at another size, no intervention flags
+    def __init__(self) -> None:  # the fake env's spaces, at another size
         self.observation_space = self._Dict({"images": self._Dict({"front": self._Box(0, 255, (8, 8, 3), np.uint8)}),
                                              "state": self._Box(-np.inf, np.inf, (3,), np.float32)})
         self.action_space = self._Box(-1.0, 1.0, (2,), np.float32)
