@@ -549,6 +549,7 @@ class RewardModelWrapper:
         info["reward_success"] = d.success
         if d.prob is not None:
             info["reward_prob"] = d.prob
+            info["reward_run"] = d.run  # positive frames in a row, this one included (learners.replay.gate_credit)
         self._truths.append(true_success(info))
         if d.prob is not None and self._truths[0] is not None:  # the classifier's frame decision vs the truth
             self.frames.add(d.positive, bool(self._truths[0]))

@@ -98,6 +98,10 @@ class TrainConfig(Config):
     action_delay_ms: float | None = None
     """Twin presets: the simulated action delay (ms; the arm's target changes that long after the action). None: 20
     with --faithful, else 0."""
+    credit_first_positive: bool = False
+    """With a classifier reward: its gated success is credited to the step whose frame first showed it (the gate's
+    k - 1 frames and the camera lag before the step it fired at); the steps after it are not stored, as if the
+    episode had ended there (learners.replay.gate_credit)."""
     align_frames: bool = False
     """Store each transition with the camera frames of its own step, not the late ones the policy acted on
     (learners.replay.frame_align): the online steps wait the env's camera lag (the twin's simulated latency) in
@@ -239,6 +243,8 @@ class TrainConfig(Config):
         require(self.updates_per_step is None or self.updates_per_step >= 1, "updates_per_step",
                 self.updates_per_step, "must be >= 1")
         require(self.max_minutes >= 0, "max_minutes", self.max_minutes, "must be >= 0 (0 = no budget)")
+        require(not self.credit_first_positive or self.reward.startswith("classifier:"), "credit_first_positive",
+                self.credit_first_positive, "needs --reward classifier:DIR (only a classifier's gate fires late)")
         require(self.operator_reset_after >= 0, "operator_reset_after", self.operator_reset_after,
                 "must be >= 0 (0 = never)")
         require(not (self.operator_reset_after and self.task is None), "operator_reset_after",

@@ -45,6 +45,9 @@ FLAG_HELP = {
                          "100 with --faithful, else 0; every env of the run, evaluation too)",
     "action_delay_ms": "twin presets: the arm's target changes this long after the action (ms; default: 20 with "
                        "--faithful, else 0)",
+    "credit_first_positive": "with --reward classifier:DIR: credit its success to the step whose frame first "
+                             "showed it (the gate's k - 1 frames and the camera latency earlier) and store nothing "
+                             "after it, as if the episode had ended there",
     "align_frames": "learn from frames on time: each stored step gets the camera frames of its own instant, which "
                     "arrive the camera latency later (the policy still acts on the late ones; the twin's simulated "
                     "latency; demos shift by the latency their files record)",

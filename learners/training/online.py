@@ -28,6 +28,7 @@ from learners.agents.agent import LearnerAgent as Agent
 from learners.agents.agent import SupportsAct as Actor
 from learners.replay.buffer import ReplayBuffer, ReplayEmptyError, route_transition, sampler_for
 from learners.replay.frame_align import FrameAligner, Transition
+from learners.replay.gate_credit import GateCredit
 from learners.replay.prefetch import BatchSource
 from robot_rl.config import Config, require
 from robot_rl.evaluation import run_episodes
@@ -52,6 +53,11 @@ class LoopConfig(Config):
     frame_lag_steps: int = 0
     """Camera frames arrive this many steps late: hold each transition that long and store it with the frames of
     its own step (learners.replay.frame_align.FrameAligner; 0: as the env returned them)."""
+    credit_hold_steps: int = 0
+    """> 0: a classifier's gated success is credited to the step whose frame first showed it
+    (learners.replay.gate_credit.GateCredit holds this many steps: the gate's k plus the camera lag); 0: off."""
+    credit_lag_steps: int = 0
+    """With credit_hold_steps: the camera lag (steps) between a frame and the scene it shows."""
     takeover_terminal: bool = True
     """When a human takes over (info["intervention"] starts), relabel the policy's previous transition as
     terminal: to the critic, drifting until someone steps in ends the episode with nothing, instead of earning
@@ -61,7 +67,8 @@ class LoopConfig(Config):
         require(self.total_steps >= 1, "total_steps", self.total_steps, "must be >= 1")
         require(self.start_steps >= 0, "start_steps", self.start_steps, "must be >= 0")
         require(self.learning_starts >= 1, "learning_starts", self.learning_starts, "must be >= 1")
-        require(self.frame_lag_steps >= 0, "frame_lag_steps", self.frame_lag_steps, "must be >= 0")
+        for name in ("frame_lag_steps", "credit_hold_steps", "credit_lag_steps"):
+            require(getattr(self, name) >= 0, name, getattr(self, name), "must be >= 0")
         require(self.updates_per_step >= 0, "updates_per_step", self.updates_per_step, "must be >= 0")
         require(0.0 <= self.demo_ratio <= 1.0, "demo_ratio", self.demo_ratio, "must be in [0, 1]")
 
@@ -153,6 +160,7 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
     n_metrics = 0
     source = BatchSource(lambda: sampler.sample(rows), agent, sampler)  # GPU: prefetch / JAX device replay
     aligner = FrameAligner(cfg.frame_lag_steps, [c.name for c in online.spec.cameras])
+    credit = GateCredit(cfg.credit_hold_steps)
     try:
         for step in range(c.env_step + 1, cfg.total_steps + 1):
             c.env_step = step
@@ -166,12 +174,17 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                 action = from_env_action(np.asarray(info["intervene_action"]), bounds)
             penalty = float(info.get("grasp_penalty", 0.0)) if isinstance(info, dict) else 0.0
             if intervention and not prev_intervention and cfg.takeover_terminal and ep_len > 0:
-                if not aligner.terminate_last():
+                if not (aligner.terminate_last() or credit.terminate_last()):
                     online.terminate_last()
             prev_intervention = intervention
             done = bool(terminated or truncated)
-            for t in aligner.push(Transition(obs, action, float(reward), next_obs, bool(terminated), bool(truncated),
-                                             intervention, penalty)) + (aligner.flush() if done else []):
+            ready = [r for t in aligner.push(Transition(obs, action, float(reward), next_obs, bool(terminated),
+                                                        bool(truncated), intervention, penalty))
+                     + (aligner.flush() if done else []) for r in credit.push(t)]
+            if done:
+                gated = isinstance(info, dict) and bool(info.get("reward_success")) and "reward_run" in info
+                ready += credit.end(int(info["reward_run"]) - 1 + cfg.credit_lag_steps if gated else None)
+            for t in ready:
                 route_transition(online, demo, *t.as_args())
             ep_return += float(reward)
             ep_len += 1

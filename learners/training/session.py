@@ -131,10 +131,22 @@ class TrainSession:
                          "warm-up (--start-steps ignored); the base plus the exploring residual acts from the first "
                          "step")
         learning_starts = max(1, cfg.warmup()) if cfg.init_from is not None else cfg.learning_starts
+        hold, lag = self.gate_credit()
         return LoopConfig(total_steps=max(1, cfg.max_env_steps), start_steps=start_steps,
                           learning_starts=learning_starts, updates_per_step=cfg.steps_per_update(),
                           demo_ratio=cfg.demo_ratio, seed=cfg.seed,
-                          frame_lag_steps=frame_lag_steps(self.run_.env) if cfg.align_frames else 0)
+                          frame_lag_steps=frame_lag_steps(self.run_.env) if cfg.align_frames else 0,
+                          credit_hold_steps=hold, credit_lag_steps=lag)
+
+    def gate_credit(self) -> tuple[int, int]:
+        """(credit_hold_steps, credit_lag_steps) of LoopConfig for --credit-first-positive: the classifier's gate k
+        plus the camera lag held back, and that lag; (0, 0) without the flag or a classifier reward."""
+        wrapper = wrapper_of(self.run_.env, RewardModelWrapper)
+        k = getattr(getattr(wrapper, "model", None), "k", None)
+        if not self.cfg.credit_first_positive or k is None:
+            return 0, 0
+        lag = frame_lag_steps(self.run_.env)
+        return int(k) + lag, lag
 
     def offline_phase(self) -> dict[str, Any]:
         """--offline-updates: updates on the demo buffer alone, then an evaluation (env step 0) and a checkpoint."""
