@@ -112,9 +112,6 @@ class ActorConfig(Config):
     """Steps kept for the timing percentiles."""
     timing_report_every_s: float = 10.0
     """Seconds between timing percentiles in the reports (computing them costs the control loop ~0.5 ms)."""
-    frame_lag_steps: int = 0
-    """Camera frames arrive this many steps late: each chunk stores every observation with the frames of its own
-    step (actors.chunks.ChunkBuilder; `robot-rl actor --align-frames` takes the env's camera lag). 0: as returned."""
     switch_interval_s: float | None = 0.001
     """Python's thread switch interval set by `start()` (default 5 ms): the weight loader and the endpoint's
     I/O thread hand the interpreter back to the control loop within this time. None: leave it as it is."""
@@ -124,7 +121,6 @@ class ActorConfig(Config):
         require(self.on_learner_loss in LEARNER_LOSS, "on_learner_loss", self.on_learner_loss,
                 f"must be one of {list(LEARNER_LOSS)}")
         require(self.learner_loss_hold_s >= 0, "learner_loss_hold_s", self.learner_loss_hold_s, "must be >= 0")
-        require(self.frame_lag_steps >= 0, "frame_lag_steps", self.frame_lag_steps, "must be >= 0")
         for name in ("chunk_steps", "max_pending_chunks", "success_window", "timing_window"):
             require(getattr(self, name) >= 1, name, getattr(self, name), "must be >= 1")
         for name in ("pace_poll_s", "weights_poll_s", "report_every_s", "timing_report_every_s"):
@@ -195,7 +191,7 @@ class Actor:
         self.swap = swap if swap is not None else PolicySwap(self.spec, endpoint.latest_weights, cfg.weights_poll_s)
         self.rng = np.random.default_rng(cfg.seed)
         self.low, self.high = action_bounds(self.spec)
-        self.builder = ChunkBuilder(self.spec, cfg.chunk_steps, frame_lag_steps=cfg.frame_lag_steps)
+        self.builder = ChunkBuilder(self.spec, cfg.chunk_steps)
         self.pending: collections.deque[TransitionChunk] = collections.deque()
         self.obs: Any = None
         self.episode = 0

@@ -61,18 +61,11 @@ class ChunkBuilder:
         b.start(obs, episode=0, step=0)
         b.add(action, reward, terminated, truncated, intervention, success, next_obs)
         chunk = b.take(stats={"return": 1.0})      # hands the arrays over; b.start(...) again for the next
-
-    `frame_lag_steps` > 0 (the actor's --align-frames): the camera frames arrive that many steps late, and `take`
-    stores each observation row with the frames of its own step, i.e. the rows `frame_lag_steps` later
-    (learners.replay.frame_align; the last rows repeat the newest frame, also where a chunk ends mid-episode).
     """
 
-    def __init__(self, spec: EnvSpec, max_steps: int, pool_size: int = 3, frame_lag_steps: int = 0) -> None:
+    def __init__(self, spec: EnvSpec, max_steps: int, pool_size: int = 3) -> None:
         if not isinstance(pool_size, int) or pool_size < 1:
             raise ConfigError(f"ChunkBuilder: pool_size must be an int >= 1, got {pool_size!r}")
-        if isinstance(frame_lag_steps, bool) or not isinstance(frame_lag_steps, int) or frame_lag_steps < 0:
-            raise ConfigError(f"ChunkBuilder: frame_lag_steps must be an int >= 0, got {frame_lag_steps!r}")
-        self.frame_lag_steps = frame_lag_steps
         self.spec, self.max_steps, self.pool_size = spec, int(max_steps), pool_size
         self._obs_specs = {s.name: s for s in spec.observation}
         self.length = 0
@@ -159,11 +152,6 @@ class ChunkBuilder:
         if t < 1:
             raise ShapeError("ChunkBuilder.take: no steps collected")
         f = self.flags
-        if self.frame_lag_steps:
-            rows = np.minimum(np.arange(t + 1) + self.frame_lag_steps, t)  # row i shows the scene of step i
-            for name, s in self._obs_specs.items():
-                if s.is_image:
-                    self.obs[name][: t + 1] = self.obs[name][rows]
         chunk = TransitionChunk(observations={k: v[: t + 1] for k, v in self.obs.items()},
                                 actions=self.actions[:t], rewards=self.rewards[:t], terminated=f["terminated"][:t],
                                 truncated=f["truncated"][:t], intervention=f["intervention"][:t],

@@ -71,7 +71,6 @@ class ActorRunConfig(Config):
     faithful: bool = False
     camera_latency_ms: float | None = None
     action_delay_ms: float | None = None
-    align_frames: bool = False
     reward: str | None = None
     reward_gate_k: int | None = None
     operator_reset_after: int = 0
@@ -179,9 +178,6 @@ def actor_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--faithful", action="store_true",
                    help="hardware-faithful twin: proprio + cameras only, no task reward, no teleports after the first")
     add_timing_flags(p)
-    p.add_argument("--align-frames", action="store_true",
-                   help="send each step with the camera frames of its own instant, which arrive the camera latency "
-                        "later (the policy still acts on the late ones; the twin's --camera-latency-ms)")
     p.add_argument("--reward", default=None,
                    help="env (the env's reward), classifier:DIR (a trained reward classifier, gated) or human (the "
                         "teleop device's success key; needs --intervene); --faithful needs classifier:DIR or human")
@@ -242,13 +238,7 @@ def run_actor(cfg: ActorRunConfig) -> int:
         return 0
     actor_id = cfg.actor_id or f"{socket.gethostname()}-{os.getpid()}"
     env, endpoint = _connect(cfg, actor_id)
-    from learners.rewards.reward_model import frame_lag_steps  # as actors.actor_env imports it: when needed
-
-    lag = frame_lag_steps(env) if cfg.align_frames else 0
-    if cfg.align_frames and not lag:
-        print(f"actor {actor_id}: --align-frames: this env's frames are not late (no simulated camera latency); "
-              "nothing to align", flush=True)
-    actor = Actor(env, endpoint, dataclasses.replace(actor_config(cfg, backend_of(env)), frame_lag_steps=lag))
+    actor = Actor(env, endpoint, actor_config(cfg, backend_of(env)))
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:

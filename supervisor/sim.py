@@ -221,8 +221,6 @@ class Sim:
             argv += ["--demos", str(demos)]
         if a.faithful:
             argv.append("--faithful")
-        if a.align_frames:
-            argv.append("--align-frames")
         if a.resume:
             argv.append("--resume")
         if a.image_size:
@@ -251,8 +249,6 @@ class Sim:
             argv += ["--reward-audit", str(self.out / "reward_audit" / f"actor-{i}")]
         if a.faithful:
             argv.append("--faithful")
-        if a.align_frames:
-            argv.append("--align-frames")
         return argv + self.timing_argv() + shlex.split(a.actor_args)
 
     def reward_argv(self) -> list[str]:
@@ -476,7 +472,7 @@ class Sim:
             "milestones": milestones(rows), "guard_stops": guard_stops(self.logs), "learning_curves": curves,
             "actor_stats": actors,
             "intervene": a.intervene, "reward": a.reward, "reward_gate_k": a.reward_gate_k, "faithful": a.faithful,
-            "learner_set": list(a.set), "align_frames": a.align_frames,
+            "learner_set": list(a.set),
             "timing": timing_overrides(a.faithful, a.camera_latency_ms, a.action_delay_ms),
             "backend": a.backend, "learner_args": a.learner_args, "actor_args": a.actor_args,
         }

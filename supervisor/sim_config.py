@@ -68,7 +68,6 @@ class SimConfig(Config):
     faithful: bool = False
     camera_latency_ms: float | None = None
     action_delay_ms: float | None = None
-    align_frames: bool = False
     eval_episodes: int = 20
     actor_restarts: int = 3
     set: tuple[str, ...] = ()
@@ -143,10 +142,6 @@ def build_sim_parser(description: str | None = None) -> argparse.ArgumentParser:
                    help="hardware-faithful actors (no object observation, no task reward, no teleports after the "
                         "first reset); needs --reward classifier:DIR or human")
     add_timing_flags(p)  # passed on to the actors and the final evaluation
-    p.add_argument("--align-frames", action="store_true",
-                   help="learn from frames on time: the actors send each step with the camera frames of its own "
-                        "instant (they arrive the camera latency later; the policy acts on the late ones) and the "
-                        "learner shifts the demos' frames to match")
     p.add_argument("--eval-episodes", type=int, default=20, help="deterministic evaluation episodes at the end")
     p.add_argument("--actor-restarts", type=int, default=3, help="restarts allowed per actor when it dies")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",

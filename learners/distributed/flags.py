@@ -46,9 +46,6 @@ def build_learner_parser(description: str | None = None) -> argparse.ArgumentPar
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--faithful", action="store_true",
                    help="the actors run hardware-faithful (no object observation: proprio + cameras only)")
-    p.add_argument("--align-frames", action="store_true",
-                   help="the actors send frames on time (robot-rl actor --align-frames): shift the demos' camera rows "
-                        "by the latency their files record to match")
     g = p.add_argument_group("agent")
     g.add_argument("--agent", default="rlpd", choices=sorted(ALGOS),
                    help="agent preset (learners.agents.options.ALGORITHMS; rlpd: SERL's DrQ agent with cameras)")
@@ -135,7 +132,6 @@ def learner_process_config(args: argparse.Namespace) -> LearnerProcessConfig:
                              offline_updates=args.offline_updates)
     return LearnerProcessConfig(task=args.task, out=args.out, agent=learner_agent_flags(args), schedule=schedule,
                                 bind=args.bind, demos=args.demos, resume=args.resume, obs_mode=args.obs_mode,
-                                image_size=args.image_size, faithful=args.faithful,
-                                align_frames=args.align_frames, keys=args.keys,
+                                image_size=args.image_size, faithful=args.faithful, keys=args.keys,
                                 insecure=args.insecure, heartbeat_s=args.heartbeat, threads=args.threads,
                                 quiet=args.quiet, prepare_only=args.prepare_only)

@@ -75,9 +75,6 @@ class LearnerProcessConfig(Config):
     """Camera image size (pixels)."""
     faithful: bool = False
     """The actors run hardware-faithful: no object observation."""
-    align_frames: bool = False
-    """The actors send each step with the frames of its own instant (`robot-rl actor --align-frames`): the demos'
-    camera rows are shifted by the latency their files record to match (learners.replay.frame_align)."""
     keys: str | None = None
     """CURVE key directory (robot_rl.keys) for non-loopback binds."""
     insecure: bool = False
@@ -191,8 +188,7 @@ def run_learner_process(cfg: LearnerProcessConfig) -> int:
     spec = task_spec(cfg.task, cfg.obs_mode, cfg.image_size, faithful=cfg.faithful)
     if cfg.resume and existing is not None:  # resume with the run's own agent config
         agent_cfg = resumed_agent_config(existing, agent_cfg)
-    demos = (load_demo_episodes(cfg.demos, spec, align_frames=cfg.align_frames)
-             if cfg.demos is not None and existing is None else [])
+    demos = load_demo_episodes(cfg.demos, spec) if cfg.demos is not None and existing is None else []
     agent_cfg = with_run_encoder(agent_cfg, [cfg.demos] if cfg.demos is not None else [], cfg.out,
                                  log=lambda s: say(f"learner: {s}"))  # pixels with demos: pretrained on them
     if cfg.prepare_only:

@@ -15,7 +15,7 @@ import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +75,8 @@ def load_demo_buffer(directory: str | Sequence[str], spec: EnvSpec, seed: int, f
             if bounds is not None:
                 ep = dataclasses.replace(ep, actions=from_env_action(ep.actions, bounds))
             if align_frames:
-                ep = aligned(ep, spec)
+                lag = lag_of_recording(ep.info, float((ep.spec or {}).get("control_hz", spec.control_hz)))
+                ep = align_episode(ep, lag, [c.name for c in spec.cameras])
             demo.add_episode(ep)
     if warn_action_space is not None:
         from learners.training.gym_compat import demo_action_warning
@@ -88,12 +89,10 @@ def load_demo_buffer(directory: str | Sequence[str], spec: EnvSpec, seed: int, f
 
 
 
-def load_demo_episodes(directory: str | Path, spec: EnvSpec, prefix: str = "learner:",
-                       align_frames: bool = False) -> list[Episode]:
+def load_demo_episodes(directory: str | Path, spec: EnvSpec, prefix: str = "learner:") -> list[Episode]:
     """The episodes of one demo directory for `robot-rl learner` (whose Learner fills its own demo buffer): corrupt
     files reported on stderr and skipped, the leaves `spec` lacks dropped (the privileged "object" state in a
-    faithful run); ConfigError for episodes recorded with another observation/action spec. `align_frames`: camera
-    rows shifted by the latency each file records (as load_demo_buffer does)."""
+    faithful run); ConfigError for episodes recorded with another observation/action spec."""
     episodes, errors = load_dir(directory)
     for err in errors:
         print(f"{prefix} skipping {err}", file=sys.stderr)
@@ -104,10 +103,4 @@ def load_demo_episodes(directory: str | Path, spec: EnvSpec, prefix: str = "lear
             if diff:
                 raise ConfigError(f"--demos {directory}: episodes were recorded with another observation/action "
                                   f"spec (differs in {diff}); record them with the same --obs-mode / image size")
-    return [aligned(ep, spec) for ep in episodes] if align_frames else episodes
-
-
-def aligned(ep: Episode, spec: EnvSpec) -> Episode:
-    """`ep` with its camera rows shifted by the camera latency its file records (learners.replay.frame_align)."""
-    lag = lag_of_recording(ep.info, float((ep.spec or {}).get("control_hz", spec.control_hz)))
-    return cast(Episode, align_episode(ep, lag, [c.name for c in spec.cameras]))
+    return episodes
