@@ -267,6 +267,18 @@ def se_pixels_classifier_slowlabels(res: Results) -> str:
     return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
 
 
+def se_pixels_classifier_aligned(res: Results) -> str:
+    """The slow-label classifier arm again with the transitions stored on time (train --align-frames), per seed; then
+    beside the same arm storing the late frames the policy acted on."""
+    name = "sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming_aligned.json"
+    base = "sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming.json"
+    last, arms = _arms_to_shortest(res, [("the late frames stored (as the policy saw them)", base),
+                                         ("each step stored with its own frames (--align-frames)", name)],
+                                   cut_by=(name, base))
+    intro = f"Beside the same arm without the flag to {ksteps(last)} env steps (the same seeds, classifier and demos):"
+    return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+
+
 def se_pixels_faithful_notiming(res: Results) -> str:
     """The faithful runs' training again (the timing stayed on there: a bug since fixed), evaluated without the
     simulated timing, per seed."""

@@ -4,8 +4,9 @@ A camera's frames arrive late (a RealSense colour stream 60-140 ms; the twin sim
 `RobotEnvConfig.camera_latency_ms`): at step t the policy acts on a frame of step t - lag beside the proprio state of
 step t. The policy has to act on what it has, but the learner need not learn from it: `lag` steps later the frame
 of step t has arrived, and a transition stored then can pair each observation's proprio with the frames of the same
-instant. Policies trained on time were measured to act well through the late frames (benchmarks/timing_eval.py);
-the late frames were what cost the learning.
+instant. Policies trained on time were measured to act well through the late frames (benchmarks/timing_eval.py).
+Measured on pixel pick-cube with a classifier reward (docs/twin.md), storing frames on time learned slower than
+storing the late frames the policy acted on, so it is an option (`robot-rl train --align-frames`), not a default.
 
 `FrameAligner` does it for a stream of transitions (the in-process training loop): it holds the newest `lag`
 transitions back and releases each with its obs' and next_obs' image leaves replaced by the frames delivered `lag`
