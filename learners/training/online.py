@@ -178,9 +178,10 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                     online.terminate_last()
             prev_intervention = intervention
             done = bool(terminated or truncated)
-            ready = [r for t in aligner.push(Transition(obs, action, float(reward), next_obs, bool(terminated),
-                                                        bool(truncated), intervention, penalty))
-                     + (aligner.flush() if done else []) for r in credit.push(t)]
+            now = Transition(obs, action, float(reward), next_obs, bool(terminated), bool(truncated), intervention,
+                             penalty)
+            on_time = aligner.push(now) + (aligner.flush() if done else [])  # held for the frames' lag (option)
+            ready = [r for t in on_time for r in credit.push(t)]  # held for the classifier's gate (option)
             if done:
                 gated = isinstance(info, dict) and bool(info.get("reward_success")) and "reward_run" in info
                 ready += credit.end(int(info["reward_run"]) - 1 + cfg.credit_lag_steps if gated else None)
