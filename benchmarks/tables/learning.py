@@ -267,16 +267,27 @@ def se_pixels_classifier_slowlabels(res: Results) -> str:
     return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
 
 
-def se_pixels_classifier_aligned(res: Results) -> str:
-    """The slow-label classifier arm again with the transitions stored on time (train --align-frames), per seed; then
-    beside the same arm storing the late frames the policy acted on."""
-    name = "sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming_aligned.json"
+def _slowlabels_option(res: Results, name: str, label: str) -> str:
+    """An option of `train` on the slow-label classifier arm, per seed; then beside that arm without it."""
     base = "sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming.json"
-    last, arms = _arms_to_shortest(res, [("the late frames stored (as the policy saw them)", base),
-                                         ("each step stored with its own frames (--align-frames)", name)],
-                                   cut_by=(name, base))
-    intro = f"Beside the same arm without the flag to {ksteps(last)} env steps (the same seeds, classifier and demos):"
+    last, arms = _arms_to_shortest(res, [("without it (the late frames stored, the success where the gate fired)",
+                                          base), (label, name)], cut_by=(name, base))
+    intro = f"Beside the same arm without it to {ksteps(last)} env steps (the same seeds, classifier and demos):"
     return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+
+
+def se_pixels_classifier_aligned(res: Results) -> str:
+    """The slow-label classifier arm with the transitions stored on time (train --align-frames)."""
+    return _slowlabels_option(res, "sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming"
+                              "_aligned.json", "each step stored with its own frames (--align-frames)")
+
+
+def se_pixels_classifier_credit(res: Results) -> str:
+    """The slow-label classifier arm with its success credited to the first positive frame's step (train
+    --credit-first-positive)."""
+    return _slowlabels_option(res, "sample_efficiency_twin-pick-cube_pixels64_classifier_slowlabels_timing_demotiming"
+                              "_credit.json", "the success credited to its first positive frame "
+                              "(--credit-first-positive)")
 
 
 def se_pixels_faithful_notiming(res: Results) -> str:
