@@ -10,7 +10,9 @@ more steps, and the learner is told the success came with the last of them. `Gat
 dropped (counted in `dropped`): the stored episode ends where the success was seen. Any other end releases
 everything unchanged. A success more than `hold_steps - 1` steps back (a predicate that held the gate for long) is
 credited to the oldest held transition. Nothing here needs the simulator: the classifier's own decisions, its `k`
-and the camera latency.
+and the camera latency. Measured on pixel pick-cube (docs/twin.md) it learned worse than storing the success where
+the gate fired (the first positive frames are the classifier's least sure ones), so it is an option
+(`robot-rl train --credit-first-positive`), not a default.
 
 Usage::
 
