@@ -30,6 +30,11 @@ backend's own motion-generator hand-over before the impedance target moves. Not 
 privileged information): timing is a separate knob (docs/twin.md, "Simulated timing")."""
 
 
+def latency_steps(latency_ms: float, control_hz: float) -> int:
+    """A camera latency in control periods, rounded: how many steps old a frame is (0 without a latency)."""
+    return round(latency_ms / 1e3 * float(control_hz)) if latency_ms > 0 else 0
+
+
 def timing_overrides(faithful: bool, camera_latency_ms: float | None = None,
                      action_delay_ms: float | None = None) -> dict[str, float]:
     """The RobotEnvConfig timing fields of a command's `--camera-latency-ms` / `--action-delay-ms` (None: the

@@ -34,7 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from learners.agents.obs import nested
 from robot_rl.errors import ConfigError
+from robot_rl.specs import flatten_value
+from robot_rl.timing import latency_steps
 
 
 @dataclasses.dataclass
@@ -56,25 +59,10 @@ class Transition:
                 self.intervention, self.grasp_penalty)
 
 
-def _get(obs: Any, path: str) -> Any:
-    node = obs
-    for part in path.split("/"):
-        node = node[part]
-    return node
-
-
 def with_images(obs: Any, images: Mapping[str, Any]) -> Any:
-    """A copy of the nested observation dict `obs` with the leaves at the slash paths of `images` replaced (the
-    dicts on those paths copied, every other leaf shared)."""
-    out = dict(obs)
-    for path, value in images.items():
-        parts = path.split("/")
-        node = out
-        for part in parts[:-1]:
-            node[part] = dict(node[part])
-            node = node[part]
-        node[parts[-1]] = value
-    return out
+    """A copy of the nested observation dict `obs` with the leaves at the slash paths of `images` replaced (every
+    other leaf shared)."""
+    return nested({**flatten_value(obs), **images})
 
 
 class FrameAligner:
@@ -94,7 +82,8 @@ class FrameAligner:
         return len(self._held)
 
     def _frames(self, obs: Any) -> dict[str, Any]:
-        return {k: _get(obs, k) for k in self.image_keys}
+        flat = flatten_value(obs)
+        return {k: flat[k] for k in self.image_keys}
 
     def _release(self, j: int) -> Transition:
         last = len(self._rows) - 1
@@ -151,5 +140,4 @@ def lag_of_recording(info: Mapping[str, Any], control_hz: float) -> int:
     (record-demos on the twin writes it; 0 when absent: no simulated latency, or hardware, whose latency the file
     does not state), rounded as the twin's simulated timing takes it."""
     kwargs = info.get("env_kwargs") if isinstance(info, Mapping) else None
-    ms = float((kwargs or {}).get("camera_latency_ms") or 0.0)
-    return round(ms / 1e3 * float(control_hz)) if ms > 0 else 0
+    return latency_steps(float((kwargs or {}).get("camera_latency_ms") or 0.0), control_hz)

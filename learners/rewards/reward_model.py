@@ -74,6 +74,7 @@ from robot_rl.reward_source import (
     reward_image_path,
 )
 from robot_rl.specs import flatten_value
+from robot_rl.timing import latency_steps
 
 DEFAULT_GATE_K = 3
 """Consecutive positive frames before a classifier success counts (measured: see the module docstring)."""
@@ -501,8 +502,7 @@ def frame_lag_steps(env: Any) -> int:
     `camera_latency_ms`) in control periods, rounded; 0 for an env without one. A frame of step t shows the scene of
     step t - lag, so its truth is that step's (`RewardModelWrapper`'s frame counts compare them so)."""
     cfg = getattr(getattr(env, "unwrapped", env), "config", None)
-    lag_s = float(getattr(cfg, "camera_latency_ms", 0.0) or 0.0) / 1e3
-    return round(lag_s * float(getattr(cfg, "control_hz", 10.0))) if lag_s else 0
+    return latency_steps(float(getattr(cfg, "camera_latency_ms", 0.0) or 0.0), getattr(cfg, "control_hz", 10.0))
 
 
 class RewardModelWrapper:
