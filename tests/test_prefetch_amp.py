@@ -171,6 +171,27 @@ def test_bf16_with_images_hl_gauss_and_the_gripper_head() -> None:
     assert a.dtype == np.float32 and a.shape == (4,)
 
 
+def test_bf16_on_a_cpu_without_native_bf16_warns_once_naming_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Emulated bf16 is slower than float32: an agent asking for it on such a CPU says so (and how to turn it off);
+    on a CPU with native bf16, or asking for none, it says nothing."""
+    import warnings
+
+    from learners.agents import precision
+
+    cfg = _cfg(mixed_precision="bf16")
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: False)
+    with pytest.warns(RuntimeWarning, match="mixed_precision=bf16 on a CPU without native bf16") as got:
+        SACAgent(_spec(), cfg)
+    assert len(got) == 1 and "--set mixed_precision=off" in str(got[0].message)
+    both = precision.bf16_cpu_warning(cfg.replace(backbone_precision="bf16"), torch.device("cpu"))
+    assert both is not None and "--set backbone_precision=float32" in both and "mixed_precision=bf16, backbone" in both
+    assert precision.bf16_cpu_warning(_cfg(), torch.device("cpu")) is None
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SACAgent(_spec(), cfg)
+
+
 def test_prefetch_with_a_residual_base_is_refused() -> None:
     with pytest.raises(ConfigError, match="prefetch"):
         AgentConfig(prefetch=True, residual_base="runs/bc")

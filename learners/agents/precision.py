@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 
 import torch
@@ -45,6 +46,30 @@ def matmul_precision(cfg: AgentConfig, device: torch.device) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
+@functools.cache
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU runs bf16 matmuls and convolutions in hardware (AVX512-BF16 or AMX, as oneDNN reports it).
+    Without them torch emulates bf16 on a CPU, slower than float32, so a bf16 setting there costs instead of saving
+    (benchmarks/feature_cache.py measured the gain on a CPU with AVX512-BF16). Cached: asked once per process."""
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without the query: assume emulation
+        return False
+
+
+def bf16_cpu_warning(cfg: AgentConfig, device: torch.device) -> str | None:
+    """One line when `cfg` asks for bf16 (mixed_precision or backbone_precision) on a CPU without native bf16
+    (`cpu_has_native_bf16`), naming the settings to turn off; None otherwise."""
+    if device.type != "cpu" or cpu_has_native_bf16():
+        return None
+    asked = [f"{name}=bf16" for name in ("mixed_precision", "backbone_precision") if getattr(cfg, name) == "bf16"]
+    if not asked:
+        return None
+    off = " ".join(f"--set {a.split('=')[0]}={'off' if a.startswith('mixed') else 'float32'}" for a in asked)
+    return (f"{', '.join(asked)} on a CPU without native bf16 (AVX512-BF16 or AMX): torch emulates it, slower than "
+            f"float32; {off} turns it off")
+
+
 def precision_note(cfg: AgentConfig) -> str:
     """'matmul_precision=high (TF32 matmuls + convolutions)' etc.: the GPU notice's words for the option."""
     what = {"default": "float32 matmuls, TF32 convolutions", "high": "TF32 matmuls + convolutions",
@@ -52,4 +77,4 @@ def precision_note(cfg: AgentConfig) -> str:
     return f"matmul_precision={cfg.matmul_precision} ({what})"
 
 
-__all__ = ["matmul_precision", "precision_note"]
+__all__ = ["bf16_cpu_warning", "cpu_has_native_bf16", "matmul_precision", "precision_note"]

@@ -72,7 +72,7 @@ from learners.agents.encoders import random_shift
 from learners.agents.graphs import GraphedUpdate, graphs_mode
 from learners.agents.nets import EnsembleMLP, HLGauss, soft_update
 from learners.agents.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
-from learners.agents.precision import matmul_precision
+from learners.agents.precision import bf16_cpu_warning, matmul_precision
 from learners.agents.sac_batch import UpdateBatch, cached_backbone, to_update_batch, with_target_predictions
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
@@ -106,6 +106,9 @@ class SACAgent:
                 self.device.type == "cuda" and torch.cuda.is_bf16_supported())):
             raise ConfigError(f"mixed_precision=bf16 needs a CPU or a CUDA GPU with bfloat16 (Ampere or newer); "
                               f"device {self.device} has none: use --set mixed_precision=off")
+        emulated = bf16_cpu_warning(cfg, self.device)
+        if emulated is not None:
+            warnings.warn(emulated, RuntimeWarning, stacklevel=2)
         self.policy: Policy = build_policy(spec, cfg, device=self.device)
         self.encoder = self.policy.encoder
         self.actor = self.policy.actor
