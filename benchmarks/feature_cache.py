@@ -18,12 +18,15 @@ cost does not depend on their values), `pixels conv` (the twin's former pixel re
 net trained from scratch at batch 32), `resnet10 uncached` (that recipe with a frozen ResNet-10, feature_cache=off:
 the backbone runs on every batch), `resnet10 cached K=k` (feature_cache=on, float16, k crops each; `--crops`), and
 the cached case with a lighter head (`--head-variants`: no dropout in the head, 2 spatial features instead of 8,
-both) to show what the head costs, and the pixel defaults with fewer crops or a 64-wide image latent
-(`--default-variants`). Each case runs for `--seconds` of CPU time (at least `--min-steps` steps).
+both) to show what the head costs, and the pixel defaults with fewer crops, a 64-wide image latent or bf16
+(`--default-variants`; `--variants` picks some), and the state learner with bf16 updates beside its default
+(`--state-bf16`: the reference for a pixel row whose updates run under bf16 too). Each case runs for `--seconds` of
+CPU time (at least `--min-steps` steps).
 
     python benchmarks/feature_cache.py --threads 1                 # writes benchmarks/results/feature_cache.json
     python benchmarks/feature_cache.py --sizes 64 --seconds 5 --tag quick
     python benchmarks/feature_cache.py --sizes 64 --only-defaults --variants "K=1, image latent 64" --tag k1
+    python benchmarks/feature_cache.py --sizes 64 --only-defaults --state-bf16 --variants "bf16 backbone and updates"
 """
 
 from __future__ import annotations
@@ -116,10 +119,16 @@ DEFAULT_VARIANTS = (("K=2", ("feature_cache_crops=2",)), ("K=1", ("feature_cache
                     ("K=1, image latent 64", ("feature_cache_crops=1", "image_latent_dim=64")),
                     ("bf16 backbone", ("backbone_precision=bf16",)),
                     ("K=1, image latent 64, bf16 backbone",
-                     ("feature_cache_crops=1", "image_latent_dim=64", "backbone_precision=bf16")))
+                     ("feature_cache_crops=1", "image_latent_dim=64", "backbone_precision=bf16")),
+                    ("bf16 backbone and updates", ("backbone_precision=bf16", "mixed_precision=bf16")),
+                    ("image latent 64, bf16 backbone and updates",
+                     ("image_latent_dim=64", "backbone_precision=bf16", "mixed_precision=bf16")),
+                    ("compiled", ("compile=true",)),
+                    ("image latent 64, bf16 backbone and updates, compiled",
+                     ("image_latent_dim=64", "backbone_precision=bf16", "mixed_precision=bf16", "compile=true")))
 """Cheaper settings of the pixel defaults (`--default-variants`, or the ones named by `--variants`): fewer cached
-crops, a narrower trainable head, the frozen backbone under bf16 autocast (fast where the CPU has bf16 instructions,
-e.g. AVX512-BF16)."""
+crops, a narrower trainable head, the frozen backbone and the update's forward passes under bf16 autocast (fast where
+the CPU has bf16 instructions, e.g. AVX512-BF16), torch.compile on the losses."""
 
 
 def measure(case: Case, args: Any, weights: Path | None) -> dict[str, Any]:
@@ -184,6 +193,8 @@ def measure(case: Case, args: Any, weights: Path | None) -> dict[str, Any]:
 
 def cases(args: Any) -> list[Case]:
     out = [Case("state", "state")]
+    if args.state_bf16:
+        out.append(Case("state, bf16 updates", "state", sets=("mixed_precision=bf16",)))
     for size in args.sizes:
         out.append(Case("pixel defaults (target features, K=4)", "pixels", size, ("encoder_features=both",),
                         frozen=True, demos=True))
@@ -222,6 +233,9 @@ def main() -> None:
     p.add_argument("--variants", nargs="+", default=None, metavar="LABEL",
                    choices=[label for label, _ in DEFAULT_VARIANTS],
                    help="time only these settings of the pixel defaults (labels of DEFAULT_VARIANTS)")
+    p.add_argument("--state-bf16", action="store_true",
+                   help="also time the state learner with its updates under bf16 autocast (mixed_precision=bf16): "
+                        "the reference for pixel rows that use it too")
     p.add_argument("--seconds", type=float, default=20.0, help="CPU seconds per case (the timed loop)")
     p.add_argument("--min-steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)

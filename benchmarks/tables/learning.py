@@ -190,13 +190,40 @@ def se_pixels_defaults_peg(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")
 
 
-def _against_pixel_defaults(res: Results, name: str, defaults_label: str, arm_label: str, intro: str) -> str:
-    """A pixel result's per-seed grid, then its arm beside the pixel defaults' (mean success every 2k env steps up
-    to its shortest run)."""
+def _against_pixel_defaults(res: Results, name: str, defaults_label: str, arm_label: str, intro: str,
+                            baseline: str = "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json") -> str:
+    """A pixel result's per-seed grid, then its arm beside the pixel defaults' (`baseline`; mean success every 2k
+    env steps up to its shortest run)."""
     last = min(r["env_steps_done"] for r in res(name)["runs"]) // 1000 * 1000
-    arms = compare([(defaults_label, _runs(res, "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json")),
-                    (arm_label, _runs(res, name))], 1000, list(range(2000, last + 1, 2000)))
+    arms = compare([(defaults_label, _runs(res, baseline)), (arm_label, _runs(res, name))], 1000,
+                   list(range(2000, last + 1, 2000)))
     return f"{_pixel_seeds(res, name)}\n\n{intro}\n\n{arms}"
+
+
+LEAN_ARM = "64-wide head, bf16 backbone and updates"
+"""The lean pixel learner's arm label: the pixel defaults with `image_latent_dim=64`, `backbone_precision=bf16` and
+`mixed_precision=bf16`."""
+
+
+def se_pixels_lean(res: Results) -> str:
+    """The pixel defaults against the lean learner (64-wide trainable head, the frozen backbone and the update's
+    forward passes under bf16 autocast), pick-cube, 3 seeds each, per seed and per arm."""
+    return _against_pixel_defaults(res, "sample_efficiency_twin-pick-cube_pixels64_lean_bf16.json",
+                                   "the pixel defaults", LEAN_ARM,
+                                   "Against the pixel defaults (the same 20 demos, seeds and protocol):")
+
+
+def se_pixels_lean_seed2(res: Results) -> str:
+    """The lean learner's seed 2 on pick-cube, resumed from its 10k checkpoint and run on to 20k env steps."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_lean_bf16_seed2_20k.json")
+
+
+def se_pixels_lean_peg(res: Results) -> str:
+    """The same two arms on peg insertion, 3 seeds each, 12k env steps."""
+    return _against_pixel_defaults(res, "sample_efficiency_twin-peg-insert_pixels64_lean_bf16.json",
+                                   "the pixel defaults", LEAN_ARM,
+                                   "Against the pixel defaults on peg insertion (the same protocol):",
+                                   baseline="sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")
 
 
 def se_pixels_cheap(res: Results) -> str:

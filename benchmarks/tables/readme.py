@@ -48,6 +48,7 @@ def readme_glance(res: Results) -> str:
     twin = res("twin_speed.json")["goals"]
     tr = res("transport.json")["speedup_transitions_per_s"]["robot-rl vs pickle REQ/REP, 2x640x480"]
     act = res("actor_latency.json")["rows"]
+    cost = {r["case"]: r["ratio_to_state"] for r in res("feature_cache_lean_idle.json")["rows"]}
     rows: list[Row] = [
         ["the main command, `robot-rl sim --task twin-pick-cube` (2 actors, 10k env steps, 2 CPU cores)",
          f"{minutes(mc['wall_s'])} / {minutes(mc2['wall_s'])} min; final checkpoint "
@@ -91,6 +92,11 @@ def readme_glance(res: Results) -> str:
         ["twin env steps/s against gym-hil's pick-cube (worst twin task)",
          f"{rnd(twin['state_min_ratio'], 1)}x state-only, {rnd(twin['images_min_ratio'])}x with two cameras",
          "twin_speed.json"],
+        ["a pixel learner's CPU per env step against the state learner's (1 thread, pick-cube, two 64x64 cameras): "
+         "the pixel defaults; the lean option (64-wide head, bf16 backbone and updates, a CPU with native bf16)",
+         f"{rnd(cost['pixel defaults (target features, K=4)'], 1)}x; "
+         f"{rnd(cost['pixel defaults, image latent 64, bf16 backbone and updates'], 1)}x",
+         "feature_cache_lean_idle.json"],
         ["transitions/s against pickle over REQ/REP, two 640x480 cameras", f"{rnd(tr, 1)}x", "transport.json"],
         ["what the actor adds around policy and env step, p99",
          " / ".join(f"{rnd(r['rest_ms_p99'], 2)} ms" for r in act) + " (state / cameras)", "actor_latency.json"],

@@ -350,6 +350,29 @@ def feature_cache_bf16(res: Results) -> str:
                            "backbone under bf16 autocast.")
 
 
+def feature_cache_bf16_updates(res: Results) -> str:
+    """The pixel defaults with the update's forward passes under bf16 too, and with the 64-wide head; the state
+    learner with bf16 updates beside its default."""
+    return _timed_variants(res, "feature_cache_bf16_updates.json", "--state-bf16 --variants ... --tag bf16_updates",
+                           "(one training run on the other core); `mixed_precision=bf16`: the update's forward "
+                           "passes under bf16 autocast (losses, targets, weights and Adam state in float32). The "
+                           "ratio column divides by the first row, the state learner as a run gets it (float32).")
+
+
+def feature_cache_compiled(res: Results) -> str:
+    """The pixel defaults with torch.compile on their losses (the state learner's CPU default), a short probe."""
+    return _timed_variants(res, "feature_cache_compiled.json", "--variants ... --tag compiled",
+                           "(one training run on the other core); `compile=true`: torch.compile on the agent's "
+                           "losses, as the state learner gets it on a CPU.")
+
+
+def feature_cache_lean_idle(res: Results) -> str:
+    """The lean pixel learner (64-wide head, bf16 backbone and updates), plain and compiled, on the idle machine."""
+    return _timed_variants(res, "feature_cache_lean_idle.json", "--state-bf16 --variants ... --tag lean_idle",
+                           "(nothing else running). The ratio column divides by the first row, the state learner "
+                           "as a run gets it (float32, compiled).")
+
+
 def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
     d = res(name)
     rows = _feature_cache_rows(d)
