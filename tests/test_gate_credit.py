@@ -77,9 +77,12 @@ def test_the_training_loop_stores_the_episode_up_to_the_first_positive_frame(tmp
         run = build_run(cfg, reward_audit=tmp_path / f"audit{credit}")
         try:
             assert isinstance(run.env, RewardModelWrapper) and isinstance(run.env.model, ClassifierReward)
-            loop = TrainSession(run, tmp_path / f"run{credit}", log=lambda s: None).loop_config()
+            session = TrainSession(run, tmp_path / f"run{credit}", log=lambda s: None)
+            loop = session.loop_config()
             assert (loop.credit_hold_steps, loop.credit_lag_steps) == ((3, 1) if credit else (0, 0))
-            list(train_online(run.env, run.agent, run.online, loop, counters=run.counters))
+            rows = list(train_online(run.env, run.agent, run.online, loop, counters=run.counters))
+            session.window = rows
+            logged = session.metrics_row([{"success": True, "return": 1.0}], None)
             valid = run.online.valid
             rewards = run.online.fields["rewards"][valid].tolist()
             terminated = run.online.fields["terminated"][valid].tolist()
@@ -87,6 +90,11 @@ def test_the_training_loop_stores_the_episode_up_to_the_first_positive_frame(tmp
             run.close()
         # 3 episodes the gate ends at their 2nd step (k = 2); credited 2 - 1 + 1 = 2 steps back: capped at the first
         assert (rewards, terminated) == (([1.0] * 3, [True] * 3) if credit else ([0.0, 1.0] * 3, [False, True] * 3))
+        # each episode's row reports the run's counts so far (credited: one success and one dropped step per episode)
+        counts = [(r.get("credited_successes"), r.get("credit_dropped_steps")) for r in rows]
+        assert counts == ([(1, 1), (2, 2), (3, 3)] if credit else [(None, None)] * 3)
+        assert (logged.get("credited_successes"), logged.get("credit_dropped_steps")) == ((3, 3) if credit else
+                                                                                          (None, None))
 
 
 def test_the_flag_needs_a_classifier_reward(tmp_path: Path) -> None:

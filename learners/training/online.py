@@ -206,6 +206,8 @@ def train_online(env: Any, agent: Agent, online: ReplayBuffer, cfg: LoopConfig,
                     out["success"] = bool(info["success"])
                 if isinstance(info, dict) and "intervention_rate" in info:  # envs.wrappers.InterventionWrapper
                     out["intervention_rate"] = float(info["intervention_rate"])
+                if cfg.credit_hold_steps > 0:  # since this loop started: gated successes moved back, steps dropped
+                    out["credited_successes"], out["credit_dropped_steps"] = credit.credited, credit.dropped
                 if n_metrics:
                     out.update({k: v / n_metrics for k, v in sums.items()})
                 c.episode += 1

@@ -251,6 +251,9 @@ class TrainSession:
                 vals = [m[k] for m in window if k in m]
                 if vals:
                     r[k] = float(np.mean(vals))
+            for k in ("credited_successes", "credit_dropped_steps"):  # --credit-first-positive: counts so far
+                if k in window[-1]:
+                    r[k] = int(window[-1][k])
         r.update(extra or {})
         if self.diagnostics is not None:  # --diagnostics: the diag_* columns (learners.training.diagnostics)
             r.update(self.diagnostics.measure(run.agent, run.online, run.demo, window, self.cfg.demo_ratio))
