@@ -3,6 +3,7 @@ transport and the actor's step cost. Each function maps the results directory to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .fmt import Results, Row, grouped, rnd, source, table
@@ -335,42 +336,42 @@ def _timed_variants(res: Results, name: str, how: str, note: str) -> str:
     return "\n\n".join([table(FEATURE_CACHE_HEADER, _feature_cache_rows(d)), text, source(name)])
 
 
-def feature_cache_variants(res: Results) -> str:
-    """The pixel defaults (target-head predictions cached) and cheaper settings of them, against the state learner."""
-    return _timed_variants(res, "feature_cache_variants.json", "--default-variants",
-                           "(training runs shared the machine): the ratios are from one run. One crop with the "
-                           "64-wide head was trained later (with the backbone in bf16, the next table): it learned "
-                           "worse.")
+def _timed_table(name: str, how: str, note: str, doc: str) -> Callable[[Results], str]:
+    """The table of one feature_cache result (`_timed_variants` with these arguments), documented by `doc`."""
+    def render(res: Results) -> str:
+        return _timed_variants(res, name, how, note)
+
+    render.__doc__ = doc
+    return render
 
 
-def feature_cache_bf16(res: Results) -> str:
-    """The pixel defaults with the frozen backbone in bf16 and with the cheaper settings, timed on an idle machine."""
-    return _timed_variants(res, "feature_cache_bf16.json", "--variants ... --tag bf16",
-                           "(nothing else running); `backbone_precision=bf16` on this CPU (AVX512-BF16): the frozen "
-                           "backbone under bf16 autocast.")
+_FIRST_ROW = " The ratio column divides by the first row, the state learner as a run gets it"
 
-
-def feature_cache_bf16_updates(res: Results) -> str:
-    """The pixel defaults with the update's forward passes under bf16 too, and with the 64-wide head; the state
-    learner with bf16 updates beside its default."""
-    return _timed_variants(res, "feature_cache_bf16_updates.json", "--state-bf16 --variants ... --tag bf16_updates",
-                           "(one training run on the other core); `mixed_precision=bf16`: the update's forward "
-                           "passes under bf16 autocast (losses, targets, weights and Adam state in float32). The "
-                           "ratio column divides by the first row, the state learner as a run gets it (float32).")
-
-
-def feature_cache_compiled(res: Results) -> str:
-    """The pixel defaults with torch.compile on their losses (the state learner's CPU default), a short probe."""
-    return _timed_variants(res, "feature_cache_compiled.json", "--variants ... --tag compiled",
-                           "(one training run on the other core); `compile=true`: torch.compile on the agent's "
-                           "losses, as the state learner gets it on a CPU.")
-
-
-def feature_cache_lean_idle(res: Results) -> str:
-    """The lean pixel learner (64-wide head, bf16 backbone and updates), plain and compiled, on the idle machine."""
-    return _timed_variants(res, "feature_cache_lean_idle.json", "--state-bf16 --variants ... --tag lean_idle",
-                           "(nothing else running). The ratio column divides by the first row, the state learner "
-                           "as a run gets it (float32, compiled).")
+feature_cache_variants = _timed_table(
+    "feature_cache_variants.json", "--default-variants",
+    "(training runs shared the machine): the ratios are from one run. One crop with the 64-wide head was trained "
+    "later (with the backbone in bf16, the next table): it learned worse.",
+    "The pixel defaults (target-head predictions cached) and cheaper settings of them, against the state learner.")
+feature_cache_bf16 = _timed_table(
+    "feature_cache_bf16.json", "--variants ... --tag bf16",
+    "(nothing else running); `backbone_precision=bf16` on this CPU (AVX512-BF16): the frozen backbone under bf16 "
+    "autocast.",
+    "The pixel defaults with the frozen backbone in bf16 and with the cheaper settings, timed on an idle machine.")
+feature_cache_bf16_updates = _timed_table(
+    "feature_cache_bf16_updates.json", "--state-bf16 --variants ... --tag bf16_updates",
+    "(one training run on the other core); `mixed_precision=bf16`: the update's forward passes under bf16 autocast "
+    f"(losses, targets, weights and Adam state in float32).{_FIRST_ROW} (float32).",
+    "The pixel defaults with the update's forward passes under bf16 too, and with the 64-wide head; the state learner "
+    "with bf16 updates beside its default.")
+feature_cache_compiled = _timed_table(
+    "feature_cache_compiled.json", "--variants ... --tag compiled",
+    "(one training run on the other core); `compile=true`: torch.compile on the agent's losses, as the state learner "
+    "gets it on a CPU.",
+    "The pixel defaults with torch.compile on their losses (the state learner's CPU default), a short probe.")
+feature_cache_lean_idle = _timed_table(
+    "feature_cache_lean_idle.json", "--state-bf16 --variants ... --tag lean_idle",
+    f"(nothing else running).{_FIRST_ROW} (float32, compiled).",
+    "The lean pixel learner (64-wide head, bf16 backbone and updates), plain and compiled, on the idle machine.")
 
 
 def feature_cache(res: Results, name: str = "feature_cache.json") -> str:
