@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 from collections.abc import Iterator
 
 import torch
 
 from learners.agents.config import AgentConfig
+from robot_rl.errors import ConfigError
 
 
 @contextlib.contextmanager
@@ -70,6 +72,18 @@ def bf16_cpu_warning(cfg: AgentConfig, device: torch.device) -> str | None:
             f"float32; {off} turns it off")
 
 
+def check_bf16(cfg: AgentConfig, device: torch.device) -> None:
+    """ConfigError when cfg.mixed_precision='bf16' cannot run on `device` (neither a CPU nor a CUDA GPU with
+    bfloat16); a RuntimeWarning (`bf16_cpu_warning`) when bf16 would be emulated on this CPU."""
+    if cfg.mixed_precision == "bf16" and not (device.type == "cpu" or (
+            device.type == "cuda" and torch.cuda.is_bf16_supported())):
+        raise ConfigError(f"mixed_precision=bf16 needs a CPU or a CUDA GPU with bfloat16 (Ampere or newer); "
+                          f"device {device} has none: use --set mixed_precision=off")
+    emulated = bf16_cpu_warning(cfg, device)
+    if emulated is not None:
+        warnings.warn(emulated, RuntimeWarning, stacklevel=3)
+
+
 def precision_note(cfg: AgentConfig) -> str:
     """'matmul_precision=high (TF32 matmuls + convolutions)' etc.: the GPU notice's words for the option."""
     what = {"default": "float32 matmuls, TF32 convolutions", "high": "TF32 matmuls + convolutions",
@@ -77,4 +91,4 @@ def precision_note(cfg: AgentConfig) -> str:
     return f"matmul_precision={cfg.matmul_precision} ({what})"
 
 
-__all__ = ["bf16_cpu_warning", "cpu_has_native_bf16", "matmul_precision", "precision_note"]
+__all__ = ["bf16_cpu_warning", "check_bf16", "cpu_has_native_bf16", "matmul_precision", "precision_note"]

@@ -72,7 +72,7 @@ from learners.agents.encoders import random_shift
 from learners.agents.graphs import GraphedUpdate, graphs_mode
 from learners.agents.nets import EnsembleMLP, HLGauss, soft_update
 from learners.agents.policy import GRIPPER_VALUES, Policy, build_policy, gripper_index, resolve_device, tanh_gaussian
-from learners.agents.precision import bf16_cpu_warning, matmul_precision
+from learners.agents.precision import check_bf16, matmul_precision
 from learners.agents.sac_batch import UpdateBatch, cached_backbone, to_update_batch, with_target_predictions
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.specs import EnvSpec
@@ -102,13 +102,7 @@ class SACAgent:
         self.cfg = cfg = cfg or AgentConfig()
         self.spec = spec
         self.device = resolve_device(cfg.device)
-        if cfg.mixed_precision == "bf16" and not (self.device.type == "cpu" or (
-                self.device.type == "cuda" and torch.cuda.is_bf16_supported())):
-            raise ConfigError(f"mixed_precision=bf16 needs a CPU or a CUDA GPU with bfloat16 (Ampere or newer); "
-                              f"device {self.device} has none: use --set mixed_precision=off")
-        emulated = bf16_cpu_warning(cfg, self.device)
-        if emulated is not None:
-            warnings.warn(emulated, RuntimeWarning, stacklevel=2)
+        check_bf16(cfg, self.device)
         self.policy: Policy = build_policy(spec, cfg, device=self.device)
         self.encoder = self.policy.encoder
         self.actor = self.policy.actor
