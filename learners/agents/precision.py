@@ -64,12 +64,13 @@ def bf16_cpu_warning(cfg: AgentConfig, device: torch.device) -> str | None:
     (`cpu_has_native_bf16`), naming the settings to turn off; None otherwise."""
     if device.type != "cpu" or cpu_has_native_bf16():
         return None
-    asked = [f"{name}=bf16" for name in ("mixed_precision", "backbone_precision") if getattr(cfg, name) == "bf16"]
+    asked = [(name, off) for name, off in (("mixed_precision", "off"), ("backbone_precision", "float32"))
+             if getattr(cfg, name) == "bf16"]  # each bf16 setting with the value that turns it off
     if not asked:
         return None
-    off = " ".join(f"--set {a.split('=')[0]}={'off' if a.startswith('mixed') else 'float32'}" for a in asked)
-    return (f"{', '.join(asked)} on a CPU without native bf16 (AVX512-BF16 or AMX): torch emulates it, slower than "
-            f"float32; {off} turns it off")
+    return (f"{', '.join(f'{name}=bf16' for name, _ in asked)} on a CPU without native bf16 (AVX512-BF16 or AMX): "
+            f"torch emulates it, slower than float32; {' '.join(f'--set {name}={off}' for name, off in asked)} "
+            "turns it off")
 
 
 def check_bf16(cfg: AgentConfig, device: torch.device) -> None:
