@@ -163,6 +163,16 @@ def test_eval_explains_what_a_path_without_a_checkpoint_is(tmp_path: Path,
 
 
 @pytest.mark.slow
+def test_per_episode_successes_match_the_rate(learner_runs: dict[str, Path]) -> None:
+    """evaluate_checkpoint(per_episode=True) (benchmarks/demo_coverage.py) lists each episode's success."""
+    from learners.training.evaluation import evaluate_checkpoint
+
+    row = evaluate_checkpoint(learner_runs["faithful"], 3, per_episode=True)
+    assert len(row["episode_successes"]) == 3 and all(isinstance(s, bool) for s in row["episode_successes"])
+    assert np.mean(row["episode_successes"]) == pytest.approx(row["success_rate"])
+    assert "episode_successes" not in evaluate_checkpoint(learner_runs["faithful"], 1)
+
+
 def test_eval_runs_the_runs_own_simulated_timing_or_the_flags(learner_runs: dict[str, Path],
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """A sim run's summary.json names its timing (robot-rl sim --faithful: frames 100 ms late, targets 20 ms late):

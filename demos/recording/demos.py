@@ -19,7 +19,8 @@ recorded frames and the arm's lag change).
 
 The env: the preset's twin in process (robot_rl.gym_env, the one env builder), or a RobotEnv over a robot server
 (`robot`, envs.remote.make_remote_env). `cube_start="tray"` (twin cube-relocate tasks): each episode's cube starts
-anywhere on the tray floor outside the target zone instead of in the start zone.
+anywhere on the tray floor outside the target zone instead of in the start zone. `scenes="spread"` (in-process
+twin): the episodes' seeds are chosen so their scenes cover the task's start area (demos.recording.scenes).
 
 The options are `RecordDemosConfig`, one field per command-line flag (`record_demos_arg_parser`; launch files build
 these command lines, and tests parse them the same way).
@@ -43,6 +44,7 @@ from typing import Any
 
 from demos.devices.operators import require_success_binding, teleop_device_options
 from demos.devices.teleop import DEVICES, build_hardware_device, make_device
+from demos.recording.scenes import SCENES, spread_seeds
 from envs.devices import HumanDevice
 from robot_rl.config import Config, require
 from robot_rl.episodes import Episode, episode_paths, save_episode
@@ -64,6 +66,7 @@ class RecordDemosConfig(Config):
     image_size: int | None = None
     noise: float = 0.0
     seed: int = 0
+    scenes: str = "seeded"
     cube_start: str | None = None
     keep_failures: bool = False
     max_attempts: int | None = None
@@ -86,6 +89,7 @@ class RecordDemosConfig(Config):
         timing_overrides(False, self.camera_latency_ms, self.action_delay_ms)  # a bad value fails here
         require(self.teleop in DEVICES, "teleop", self.teleop, f"must be one of {list(DEVICES)}")
         require(self.cube_start in (None, "zone", "tray"), "cube_start", self.cube_start, "must be zone or tray")
+        require(self.scenes in SCENES, "scenes", self.scenes, f"must be one of {list(SCENES)}")
 
 
 def record_demos_arg_parser() -> argparse.ArgumentParser:
@@ -100,6 +104,10 @@ def record_demos_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 per episode)")
+    p.add_argument("--scenes", default="seeded", choices=SCENES,
+                   help="in-process twin: seeded (episode i on seed --seed + i) or spread (the seeds of a pool of "
+                        "10 per episode whose scenes put the objects farthest apart first: demos that cover the "
+                        "workspace, as a person spreads them on an arm)")
     p.add_argument("--cube-start", default=None, choices=("zone", "tray"),
                    help="twin cube-relocate tasks: the cube starts in the start zone (default) or anywhere on the "
                         "tray outside the target zone")
@@ -233,6 +241,9 @@ def record_demos(cfg: RecordDemosConfig) -> int:
                               f"(twin-cube-relocate, twin-cube-relocate-back), not --task {cfg.task}"
                               + (" with --robot" if cfg.robot is not None else ""))
         env_kwargs["cube_start"] = cfg.cube_start
+    if cfg.scenes == "spread" and cfg.robot is not None:
+        raise ConfigError("--scenes spread: only for the in-process twin, not with --robot (on an arm the objects "
+                          "are where the person puts them: spread them over the workspace yourself)")
     options = teleop_device_options(cfg.teleop, cfg.device_config)
     env_kwargs.update(timing_overrides(False, cfg.camera_latency_ms, cfg.action_delay_ms))
     if cfg.reward != "env":
@@ -250,11 +261,18 @@ def record_demos(cfg: RecordDemosConfig) -> int:
         raise
     existing = len(episode_paths(cfg.out)) if cfg.out.is_dir() else 0
     max_attempts = cfg.max_attempts or 3 * cfg.episodes
+    try:
+        seeds = (spread_seeds(env, cfg.seed, max(10 * cfg.episodes, max_attempts)) if cfg.scenes == "spread"
+                 else [cfg.seed + i for i in range(max_attempts)])
+    except BaseException:
+        env.close()
+        device.close()
+        raise
     kept = attempts = successes = 0
     t0 = time.monotonic()
     try:
         while kept < cfg.episodes and attempts < max_attempts:
-            ep = record_episode(env, device, seed=cfg.seed + attempts, task=cfg.task, env_kwargs=env_kwargs)
+            ep = record_episode(env, device, seed=seeds[attempts], task=cfg.task, env_kwargs=env_kwargs)
             attempts += 1
             successes += ep.is_success
             if ep.is_success or cfg.keep_failures:

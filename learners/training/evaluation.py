@@ -117,12 +117,13 @@ def run_timing(cfg: TrainConfig, ckpt: Path, learner_run: bool, camera_latency_m
 def evaluate_checkpoint(path: Path, episodes: int, seed: int = 2_000_000, reward: str | None = None,
                         reward_gate_k: int | None = None, task: str | None = None,
                         camera_latency_ms: float | None = None, action_delay_ms: float | None = None,
-                        ) -> dict[str, Any]:
+                        per_episode: bool = False) -> dict[str, Any]:
     """Evaluate the checkpoint `path` names on `episodes` deterministic episodes (env seeds seed, seed + 1, ...);
     one row: checkpoint, task, episodes, env_step, success_rate (counted as `success_source` says; a classifier's
     with `reward_gate_k` and true_success_rate beside it), mean_return, mean_length, and the simulated `timing`
     when there is one. `reward`, `reward_gate_k`, `task`: see the module docstring; `camera_latency_ms`,
-    `action_delay_ms`: the twin's simulated timing (None: the run's own, `run_timing`)."""
+    `action_delay_ms`: the twin's simulated timing (None: the run's own, `run_timing`). `per_episode`: the row also
+    holds "episode_successes", each episode's success (the env's own, the twin's truth, even with a classifier)."""
     if episodes < 1:
         raise ConfigError(f"--episodes={episodes} must be >= 1")
     ckpt = find_checkpoint(path)
@@ -175,5 +176,7 @@ def evaluate_checkpoint(path: Path, episodes: int, seed: int = 2_000_000, reward
             row["run_reward"] = "human"  # a person's success key: no person evaluates here, the env's success counts
     finally:
         env.close()
+    if per_episode:
+        row["episode_successes"] = [bool(r["success"]) for r in res]
     return {**row, "mean_return": float(np.mean([r["return"] for r in res])),
             "mean_length": float(np.mean([r["length"] for r in res]))}
