@@ -192,8 +192,10 @@ class Sim:
     # -- command lines
     def demos_argv(self, demos: Path, episodes: int) -> list[str]:
         a = self.cfg
+        # scenes spread over the start area, as a person spreads them on an arm (demos.recording.scenes: seeds
+        # 0..19 left the corners without a demo, where the faithful pixel policy then failed)
         argv = self.cli("record-demos", "--task", a.task, "--teleop", "scripted", "--episodes", str(episodes),
-                        "--out", str(demos), "--obs-mode", a.obs_mode)
+                        "--out", str(demos), "--obs-mode", a.obs_mode, "--scenes", "spread")
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
         # the demos under the timing the run trains with (the faithful default included, record-demos has no
