@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .diagnosis import pixel_diagnosis, timing_eval, timing_eval_faithful_sim
+from .diagnosis import demo_coverage_faithful_sim, pixel_diagnosis, timing_eval, timing_eval_faithful_sim
 from .fmt import Results
 from .learning import (
     deterministic_gap,
@@ -153,6 +153,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "faithful_scenes": faithful_scenes,
     "timing_eval": timing_eval,
     "timing_eval_faithful_sim": timing_eval_faithful_sim,
+    "demo_coverage_faithful_sim": demo_coverage_faithful_sim,
     "sample_efficiency_pixels_defaults": se_pixels_defaults,
     "sample_efficiency_pixels_defaults_peg": se_pixels_defaults_peg,
     "sample_efficiency_pixels_cheap": se_pixels_cheap,

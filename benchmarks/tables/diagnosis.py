@@ -92,5 +92,35 @@ def timing_eval(res: Results, name: str = "timing_eval_faithful_notiming.json") 
 
 
 def timing_eval_faithful_sim(res: Results) -> str:
-    """The faithful `robot-rl sim` run's final policy (main_command_faithful's first row) on 100 further seeds."""
+    """The faithful `robot-rl sim` run's final policy (main_command_faithful's second row: demos on seeds 0-19) on
+    100 further seeds."""
     return timing_eval(res, "timing_eval_faithful_sim.json")
+
+
+def demo_coverage_faithful_sim(res: Results) -> str:
+    """benchmarks/demo_coverage.py on the faithful `robot-rl sim` runs: where the final policy fails against where
+    its demos were."""
+    name = "demo_coverage_faithful_sim.json"
+    d = res(name)
+    near_cm = rnd(100 * d["near_m"])
+
+    def cm(x: float | None) -> str:
+        return "-" if x is None else f"{rnd(100 * x, 1)} cm"
+
+    def share(rate: float | None, n: int) -> str:
+        return "-" if rate is None else f"{pct(rate)} of {n}"
+
+    rows = []
+    for r in d["runs"]:
+        n = len(r["episodes_detail"])
+        rows.append([r["label"], str(len(r["demo_seeds"])), ksteps(r["env_step"]), f"**{pct(r['true_success_rate'])}**",
+                     share(r["success_near"], r["near_scenes"]), share(r["success_far"], n - r["near_scenes"]),
+                     cm(r["failed_nearest_demo_m_median"]), cm(r["succeeded_nearest_demo_m_median"]),
+                     cm(r["cover_m"])])
+    return "\n\n".join([table(["sim run", "demos", "env steps", "final policy, deterministic (true success)",
+                               f"on scenes within {near_cm} cm of a demo's", "on scenes farther", "failed scenes: "
+                               "nearest demo's (median)", "succeeded scenes: the same", "farthest scene from any "
+                               "demo's"], rows),
+                        source(name, note=f"{d['episodes']} seeded scenes (from {d['first_seed']:,}) under the run's "
+                                          "timing; distances between the twin's cube start positions (privileged: "
+                                          "metrics only)")])

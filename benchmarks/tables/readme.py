@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .fmt import Results, Row, ksteps, minutes, pcts, rnd, table
+from .fmt import Results, Row, ksteps, minutes, pct, pcts, rnd, table
 from .learning import MAIN_COMMAND_RUNS
 from .rewards import MAIN_COMMAND_FAITHFUL_RUNS
 
@@ -43,6 +43,7 @@ def readme_glance(res: Results) -> str:
     ff = res("sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json")["runs"]
     pp = res("sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")["runs"]
     fs = res(MAIN_COMMAND_FAITHFUL_RUNS[0][0])["result"]
+    cov = next(r for r in res("demo_coverage_faithful_sim.json")["runs"] if r["label"] == "spread demos")
     cls = res("classifier.json")["sizes"]["64"]["test"]
     lr = res("learned_reward_twin-pick-cube.json")
     twin = res("twin_speed.json")["goals"]
@@ -79,9 +80,11 @@ def readme_glance(res: Results) -> str:
          + pcts([r["final_success_rate"] for r in ff]) + f" at {ksteps(ff[0]['env_steps_done'])} (unstable between)",
          "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json"],
         ["the same as a lab runs it, `robot-rl sim ... --faithful` (robot servers with their safety guard, 2 actors, "
-         "the classifier made by the documented commands), one run of 20k env steps: final checkpoint; the whole job",
+         "the classifier made by the documented commands, 20 demos spread over the workspace), one run of 20k env "
+         "steps: final checkpoint; the same on 100 further scenes; the whole job",
          f"{rnd(fs['eval_true_success_rate'] * fs['eval_episodes'])} / {fs['eval_episodes']} deterministic "
-         f"evaluation episodes (true success); {minutes(fs['wall_s'])} min", MAIN_COMMAND_FAITHFUL_RUNS[0][0]],
+         f"evaluation episodes (true success); {pct(cov['true_success_rate'])}; {minutes(fs['wall_s'])} min",
+         f"{MAIN_COMMAND_FAITHFUL_RUNS[0][0]}` and `demo_coverage_faithful_sim.json"],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
          "first evaluation >= 90 %", " / ".join(ksteps(r["first_step_at_90"]) for r in tp) + " env steps",
          "third_party_gym_hil_pick_cube.json"],

@@ -201,11 +201,13 @@ def classifier_faithful_rollouts(res: Results) -> str:
 
 
 MAIN_COMMAND_FAITHFUL_RUNS = [
-    ("main_command_twin-pick-cube_faithful_pixels.json", "the commands above"),
+    ("main_command_twin-pick-cube_faithful_pixels_spread.json",
+     "the commands above (sim's demos spread over the workspace: `record-demos --scenes spread`)"),
+    ("main_command_twin-pick-cube_faithful_pixels.json", "the same, before: demos on seeds 0-19"),
     ("main_command_twin-pick-cube_faithful_pixels_slowlabels.json",
-     "the same, `--back-out-slowdown 3` on both record-labels commands"),
+     "demos on seeds 0-19, `--back-out-slowdown 3` on both record-labels commands"),
 ]
-"""(results file, how its classifier's labels were recorded)."""
+"""(results file, how its demos and its classifier's labels were recorded)."""
 
 
 def main_command_faithful(res: Results) -> str:
@@ -223,7 +225,7 @@ def main_command_faithful(res: Results) -> str:
                      f"**{rnd(r['eval_true_success_rate'] * n)} / {n}**", f"{rnd(r['eval_success_rate'] * n)} / {n}",
                      " / ".join(f"{rnd(timing[k])} ms" for k in ("camera_latency_ms", "action_delay_ms")
                                 if k in timing) or "-"])
-    return "\n\n".join([table(["classifier's labels", "command", "date",
+    return "\n\n".join([table(["demos and the classifier's labels", "command", "date",
                                "wall time (demos, encoder pretraining, training, evaluation)",
                                "env steps", "training episodes", "safety-guard stops (each ends its episode)",
                                "scene resets by a person",
