@@ -354,6 +354,11 @@ def se_pixels_faithful_opreset_demotiming_20k(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_20k.json")
 
 
+def se_pixels_faithful_spread_20k(res: Results) -> str:
+    """The same, its 20 demos spread over the workspace (`record-demos --scenes spread`), 3 seeds to 20k."""
+    return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_spread_20k.json")
+
+
 def se_pixels_faithful_last_action(res: Results) -> str:
     """The same (demos under the timing) with the previous step's action in the observation, per seed."""
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube-last-action_pixels64_faithful_opreset3_demotiming.json")
