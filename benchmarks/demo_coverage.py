@@ -57,16 +57,12 @@ def demo_seeds(demos: Path) -> list[int]:
 
 def scene_points(task: str, seeds: list[int]) -> np.ndarray:
     """The twin's object positions after a reset at each seed, shape (len(seeds), D), metres."""
-    from demos.recording.scenes import scene_point
+    from demos.recording.scenes import scene_points as points_of
     from robot_rl.gym_env import make_task_env
 
     env = make_task_env(task, obs_mode="state")
     try:
-        points = []
-        for s in seeds:
-            env.reset(seed=s)
-            points.append(scene_point(env))
-        return np.stack(points)
+        return points_of(env, seeds)
     finally:
         env.close()
 

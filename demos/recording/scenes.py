@@ -12,6 +12,7 @@ Usage::
 
     order = spread_order(points_m)                  # points_m shape (N, D): indices, farthest-point first
     seeds = spread_seeds(env, first_seed=0, pool=200)  # the pool's seeds in that order (resets the env)
+    points_m = scene_points(env, [0, 1, 2])            # shape (3, D): each seed's object positions
 """
 
 from __future__ import annotations
@@ -54,14 +55,20 @@ def scene_point(env: Any) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def spread_seeds(env: Any, first_seed: int, pool: int) -> list[int]:
-    """The seeds first_seed .. first_seed + pool - 1 in the farthest-point order of their scenes' object positions
-    (`scene_point` after `env.reset(seed=...)`; one reset per seed, ~20 ms on the twin)."""
-    if pool < 1:
-        raise ConfigError(f"the scene pool must be >= 1, got {pool}")
-    seeds = [first_seed + i for i in range(pool)]
+def scene_points(env: Any, seeds: list[int]) -> np.ndarray:
+    """`scene_point` after `env.reset(seed=s)` for each of `seeds`: shape (len(seeds), D), metres (one reset per
+    seed, ~20 ms on the twin)."""
     points = []
     for s in seeds:
         env.reset(seed=s)
         points.append(scene_point(env))
-    return [seeds[i] for i in spread_order(np.stack(points))]
+    return np.stack(points)
+
+
+def spread_seeds(env: Any, first_seed: int, pool: int) -> list[int]:
+    """The seeds first_seed .. first_seed + pool - 1 in the farthest-point order of their scenes' object positions
+    (`scene_points`)."""
+    if pool < 1:
+        raise ConfigError(f"the scene pool must be >= 1, got {pool}")
+    seeds = [first_seed + i for i in range(pool)]
+    return [seeds[i] for i in spread_order(scene_points(env, seeds))]
