@@ -97,10 +97,15 @@ def test_spread_scenes_are_refused_on_a_robot_server_and_named_wrong(tmp_path) -
         record_lib.RecordDemosConfig(task="twin-pick-cube", scenes="grid")
 
 
-def test_sim_records_its_scripted_demos_spread(tmp_path) -> None:
+def test_sim_records_its_pixel_runs_demos_spread_and_its_state_runs_seeded(tmp_path) -> None:
     from supervisor.sim import Sim
     from supervisor.sim_config import build_sim_parser, sim_config
 
-    sim = Sim(sim_config(build_sim_parser().parse_args(["--task", "twin-pick-cube", "--out", str(tmp_path / "s")])))
-    argv = sim.demos_argv(tmp_path / "demos", 20)
-    assert record_lib.parse_record_demos_args(argv[argv.index("record-demos") + 1:]).scenes == "spread"
+    def scenes(*flags: str) -> str:
+        sim = Sim(sim_config(build_sim_parser().parse_args(["--task", "twin-pick-cube", "--out", str(tmp_path / "s"),
+                                                             *flags])))
+        argv = sim.demos_argv(tmp_path / "demos", 20)
+        return record_lib.parse_record_demos_args(argv[argv.index("record-demos") + 1:]).scenes
+
+    assert scenes("--obs-mode", "pixels") == "spread"
+    assert scenes() == "seeded"  # the state main command's default
