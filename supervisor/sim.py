@@ -197,7 +197,7 @@ class Sim:
         if a.obs_mode == "pixels":
             # scenes spread over the start area, as a person spreads them on an arm (demos.recording.scenes: seeds
             # 0..19 left the corners without a demo, where the faithful pixel policy then failed); state runs keep
-            # seeds 0..19 (the state main command ended 16/20 with spread demos, 20/20 twice without)
+            # seeds 0..19 (the state main command ended 16/20 and 20/20 with spread demos, 20/20 twice without)
             argv += ["--scenes", "spread"]
         if a.image_size:
             argv += ["--image-size", str(a.image_size)]
