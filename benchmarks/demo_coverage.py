@@ -73,8 +73,8 @@ def measure(run: Path, demos: Path, episodes: int, near_m: float) -> dict[str, A
     row = evaluate_checkpoint(run, episodes, seed=SEED, per_episode=True)
     ok = np.array(row.pop("episode_successes"), bool)
     seeds = demo_seeds(demos)
-    starts = scene_points(row["task"], [SEED + i for i in range(episodes)])
-    shown = scene_points(row["task"], seeds)
+    points = scene_points(row["task"], [SEED + i for i in range(episodes)] + seeds)  # one twin for both
+    starts, shown = points[:episodes], points[episodes:]
     nearest = np.linalg.norm(starts[:, None] - shown[None], axis=-1).min(axis=1)
     near = nearest < near_m
 

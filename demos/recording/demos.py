@@ -251,23 +251,18 @@ def record_demos(cfg: RecordDemosConfig) -> int:
 
         env_kwargs.update(env_overrides(cfg.reward))  # the classifier, not the twin's success, ends an episode
         add_reward_cameras(env_kwargs, (cfg.reward,), cfg.obs_mode)  # state demos: render its cameras into info
+    max_attempts = cfg.max_attempts or 3 * cfg.episodes
     env = make_recording_env(cfg.task, cfg.robot, cfg.keys, cfg.allow_twin_box, **env_kwargs)
     try:
         env = with_classifier_reward(env, cfg)
         require_demo_success(cfg.teleop, options, served_backend(env), cfg.keep_failures)
+        seeds = (spread_seeds(env, cfg.seed, max(10 * cfg.episodes, max_attempts)) if cfg.scenes == "spread"
+                 else [cfg.seed + i for i in range(max_attempts)])
         device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise, **options)
     except BaseException:
         env.close()
         raise
     existing = len(episode_paths(cfg.out)) if cfg.out.is_dir() else 0
-    max_attempts = cfg.max_attempts or 3 * cfg.episodes
-    try:
-        seeds = (spread_seeds(env, cfg.seed, max(10 * cfg.episodes, max_attempts)) if cfg.scenes == "spread"
-                 else [cfg.seed + i for i in range(max_attempts)])
-    except BaseException:
-        env.close()
-        device.close()
-        raise
     kept = attempts = successes = 0
     t0 = time.monotonic()
     try:
