@@ -292,6 +292,43 @@ def test_cpu_defaults_apply_to_the_state_rlpd_agent_on_a_cpu_only_and_are_announ
     assert TrainConfig(env_id="Pendulum-v1", device="cuda").agent_config(has_cameras=False).ensemble_size == 10
 
 
+def test_lean_pixel_defaults_apply_on_a_native_bf16_cpu_where_the_task_pixel_defaults_do(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With cameras, on a CPU with native bf16, a run that gets the task's pixel defaults (arm task, demos, torch)
+    starts from the lean pixel learner, says so, and --set takes any of it back; elsewhere nothing changes."""
+    from learners.agents import device_defaults
+    from learners.agents.device_defaults import CPU_PIXEL_DEFAULTS, notice
+
+    def lean(cfg: AgentConfig) -> dict[str, Any]:
+        return {k: getattr(cfg, k) for k in CPU_PIXEL_DEFAULTS}
+
+    float32 = {"image_latent_dim": 256, "backbone_precision": "float32", "mixed_precision": "off"}
+    pick = TrainConfig(task="twin-pick-cube", obs_mode="pixels", demos="d", device="cpu")
+    for native in (True, False):
+        monkeypatch.setattr(device_defaults, "cpu_has_native_bf16", lambda native=native: native)
+        cfg = pick.agent_config(has_cameras=True)
+        assert lean(cfg) == (CPU_PIXEL_DEFAULTS if native else float32)
+        msg = notice(cfg, pick.machine_defaults(has_cameras=True))
+        if native:
+            assert msg is not None and "image_latent_dim=64 (GPU/SERL: 256)" in msg and "mixed_precision=bf16" in msg
+        else:
+            assert msg is None
+    monkeypatch.setattr(device_defaults, "cpu_has_native_bf16", lambda: True)
+    # not where the task's pixel defaults do not apply: no demos, the JAX backend, a GPU, state, another algorithm
+    for other in (dataclasses.replace(pick, demos=None), dataclasses.replace(pick, backend="jax"),
+                  dataclasses.replace(pick, device="cuda"), dataclasses.replace(pick, algo="sac")):
+        assert lean(other.agent_config(has_cameras=True)) == float32, other
+    assert "image_latent_dim" not in pick.machine_defaults(has_cameras=False)
+    # --set gives the float32 pixel defaults back, and the notice then names nothing of it
+    back = dataclasses.replace(pick, agent_set=tuple(f"{k}={v}" for k, v in float32.items()))
+    cfg = back.agent_config(has_cameras=True)
+    assert lean(cfg) == float32 and notice(cfg, back.machine_defaults(has_cameras=True)) is None
+    # the learner resolves the same
+    args = build_learner_parser().parse_args(["--task", "twin-pick-cube", "--obs-mode", "pixels", "--demos", "d",
+                                              "--out", "o"])
+    assert lean(learner_agent_config(args)) == CPU_PIXEL_DEFAULTS
+
+
 # ------------------------------------------------------------------------------------------------- one resolver
 
 # The same options in each command's own flag names: (robot-rl train, robot-rl learner, robot-rl sim). Sim forwards
@@ -392,3 +429,29 @@ def test_rlpd_with_cameras_is_serls_image_agent_and_the_encoder_default(tmp_path
     by_set = ["--set", "encoder_weights=w.safetensors"]  # --set names the file alone: the same (sim has only --set)
     cfgs = _three_ways(tmp_path, "pixels", by_set, by_set, by_set)
     assert {(c.encoder, c.encoder_weights) for c in cfgs} == {("resnet10", "w.safetensors")}
+
+
+def test_the_learner_names_the_lean_pixel_defaults_at_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`robot-rl learner` (and so `robot-rl sim`'s learner) prints the CPU defaults in effect beside its agent config:
+    the lean pixel line on a CPU with native bf16, none once --set took them back."""
+    from types import SimpleNamespace
+
+    from learners.agents import device_defaults
+    from learners.agents.options import AgentFlags, resolve_agent
+    from learners.distributed.learner import LearnerConfig
+    from learners.distributed.process import LearnerProcessConfig, announce
+
+    monkeypatch.setattr(device_defaults, "cpu_has_native_bf16", lambda: True)
+    for given, expected in (((), True), (("image_latent_dim=256", "backbone_precision=float32",
+                                           "mixed_precision=off"), False)):
+        flags = AgentFlags(task="twin-pick-cube", demos=True, device="cpu", set=given)
+        cfg = LearnerProcessConfig(task="twin-pick-cube", out=tmp_path / str(expected), agent=flags,
+                                   schedule=LearnerConfig(), obs_mode="pixels")
+        learner = SimpleNamespace(agent_cfg=resolve_agent(flags, has_cameras=True), resumed_from=None)
+        announce(learner, cfg, "tcp://127.0.0.1:1", SimpleNamespace(cameras={"images/front": (64, 64, 3)}), 0)
+        lines = capsys.readouterr().out.splitlines()
+        lean = [ln for ln in lines if "lean CPU defaults" in ln]
+        assert bool(lean) == expected, lines
+        if expected:
+            assert lean[0].startswith("learner: CPU learner with cameras") and "image_latent_dim=64" in lean[0]

@@ -5,6 +5,7 @@ README_BLOCKS."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .fmt import Results, Row, ksteps, minutes, pct, pcts, rnd, table
 from .learning import MAIN_COMMAND_RUNS
@@ -33,6 +34,24 @@ def readme_main_command(res: Results) -> str:
 
 
 FAITHFUL_20K = "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_spread_20k.json"
+FAITHFUL_SIM_COVERAGE = "demo_coverage_faithful_sim_lean.json"
+LEAN_PICK = "sample_efficiency_twin-pick-cube_pixels64_lean_bf16.json"
+LEAN_PICK_20K = "sample_efficiency_twin-pick-cube_pixels64_lean_bf16_seed2_20k.json"
+LEAN_PEG = "sample_efficiency_twin-peg-insert_pixels64_lean_bf16.json"
+
+
+def _out_of(r: dict[str, Any]) -> str:
+    """'20 / 20': a main-command row's final evaluation, counted by the twin's true success."""
+    return f"{rnd(r['eval_true_success_rate'] * r['eval_episodes'])} / {r['eval_episodes']}"
+
+
+def _firsts(runs: list[dict[str, Any]], longer: list[dict[str, Any]] | None = None) -> str:
+    """'2.1k / 8.0k / 6.1k env steps; 100 / 90 / 90 %': each seed's first evaluation >= 90 % and its last, a seed
+    of `longer` (the same seed run on) replacing its shorter run."""
+    by_seed = {r["seed"]: r for r in runs} | {r["seed"]: r for r in (longer or [])}
+    rs = [by_seed[k] for k in sorted(by_seed)]
+    return (" / ".join(ksteps(r["first_step_at_90"]) for r in rs) + " env steps; "
+            + pcts([r["final_success_rate"] for r in rs]))
 
 
 def readme_glance(res: Results) -> str:
@@ -46,8 +65,10 @@ def readme_glance(res: Results) -> str:
     ff = res(FAITHFUL_20K)["runs"]
     late = [c["success_rate"] for r in ff for c in r["curve"] if c["env_step"] >= 6000]
     pp = res("sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")["runs"]
-    fs = res(MAIN_COMMAND_FAITHFUL_RUNS[0][0])["result"]
-    cov = next(r for r in res("demo_coverage_faithful_sim.json")["runs"] if r["label"] == "spread demos")
+    lean, lean2, leanpeg = res(LEAN_PICK)["runs"], res(LEAN_PICK_20K)["runs"], res(LEAN_PEG)["runs"]
+    fs, fs32 = (res(MAIN_COMMAND_FAITHFUL_RUNS[i][0])["result"] for i in (0, 1))
+    cov = res(FAITHFUL_SIM_COVERAGE)["runs"][0]
+    cov32 = next(r for r in res("demo_coverage_faithful_sim.json")["runs"] if r["label"] == "spread demos")
     cls = res("classifier.json")["sizes"]["64"]["test"]
     lr = res("learned_reward_twin-pick-cube.json")
     twin = res("twin_speed.json")["goals"]
@@ -70,14 +91,18 @@ def readme_glance(res: Results) -> str:
          "sample_efficiency_twin-peg-insert_state_norecipe_floor01.json"],
         ["pick-cube from two 64x64 cameras + proprio (no object state), the defaults a task gets from cameras with "
          "demos (a ResNet-10 pretrained on the 20 demos in the run, frozen, its target heads' predictions beside a "
-         "light trainable head), 3 seeds: first evaluation >= 90 %; last",
-         " / ".join(ksteps(r["first_step_at_90"]) for r in px) + " env steps; "
-         + pcts([r["final_success_rate"] for r in px]) + f" at {ksteps(px[0]['env_steps_done'])}",
-         "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json"],
+         "light trainable head), 3 seeds: first evaluation >= 90 %; last. In float32 (a GPU, a CPU without native "
+         "bf16); the lean learner a CPU with native bf16 gets (a 64-wide head, bf16 backbone and updates; seed 2 "
+         "run on to 20k)",
+         _firsts(px) + f" at {ksteps(px[0]['env_steps_done'])}; " + _firsts(lean, lean2)
+         + f" at {ksteps(lean[0]['env_steps_done'])} / {ksteps(lean[0]['env_steps_done'])} / "
+         f"{ksteps(lean2[0]['env_steps_done'])}",
+         "sample_efficiency_twin-pick-cube_pixels64_pixdefaults.json`, `" + LEAN_PICK + "` and `" + LEAN_PICK_20K],
         ["peg-insert from the same two cameras + proprio, the same defaults (no agent flag), 3 seeds: first "
-         "evaluation >= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in pp) + " env steps; "
-         + pcts([r["final_success_rate"] for r in pp]) + f" at {ksteps(pp[0]['env_steps_done'])}",
-         "sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json"],
+         "evaluation >= 90 %; last. In float32; lean",
+         _firsts(pp) + f" at {ksteps(pp[0]['env_steps_done'])}; " + _firsts(leanpeg)
+         + f" at {ksteps(leanpeg[0]['env_steps_done'])}",
+         "sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json` and `" + LEAN_PEG],
         ["the same in the hardware-faithful mode (the classifier's reward, robot resets and a person's scene reset "
          "after 3 failures, frames 100 ms and targets 20 ms late, demos recorded so and spread over the workspace), "
          "3 seeds: first evaluation >= 90 %; last; every evaluation from 6k on",
@@ -86,10 +111,13 @@ def readme_glance(res: Results) -> str:
          + f"{rnd(100 * min(late))}-{pct(max(late))}", FAITHFUL_20K],
         ["the same as a lab runs it, `robot-rl sim ... --faithful` (robot servers with their safety guard, 2 actors, "
          "the classifier made by the documented commands, 20 demos spread over the workspace), one run of 20k env "
-         "steps: final checkpoint; the same on 100 further scenes; the whole job",
-         f"{rnd(fs['eval_true_success_rate'] * fs['eval_episodes'])} / {fs['eval_episodes']} deterministic "
-         f"evaluation episodes (true success); {pct(cov['true_success_rate'])}; {minutes(fs['wall_s'])} min",
-         f"{MAIN_COMMAND_FAITHFUL_RUNS[0][0]}` and `demo_coverage_faithful_sim.json"],
+         "steps each with the lean learner (this CPU's default) and in float32: final checkpoint; the same on 100 "
+         "further scenes; the whole job",
+         f"{_out_of(fs)} and {_out_of(fs32)} deterministic evaluation episodes (true success); "
+         f"{pct(cov['true_success_rate'])} and {pct(cov32['true_success_rate'])}; {minutes(fs['wall_s'])} and "
+         f"{minutes(fs32['wall_s'])} min",
+         f"{MAIN_COMMAND_FAITHFUL_RUNS[0][0]}`, `{MAIN_COMMAND_FAITHFUL_RUNS[1][0]}`, `{FAITHFUL_SIM_COVERAGE}` and "
+         "`demo_coverage_faithful_sim.json"],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
          "first evaluation >= 90 %", " / ".join(ksteps(r["first_step_at_90"]) for r in tp) + " env steps",
          "third_party_gym_hil_pick_cube.json"],
@@ -101,7 +129,7 @@ def readme_glance(res: Results) -> str:
          f"{rnd(twin['state_min_ratio'], 1)}x state-only, {rnd(twin['images_min_ratio'])}x with two cameras",
          "twin_speed.json"],
         ["a pixel learner's CPU per env step against the state learner's (1 thread, pick-cube, two 64x64 cameras): "
-         "the pixel defaults; the lean option (64-wide head, bf16 backbone and updates, a CPU with native bf16)",
+         "the float32 pixel defaults; the lean learner, the defaults on a CPU with native bf16",
          f"{rnd(cost['pixel defaults (target features, K=4)'], 1)}x; "
          f"{rnd(cost['pixel defaults, image latent 64, bf16 backbone and updates'], 1)}x",
          "feature_cache_lean_idle.json"],

@@ -201,8 +201,12 @@ def classifier_faithful_rollouts(res: Results) -> str:
 
 
 MAIN_COMMAND_FAITHFUL_RUNS = [
+    ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
+     "the commands above as they now run on this CPU (native bf16: the lean pixel learner, given as three `--set` "
+     "flags by this run, which predates the default), demos spread over the workspace"),
     ("main_command_twin-pick-cube_faithful_pixels_spread.json",
-     "the commands above (sim's demos spread over the workspace: `record-demos --scenes spread`)"),
+     "the same in float32 (the defaults before; a GPU's): sim's demos spread over the workspace (`record-demos "
+     "--scenes spread`)"),
     ("main_command_twin-pick-cube_faithful_pixels.json", "the same, before: demos on seeds 0-19"),
     ("main_command_twin-pick-cube_faithful_pixels_slowlabels.json",
      "demos on seeds 0-19, `--back-out-slowdown 3` on both record-labels commands"),

@@ -22,14 +22,17 @@ These values sit right above the algorithm's defaults: a task recipe, an explici
 overrides any of them (`--set ensemble_size=10 --set ensemble_subsample=2 --set critic_updates_per_actor_update=8`
 gives SERL's state agent back on a CPU).
 
-Nothing here applies to image observations (DrQ: one critic update per actor update already, and the encoder, not
-the ensemble, is the cost) or to other agent presets (hil-serl, sac). On a GPU the choices are AgentConfig's own
+The state defaults do not apply to image observations (DrQ: one critic update per actor update already, and the
+encoder, not the ensemble, is the cost) or to other agent presets (hil-serl, sac). With cameras, on a CPU with native
+bf16, a run that gets the task's pixel defaults starts from `CPU_PIXEL_DEFAULTS` instead (the lean pixel learner:
+a 64-wide head, bf16 backbone and updates), and `notice()` says so. On a GPU the choices are AgentConfig's own
 defaults (`GPU_CHOICES`: torch backend, CUDA graphs for state agents, float32), and `gpu_notice` prints the ones in
 effect when a learner starts.
 
 Usage::
 
     layer = machine_defaults("cpu", has_cameras=False, agent="rlpd")   # {"ensemble_size": 2, ..., "compile": True}
+    lean = cpu_pixel_defaults("cpu", agent="rlpd")   # {"image_latent_dim": 64, ...} on a CPU with native bf16, else {}
     cfg = resolve_agent_config(rlpd_state_config, layer, recipe, flags, set_fields)
     cfg = settle(cfg, layer, explicit=(recipe, flags, set_fields))      # no compile default with backend=jax
     msg = notice(cfg, layer)                                            # one line, or None
@@ -48,7 +51,7 @@ import torch
 
 from learners.agents.config import AgentConfig
 from learners.agents.graphs import graphs_wanted
-from learners.agents.precision import precision_note
+from learners.agents.precision import cpu_has_native_bf16, precision_note
 
 CPU_STATE_DEFAULTS: dict[str, Any] = {
     "ensemble_size": 2, "ensemble_subsample": None, "critic_updates_per_actor_update": 4,
@@ -70,6 +73,19 @@ GPU (on an H200 with two 128x128 cameras at batch 256: eager 34 critic updates/s
 benchmarks/gpu_session.sh measures every alternative (graphs vs eager, the JAX backend with
 host or device replay, bf16 / channels-last backbones, the feature cache): change a value here, and AgentConfig's
 default, when its figures say so. `gpu_notice` prints the choices in effect at start."""
+
+
+CPU_PIXEL_DEFAULTS: dict[str, Any] = {"image_latent_dim": 64, "backbone_precision": "bf16", "mixed_precision": "bf16"}
+"""The lean pixel learner, what the rlpd agent with cameras trains with on a CPU with native bf16 (AVX512-BF16 or AMX:
+`cpu_has_native_bf16`) when the task's pixel defaults apply (a robot-rl arm task with demos, torch backend:
+learners.agents.options `pixel_defaults_apply`): a 64-wide head on each camera's features (256 elsewhere), the frozen
+backbone in bf16 and the update's forward passes under bf16 autocast (losses, targets, weights and Adam state stay
+float32). Measured on this project's 2-core CPU (benchmarks/feature_cache.py, `feature_cache_lean_idle.json`): 2.0x
+the float32 state learner's CPU per env step against 3.4x for the float32 pixel defaults; on the twin it learned as
+those did (pick-cube and peg-insert from two 64x64 cameras, 3 seeds each: docs/benchmarks.md "From pixels"). Without
+native bf16 torch emulates it, slower than float32, so there (and on a GPU: `GPU_CHOICES`) nothing changes.
+`--set image_latent_dim=256 --set backbone_precision=float32 --set mixed_precision=off` gives the float32 pixel
+defaults back."""
 
 
 def resolved_device_type(device: str) -> str:
@@ -116,6 +132,14 @@ def machine_defaults(device: str, has_cameras: bool, agent: str = "rlpd") -> dic
     return {**CPU_STATE_DEFAULTS, **compile_default(device, has_cameras, agent)}
 
 
+def cpu_pixel_defaults(device: str, agent: str = "rlpd") -> dict[str, Any]:
+    """`CPU_PIXEL_DEFAULTS` for the rlpd agent on a CPU with native bf16, else {}. The caller decides whether the
+    run gets the task's pixel defaults at all (learners.agents.options `machine_layer`)."""
+    if agent != "rlpd" or resolved_device_type(device) != "cpu" or not cpu_has_native_bf16():
+        return {}
+    return dict(CPU_PIXEL_DEFAULTS)
+
+
 def compile_default(device: str, has_cameras: bool, agent: str = "rlpd") -> dict[str, Any]:
     """{'compile': True} for the torch state agent (rlpd preset, no cameras) on a CPU where torch.compile works,
     else {} (`robot-rl learner` adds this to its own machine layer)."""
@@ -142,9 +166,15 @@ def notice(cfg: AgentConfig, layer: dict[str, Any]) -> str | None:
         return None
     kept = {k: v for k, v in layer.items() if getattr(cfg, k) == v and k != "compile"}
     compiled = bool(layer.get("compile")) and cfg.compile
+    serl = AgentConfig(discount=0.99, critic_updates_per_actor_update=8)
+    lean = {k: v for k, v in kept.items() if k in CPU_PIXEL_DEFAULTS}
+    if lean:
+        parts = ", ".join(f"{k}={v} (GPU/SERL: {getattr(serl, k)})" for k, v in lean.items())
+        return (f"CPU learner with cameras: this CPU has native bf16, so the pixel agent uses the lean CPU defaults "
+                f"{parts}, about 2x the state learner's CPU per env step instead of 3.4x; --set FIELD=VALUE "
+                f"overrides any of them")
     if not kept:
         return f"CPU learner: torch.compile on for the agent's losses ({_COMPILE_COST})" if compiled else None
-    serl = AgentConfig(discount=0.99, critic_updates_per_actor_update=8)
     parts = ", ".join(f"{k}={'none' if v is None else v} (GPU/SERL: "
                       f"{'none' if getattr(serl, k) is None else getattr(serl, k)})" for k, v in kept.items())
     comp = f", and torch.compile on for its losses ({_COMPILE_COST})" if compiled else ""

@@ -12,7 +12,8 @@ Resolution, later wins (each layer a dict of AgentConfig fields):
 2. the run's default encoder, `conv` (trained from scratch; no weights file needed), or, when an encoder weights
    file is given, the architecture its metadata names (`resnet10` or `resnet18`; `resnet10` for an older file);
 3. this device's defaults (learners.agents.device_defaults.machine_defaults: the cheaper state RLPD agent and
-   torch.compile on a CPU; nothing on a GPU or with cameras): the same on train and learner;
+   torch.compile on a CPU; with cameras, where the task's pixel defaults apply, the lean pixel learner on a CPU with
+   native bf16, `cpu_pixel_defaults`; nothing on a GPU): the same on train and learner;
 4. the task defaults (learners.agents.recipes TASK_DEFAULTS: RLPD with n-step returns, a Q-filtered BC term, the x10
    state scale, a small ensemble, 2 updates per env step; with cameras only with demos on the torch backend, then
    also a frozen ResNet-10 pretrained on the demos at the run's start unless the run names its encoder; with a gripper
@@ -80,7 +81,7 @@ from learners.agents.config import (
     rlpd_state_config,
     sac_config,
 )
-from learners.agents.device_defaults import machine_defaults, settle
+from learners.agents.device_defaults import cpu_pixel_defaults, machine_defaults, settle
 from learners.agents.recipes import (
     DEMO_DEFAULTS,
     GRIPPER_DEFAULTS,
@@ -447,9 +448,19 @@ def agent_layers(flags: AgentFlags, has_cameras: bool) -> AgentLayers:
                        flags=flag_layer(flags, has_cameras), set=given)
 
 
+def pixel_defaults_apply(flags: AgentFlags, has_cameras: bool) -> bool:
+    """True when a run with cameras gets the task's pixel defaults (`task_defaults_layer`): a task on robot-rl's arm
+    env, with demos, on the torch backend."""
+    return has_cameras and arm_task(flags.task) and bool(flags.demos) and flags.backend != "jax"
+
+
 def machine_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
-    """This device's defaults for the run's agent (learners.agents.device_defaults.machine_defaults)."""
-    return machine_defaults(flags.device, has_cameras, flags.algo)
+    """This device's defaults for the run's agent (learners.agents.device_defaults.machine_defaults), with the lean
+    CPU pixel defaults (`cpu_pixel_defaults`: on a CPU with native bf16) where the task's pixel defaults apply."""
+    layer = machine_defaults(flags.device, has_cameras, flags.algo)
+    if pixel_defaults_apply(flags, has_cameras):
+        layer.update(cpu_pixel_defaults(flags.device, flags.algo))
+    return layer
 
 
 def resolve_agent(flags: AgentFlags, has_cameras: bool) -> AgentConfig:

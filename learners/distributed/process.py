@@ -31,11 +31,12 @@ from types import FrameType
 from typing import Any
 
 from learners.agents.config import AgentConfig
-from learners.agents.device_defaults import gpu_notice
+from learners.agents.device_defaults import gpu_notice, notice
 from learners.agents.options import (
     AgentFlags,
     announce_agent_config,
     compile_what,
+    machine_layer,
     resolve_agent,
     state_select_origin,
 )
@@ -136,17 +137,18 @@ def say(message: str) -> None:
 
 
 def announce(learner: Learner, cfg: LearnerProcessConfig, address: str, spec: EnvSpec, demos: int) -> None:
-    """The start-up lines: the address (first), the agent config (saved), compile and GPU notes, what it starts
-    from."""
+    """The start-up lines: the address (first), the agent config (saved), compile notes, the CPU or GPU defaults in
+    effect, what it starts from."""
     say(f"learner: listening on {address} (task {cfg.task}, {cfg.obs_mode}, pid {os.getpid()})")
     announce_agent_config(learner.agent_cfg, cfg.out, prefix="learner:", log=say,
                           origin=state_select_origin(cfg.agent, cfg.has_cameras))
     if learner.agent_cfg.compile and learner.agent_cfg.backend == "torch":
         say("learner: torch.compile on (--set compile=false turns it off): the first update compiles the losses, "
             "~20-70 s on a CPU, while actors wait for weights (they may reconnect meanwhile; nothing is lost)")
-    cuda_notice = gpu_notice(learner.agent_cfg, bool(spec.cameras))
-    if cuda_notice:
-        say(f"learner: {cuda_notice}")
+    for line in (notice(learner.agent_cfg, machine_layer(cfg.agent, cfg.has_cameras)),
+                 gpu_notice(learner.agent_cfg, bool(spec.cameras))):
+        if line:
+            say(f"learner: {line}")
     if learner.resumed_from is not None:
         say(f"learner: resumed from {learner.resumed_from} at env_step {learner.received} (updates "
             f"{learner.updates}, +{learner.replayed_chunks} inbox chunks)")
