@@ -373,7 +373,7 @@ def task_defaults_layer(flags: AgentFlags, has_cameras: bool) -> dict[str, Any]:
     DEMO_DEFAULTS' for an --env-id run with demos (without obs_norm on the JAX backend); {} otherwise. An offline
     phase drops their Q filter (as `recipe_layer` does the recipe's)."""
     if arm_task(flags.task):
-        if has_cameras and (not flags.demos or flags.backend == "jax"):
+        if has_cameras and not pixel_defaults_apply(flags, has_cameras):
             return {}
         out = _overrides(TASK_DEFAULTS, flags, has_cameras)
         gripper = GRIPPER_DEFAULTS.get(gripper_mode(flags.task))

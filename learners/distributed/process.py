@@ -145,7 +145,8 @@ def announce(learner: Learner, cfg: LearnerProcessConfig, address: str, spec: En
     if learner.agent_cfg.compile and learner.agent_cfg.backend == "torch":
         say("learner: torch.compile on (--set compile=false turns it off): the first update compiles the losses, "
             "~20-70 s on a CPU, while actors wait for weights (they may reconnect meanwhile; nothing is lost)")
-    for line in (notice(learner.agent_cfg, machine_layer(cfg.agent, cfg.has_cameras)),
+    layer = {k: v for k, v in machine_layer(cfg.agent, cfg.has_cameras).items() if k != "compile"}  # said above
+    for line in (notice(learner.agent_cfg, layer),
                  gpu_notice(learner.agent_cfg, bool(spec.cameras))):
         if line:
             say(f"learner: {line}")
