@@ -38,9 +38,12 @@ quats = st.lists(st.floats(-1.0, 1.0, allow_nan=False), min_size=4, max_size=4).
 
 
 def _parallel(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same direction; below 1e-9 a vector has none, and then the other must be as small (2e-9: the conversions scale
+    by at most sqrt(3), so a 1e-9 vector and its 0.99999999e-9 round trip are not told apart by which side of 1e-9
+    each rounds to)."""
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if na < 1e-9 or nb < 1e-9:
-        return bool(na < 1e-9 and nb < 1e-9)
+        return bool(na < 2e-9 and nb < 2e-9)
     return bool(np.dot(a, b) / (na * nb) > 1 - 1e-9)
 
 
