@@ -359,6 +359,14 @@ def se_pixels_faithful_spread_20k(res: Results) -> str:
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_spread_20k.json")
 
 
+def se_pixels_faithful_spread_20k_lean(res: Results) -> str:
+    """The same with the lean pixel learner (a 64-wide head, bf16 backbone and updates), 3 seeds to 20k."""
+    return _pixel_seeds(res, FAITHFUL_SPREAD_20K_LEAN)
+
+
+FAITHFUL_SPREAD_20K_LEAN = "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_spread_20k_lean.json"
+
+
 def se_pixels_faithful_last_action(res: Results) -> str:
     """The same (demos under the timing) with the previous step's action in the observation, per seed."""
     return _pixel_seeds(res, "sample_efficiency_twin-pick-cube-last-action_pixels64_faithful_opreset3_demotiming.json")
