@@ -166,6 +166,33 @@ def test_slow_back_out_records_more_frames_across_the_success_boundary(tmp_path:
     assert back[3][0] >= 2 * back[1][0] and back[3][1] > back[1][1], back
 
 
+def test_lift_cm_records_positives_at_the_heights_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--lift-cm 25 30: the scripted pick-cube expert lifts the cube 25-30 cm above its grasp, so the held positives
+    reach far higher than the default 12 cm lift's (TCP height, state[2], relative to the reset pose)."""
+    top: dict[str, float] = {}
+    for name, extra in (("default", []), ("high", ["--lift-cm", "25", "30"])):
+        out = tmp_path / name
+        record(["--task", "twin-pick-cube", "--obs-mode", "state", "--out", str(out), "--frames", "400",
+                "--positives", "1", "--hold-steps", "30", "--near-misses", "0", *extra], capsys)
+        (ep,) = load_dir(out)[0]
+        z = ep.observations["state"][1:, 2][ep.success]  # success[t] labels observation t+1
+        top[name] = float(z.max())
+    assert top["high"] - top["default"] > 0.10, top  # the grasp is at the same place: 25-30 cm against 12 cm
+
+
+def test_lift_cm_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="0 < LO <= HI <= 40"):
+        labels_main(["--task", "twin-pick-cube", "--out", str(tmp_path), "--lift-cm", "30", "12"])
+    with pytest.raises(ConfigError, match="only the scripted device lifts"):
+        labels_main(["--task", "twin-pick-cube", "--out", str(tmp_path), "--teleop", "keyboard", "--lift-cm", "12",
+                     "20"])
+    with pytest.raises(ConfigError, match="only the scripted pick-cube expert"):
+        labels_main(["--task", "twin-reach", "--out", str(tmp_path), "--lift-cm", "12", "20"])
+    with pytest.raises(ValueError, match="lift_m"):
+        ScriptedTeleop("twin-pick-cube", lift_m=(0.2, 0.1))
+    assert not list(tmp_path.iterdir())  # nothing recorded
+
+
 # ------------------------------------------------------------------------------------------- event devices
 class KeyScript:
     """The scripted expert driving, plus scripted key presses: events[i] is reported on poll i."""

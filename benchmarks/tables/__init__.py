@@ -73,6 +73,7 @@ from .readme import README_BLOCKS
 from .rewards import (
     classifier,
     classifier_boundary,
+    classifier_boundary_lift,
     classifier_faithful_rollouts,
     classifier_rollouts,
     classifier_rollouts_pretrained,
@@ -178,6 +179,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "classifier_rollouts_pretrained": classifier_rollouts_pretrained,
     "classifier_faithful_rollouts": classifier_faithful_rollouts,
     "classifier_boundary": classifier_boundary,
+    "classifier_boundary_lift": classifier_boundary_lift,
     "learned_reward": learned_reward,
     "forward_backward": forward_backward,
     "gym_defaults": gym_defaults,

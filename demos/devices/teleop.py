@@ -44,11 +44,12 @@ class ScriptedTeleop:
     name = "scripted"
 
     def __init__(self, task: str, noise_std: float = 0.0, seed: int | None = None,
-                 action_scale_m: float = 0.02, action_scale_rad: float = 0.1) -> None:
+                 action_scale_m: float = 0.02, action_scale_rad: float = 0.1,
+                 lift_m: float | tuple[float, float] = 0.12) -> None:
         from envs.twin.experts import ScriptedExpert
 
         self._expert = ScriptedExpert(task, noise_std=noise_std, seed=seed, action_scale_m=action_scale_m,
-                                      action_scale_rad=action_scale_rad)
+                                      action_scale_rad=action_scale_rad, lift_m=lift_m)
 
     def reset(self) -> None:
         self._expert.reset()

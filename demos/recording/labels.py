@@ -15,7 +15,8 @@ on until `--after-success` frames after the success label went back off. With th
 driver holds the successful state for `--hold-steps` frames, then backs out along its own path (its arm
 actions reversed and negated, gripper kept), which gives near-miss negatives right next to the positives;
 `--back-out-slowdown N` splits each step of that way back into N, so the frames around the success boundary come N
-times as densely.
+times as densely. `--lift-cm LO HI` (scripted pick-cube) has the expert lift the cube a random LO-HI cm above its
+grasp per segment instead of 12 cm, so the positives also show the heights a learning policy carries the cube to.
 The env is made with `terminate_on_success=False` so the episode goes on past success; `info["success"]`
 still reports the task's condition every step.
 
@@ -317,6 +318,7 @@ class RecordLabelsConfig(Config):
     after_success: int = 5
     hold_steps: int = 5
     back_out_slowdown: int = 1
+    lift_cm: tuple[float, float] | None = None
     obs_mode: str = "pixels"
     image_size: int | None = None
     noise: float = 0.0
@@ -340,6 +342,13 @@ class RecordLabelsConfig(Config):
             raise ConfigError(f"--back-out-slowdown={self.back_out_slowdown}: only the scripted device backs out by "
                               f"itself (got --teleop {self.teleop}); with a person at the device, move slowly across "
                               f"the success boundary instead")
+        if self.lift_cm is not None:
+            lo, hi = self.lift_cm
+            if self.teleop != "scripted":
+                raise ConfigError(f"--lift-cm: only the scripted device lifts by itself (got --teleop {self.teleop}); "
+                                  f"with a person at the device, lift to the heights a policy will reach instead")
+            if not 0 < lo <= hi <= 40:
+                raise ConfigError(f"--lift-cm {lo:g} {hi:g}: needs 0 < LO <= HI <= 40 (cm above the grasp)")
         require(self.labels in LABEL_SOURCES, "labels", self.labels, f"must be one of {list(LABEL_SOURCES)}")
         require(self.teleop in DEVICES, "teleop", self.teleop, f"must be one of {list(DEVICES)}")
 
@@ -368,6 +377,9 @@ def record_labels_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--back-out-slowdown", type=int, default=1, metavar="N",
                    help="scripted device: back out N times slower than it came (N times as many frames near the "
                         "success boundary)")
+    p.add_argument("--lift-cm", type=float, nargs=2, default=None, metavar=("LO", "HI"),
+                   help="scripted pick-cube: lift the cube a random LO-HI cm above its grasp per segment (default "
+                        "12), so the labels show the heights a learning policy lifts to")
     p.add_argument("--obs-mode", default="pixels", choices=("pixels", "state"), help="observation mode")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
@@ -390,7 +402,10 @@ def record_labels_arg_parser() -> argparse.ArgumentParser:
 
 def parse_record_labels_args(argv: Sequence[str]) -> RecordLabelsConfig:
     """`robot-rl record-labels`'s arguments as a config (argparse's usage error and exit on bad flags)."""
-    return RecordLabelsConfig(**vars(record_labels_arg_parser().parse_args(list(argv))))
+    args = record_labels_arg_parser().parse_args(list(argv))
+    if args.lift_cm is not None:
+        args.lift_cm = tuple(args.lift_cm)
+    return RecordLabelsConfig(**vars(args))
 
 
 class LiveCounts:
@@ -462,6 +477,8 @@ def record_labels(cfg: RecordLabelsConfig) -> int:
         if cfg.label_source == "events" and cfg.teleop != "scripted":  # labels from the success key: it must exist
             require_success_binding(cfg.teleop, build_hardware_device(cfg.teleop, **options).config,
                                     "--labels events")
+        if cfg.lift_cm is not None:
+            options["lift_m"] = _lift_range_m(cfg.task, cfg.lift_cm)
         device = make_device(cfg.teleop, task=cfg.task, seed=cfg.seed, noise_std=cfg.noise, **options)
     except BaseException:
         env.close()
@@ -510,6 +527,20 @@ def _labelling_env(cfg: RecordLabelsConfig, env_kwargs: dict[str, Any]
                                  **env_kwargs)
         return env, lambda state, info: bool(info.get("success", False))
     return make_continuing_env(cfg.task, **env_kwargs)
+
+
+def _lift_range_m(task: str, lift_cm: tuple[float, float]) -> tuple[float, float]:
+    """--lift-cm in metres for the scripted expert; a ConfigError for a task whose expert does not lift a cube."""
+    from envs.presets import twin_task
+    from robot_rl.errors import UnknownTaskError
+
+    try:
+        name = twin_task(task)
+    except UnknownTaskError:
+        name = ""
+    if name != "pick_cube":
+        raise ConfigError(f"--lift-cm: only the scripted pick-cube expert lifts to a chosen height (task {task})")
+    return lift_cm[0] / 100, lift_cm[1] / 100
 
 
 def _near_miss_operator(task: str, kinds: tuple[str, ...], near_misses: int, segment: int, seed: int) -> Any:

@@ -77,6 +77,8 @@ class ScriptedExpert:
     such as "twin-pick-cube") or a
     `Task`. noise_std: Gaussian noise added to the arm part of every action (then clipped to [-1, 1]), for
     diverse demos. seed: seeds that noise. action_scale_m / action_scale_rad must match the env's config.
+    lift_m: how far pick_cube lifts the cube above its grasp (m; 0.12), or a range (lo, hi) drawn per episode from
+    the seeded rng (record-labels --lift-cm: labels at the heights a learning policy lifts to).
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class ScriptedExpert:
         action_scale_m: float = 0.02,
         action_scale_rad: float = 0.1,
         gain: float = 0.6,
+        lift_m: float | tuple[float, float] = 0.12,
     ) -> None:
         if isinstance(task, str) and task.startswith("twin-"):
             from envs.presets import twin_task
@@ -104,6 +107,10 @@ class ScriptedExpert:
         self.action_scale_m = float(action_scale_m)
         self.action_scale_rad = float(action_scale_rad)
         self.gain = float(gain)
+        lo, hi = (lift_m, lift_m) if isinstance(lift_m, (int, float)) else lift_m
+        if not 0.0 < lo <= hi:
+            raise ValueError(f"lift_m={lift_m!r}: a height above the grasp (m) or a range (lo, hi) with 0 < lo <= hi")
+        self.lift_range_m = (float(lo), float(hi))
         self.phase = ""
         self.reset()
 
@@ -113,6 +120,8 @@ class ScriptedExpert:
         self._phase_steps = 0
         self._grasp_z = 0.0
         self._last_width = math.inf
+        lo, hi = self.lift_range_m  # pick_cube's lift above the grasp this episode (a range draws from the rng)
+        self._lift_m = lo if lo == hi else float(self.rng.uniform(lo, hi))
         if isinstance(self.task, CubeRelocateTask):  # where in the target zone this episode puts the cube
             (x0, y0), (x1, y1) = relocate_zone_m(self.task.target_zone)
             centre = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
@@ -197,7 +206,7 @@ class ScriptedExpert:
         if not held and self._phase_steps > 2:
             self._set_phase("approach")
             return self._move(state, tcp + np.array([0.0, 0.0, 0.03]), target_quat, -1.0)
-        lift_to = np.array([tcp[0], tcp[1], self._grasp_z + 0.12])
+        lift_to = np.array([tcp[0], tcp[1], self._grasp_z + self._lift_m])
         return self._move(state, lift_to, target_quat, 1.0)
 
     def _relocate(self, state: RobotState) -> np.ndarray:
