@@ -44,7 +44,7 @@ def _faithful_arm(runs: list[dict[str, Any]]) -> str:
     """'5.1k / 5.0k / 2.0k env steps, last 85 (100) / 90 (100) / 95 (100) % at 20.0k, 70-100 % from 6k'."""
     late = [c["success_rate"] for r in runs for c in r["curve"] if c["env_step"] >= 6000]
     lasts = " / ".join(f"{_num(r['final_success_rate'])} ({_num(r['best_success_rate'])})" for r in runs)
-    return (" / ".join(ksteps(r["first_step_at_90"]) for r in runs) + f" env steps, last {lasts} % at "
+    return (_first_steps(runs) + f", last {lasts} % at "
             f"{ksteps(runs[0]['env_steps_done'])}, {rnd(100 * min(late))}-{pct(max(late))} from 6k")
 
 
@@ -62,8 +62,12 @@ def _firsts(runs: list[dict[str, Any]], longer: list[dict[str, Any]] | None = No
     of `longer` (the same seed run on) replacing its shorter run."""
     by_seed = {r["seed"]: r for r in runs} | {r["seed"]: r for r in (longer or [])}
     rs = [by_seed[k] for k in sorted(by_seed)]
-    return (" / ".join(ksteps(r["first_step_at_90"]) for r in rs) + " env steps; "
-            + pcts([r["final_success_rate"] for r in rs]))
+    return _first_steps(rs) + "; " + pcts([r["final_success_rate"] for r in rs])
+
+
+def _first_steps(runs: list[dict[str, Any]]) -> str:
+    """'2.1k / 8.0k / 6.1k env steps': each run's first evaluation >= 90 % ('never' where none was)."""
+    return " / ".join(ksteps(r["first_step_at_90"]) for r in runs) + " env steps"
 
 
 def readme_glance(res: Results) -> str:
@@ -93,12 +97,10 @@ def readme_glance(res: Results) -> str:
          f"{rnd(mc2['eval_success_rate'] * mc2['eval_episodes'])} / {mc2['eval_episodes']} deterministic evaluation "
          "episodes (two runs)", "main_command_twin-pick-cube.json` and `main_command_twin-pick-cube_run2.json"],
         ["pick-cube from state, the defaults a new task gets (no recipe), 3 seeds: first evaluation >= 90 %; last",
-         " / ".join(ksteps(r["first_step_at_90"]) for r in pick) + " env steps; "
-         + pcts([r["final_success_rate"] for r in pick]) + f" at {ksteps(pick[0]['env_steps_done'])}",
+         _firsts(pick) + f" at {ksteps(pick[0]['env_steps_done'])}",
          "sample_efficiency_twin-pick-cube_state_norecipe_10k.json"],
         ["peg-insert from state, no recipe (the defaults: a gripper locked closed keeps a Q filter floor), 3 seeds: "
-         "first evaluation >= 90 %; last", " / ".join(ksteps(r["first_step_at_90"]) for r in peg) + " env steps; "
-         + pcts([r["final_success_rate"] for r in peg]) + f" at {ksteps(peg[0]['env_steps_done'])}",
+         "first evaluation >= 90 %; last", _firsts(peg) + f" at {ksteps(peg[0]['env_steps_done'])}",
          "sample_efficiency_twin-peg-insert_state_norecipe_floor01.json"],
         ["pick-cube from two 64x64 cameras + proprio (no object state), the defaults a task gets from cameras with "
          "demos (a ResNet-10 pretrained on the 20 demos in the run, frozen, its target heads' predictions beside a "
@@ -128,7 +130,7 @@ def readme_glance(res: Results) -> str:
          f"{MAIN_COMMAND_FAITHFUL_RUNS[0][0]}`, `{MAIN_COMMAND_FAITHFUL_RUNS[1][0]}`, `{FAITHFUL_SIM_COVERAGE}` and "
          "`demo_coverage_faithful_sim.json"],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
-         "first evaluation >= 90 %", " / ".join(ksteps(r["first_step_at_90"]) for r in tp) + " env steps",
+         "first evaluation >= 90 %", _first_steps(tp),
          "third_party_gym_hil_pick_cube.json"],
         ["reward classifier on 64x64 frames, held out", f"precision {rnd(cls['precision'], 3)}, recall "
                                                         f"{rnd(cls['recall'], 3)}", "classifier.json"],

@@ -450,16 +450,21 @@ def near_miss_count(requested: int | None, teleop: str, task: str) -> int:
 def near_miss_task_kinds(teleop: str, task: str) -> tuple[str, ...]:
     """The near-miss kinds (`envs.twin.near_miss.near_miss_kinds`) the scripted device records on the preset `task`;
     () for another device or a task without routines."""
-    from envs.presets import twin_task
     from envs.twin.near_miss import near_miss_kinds
+
+    name = _twin_task_name(task)
+    return near_miss_kinds(name) if teleop == "scripted" and name else ()
+
+
+def _twin_task_name(task: str) -> str:
+    """The twin task a preset runs (envs.presets.twin_task: "pick_cube", ...), "" for a preset that is no twin's."""
+    from envs.presets import twin_task
     from robot_rl.errors import UnknownTaskError
 
-    if teleop != "scripted":
-        return ()
     try:
-        return near_miss_kinds(twin_task(task))
+        return twin_task(task)
     except UnknownTaskError:
-        return ()
+        return ""
 
 
 def record_labels(cfg: RecordLabelsConfig) -> int:
@@ -531,14 +536,7 @@ def _labelling_env(cfg: RecordLabelsConfig, env_kwargs: dict[str, Any]
 
 def _lift_range_m(task: str, lift_cm: tuple[float, float]) -> tuple[float, float]:
     """--lift-cm in metres for the scripted expert; a ConfigError for a task whose expert does not lift a cube."""
-    from envs.presets import twin_task
-    from robot_rl.errors import UnknownTaskError
-
-    try:
-        name = twin_task(task)
-    except UnknownTaskError:
-        name = ""
-    if name != "pick_cube":
+    if _twin_task_name(task) != "pick_cube":
         raise ConfigError(f"--lift-cm: only the scripted pick-cube expert lifts to a chosen height (task {task})")
     return lift_cm[0] / 100, lift_cm[1] / 100
 
