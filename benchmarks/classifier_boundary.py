@@ -14,7 +14,11 @@ diagnostic). Then every classifier given (`--classifiers NAME=DIR ...`) judges t
   would have ended it, i.e. what a training run's window counts;
 - lateness: per episode with a true success, the first positive frame's step minus the first true frame's (0: on
   time; negative: early), and the cube's height at the first positive;
-- by height band of the cube's bottom (held or not): the share of frames called positive, so where the boundary sits.
+- by height band of the cube's bottom (held or not): the share of frames called positive, so where the boundary sits;
+- the same again for the reward model's decision (`reward_model`): a frame counts as positive only where the card's
+  proprio predicate (the run-time gate's, e.g. pick-cube's finger width and TCP height) also holds on the proprio
+  state the policy saw with it, and the gate ends an episode where learners.rewards.reward_model.ClassifierReward
+  would (k positives in a row, the predicate holding on the last).
 
     python benchmarks/classifier_boundary.py --run RUN --classifiers old=W/cls new=W/cls_slow --episodes 30
 
@@ -49,8 +53,9 @@ BANDS_CM = ((-1.0, 3.0), (3.0, 4.0), (4.0, 5.0), (5.0, 6.0), (6.0, 8.0), (8.0, 1
 
 
 def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[str, Any]:
-    """The policy's frames {camera path: uint8 (N, H, W, 3)}, truth (N,) bool, height_m (N,), episode (N,) and the
-    run's timing, over `episodes` episodes of the task's full length (success does not end them)."""
+    """The policy's frames {camera path: uint8 (N, H, W, 3)}, its proprio state (N, D) (current: a real arm's state
+    is not late), truth (N,) bool, height_m (N,), episode (N,) and the run's timing, over `episodes` episodes of the
+    task's full length (success does not end them)."""
     import torch
 
     from envs.tasks import CUBE_HALF_SIZE_M
@@ -71,6 +76,7 @@ def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[s
     agent = checkpoint_actor(groups, spec, agent_cfg or cfg.agent_config(has_cameras=bool(spec.cameras)))
     bounds, lag = action_bounds(env), frame_lag_steps(env)  # frame lag: as the training runs' frame counts take it
     frames: dict[str, list[np.ndarray]] = {}
+    states: list[np.ndarray] = []
     truth: list[bool] = []
     height: list[float] = []
     ep_of: list[int] = []
@@ -86,6 +92,7 @@ def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[s
                 shown = seen[-1 - lag] if len(seen) > lag else (False, seen[0][1])  # the scene the frame shows
                 for path, img in camera_frames(obs, info).items():
                     frames.setdefault(path, []).append(np.asarray(img, np.uint8))
+                states.append(np.asarray(obs["state"], np.float32))
                 truth.append(shown[0])
                 height.append(shown[1])
                 ep_of.append(ep)
@@ -93,7 +100,7 @@ def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[s
                     break
     finally:
         env.close()
-    return {"frames": {k: np.stack(v) for k, v in frames.items()}, "truth": np.array(truth),
+    return {"frames": {k: np.stack(v) for k, v in frames.items()}, "state": np.stack(states), "truth": np.array(truth),
             "height_m": np.array(height), "episode": np.array(ep_of),
             "timing": timing, "lag_steps": lag, "checkpoint": str(ckpt)}
 
@@ -105,13 +112,30 @@ def _pr(pos: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
 
 
 def judge(data: dict[str, Any], classifier_dir: str, gate_k: int) -> dict[str, Any]:
-    """One classifier's decisions on the rollout frames, summarised (see the module docstring)."""
+    """One classifier's decisions on the rollout frames, summarised (see the module docstring): alone (top level)
+    and as the reward model decides with the card's proprio predicate (`reward_model`)."""
     from learners.rewards.classifier import load_classifier
+    from learners.rewards.reward_model import ProprioPredicate
 
     clf = load_classifier(classifier_dir)
     frames = data["frames"]
     probs = clf.predict_proba({cam: frames[cam] for cam in clf.card.cameras})
-    pos, truth, height, episode = probs >= clf.card.threshold, data["truth"], data["height_m"], data["episode"]
+    positive = probs >= clf.card.threshold
+    predicate = ProprioPredicate(tuple(clf.card.gate.get("predicate", ())))
+    out = {"classifier": classifier_dir, "threshold": float(clf.card.threshold),
+           "validation": {k: dict(clf.card.metrics.get("validation") or {}).get(k) for k in ("precision", "recall")},
+           **_summary(positive, np.ones_like(positive), data, gate_k)}
+    if "state" in data:
+        ok = predicate.evaluate(data["state"])
+        out["reward_model"] = {"predicate": list(predicate.conditions), **_summary(positive, ok, data, gate_k)}
+    return out
+
+
+def _summary(positive: np.ndarray, ok: np.ndarray, data: dict[str, Any], gate_k: int) -> dict[str, Any]:
+    """Frame and episode figures of the decisions `positive & ok` (N,); the gate ends an episode at the first frame
+    ending `gate_k` classifier positives in a row where `ok` holds (as ClassifierReward.step)."""
+    truth, height, episode = data["truth"], data["height_m"], data["episode"]
+    pos = positive & ok
     until = np.zeros_like(pos)
     lateness: list[int] = []
     height_at_first: list[float] = []
@@ -121,8 +145,8 @@ def judge(data: dict[str, Any], classifier_dir: str, gate_k: int) -> dict[str, A
     for ep in np.unique(episode):
         idx = np.flatnonzero(episode == ep)
         p, tr = pos[idx], truth[idx]
-        run = np.convolve(p.astype(int), np.ones(gate_k, int))[:len(p)]  # positives in the window ending at t
-        gate = np.flatnonzero(run >= gate_k)
+        run = np.convolve(positive[idx].astype(int), np.ones(gate_k, int))[:len(p)]  # positives in the window to t
+        gate = np.flatnonzero((run >= gate_k) & ok[idx])
         until[idx[: (gate[0] + 1) if len(gate) else len(idx)]] = True
         if len(gate):
             gate_ends += 1
@@ -142,9 +166,7 @@ def judge(data: dict[str, Any], classifier_dir: str, gate_k: int) -> dict[str, A
         bands.append({"band_cm": [lo, hi], "frames": int(m.sum()), "true": int((m & truth).sum()),
                       "positive_share": float(pos[m].mean()) if m.any() else None})
     late = np.array(lateness)
-    return {"classifier": classifier_dir, "threshold": float(clf.card.threshold),
-            "validation": {k: dict(clf.card.metrics.get("validation") or {}).get(k) for k in ("precision", "recall")},
-            "all_frames": _pr(pos, truth), "until_gate": _pr(pos[until], truth[until]),
+    return {"all_frames": _pr(pos, truth), "until_gate": _pr(pos[until], truth[until]),
             "episodes_with_true_success": len(lateness) + never, "never_fired": never,
             "gate_ends": gate_ends,
             "gate_ends_without_truth": gate_false, "gate_delay_steps": gate_delay,
@@ -186,11 +208,13 @@ def main() -> None:
             ("z first", 7, lambda a: _f(a["height_at_first_positive_cm_median"], 7, ".1f")),
             ("ends", 4, lambda a: f"{a['gate_ends']:4d}"), ("false", 5, lambda a: f"{a['gate_ends_without_truth']:5d}"),
             ("gate delay", 10, lambda a: _f(a["gate_delay_median"], 10, ".1f"))]
-    print_table(f"{'classifier':<12} {'thr':>5} " + " ".join(f"{h:>{w}}" for h, w, _ in cols),
-                [f"{a['name']:<12} {a['threshold']:5.2f} " + " ".join(fn(a) for _, _, fn in cols) for a in arms])
-    print("positive share by height band (cm): " + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in BANDS_CM))
-    for a in arms:
-        print(f"  {a['name']:<12} " + " ".join(_f(b["positive_share"], 5, ".2f") for b in a["bands"]))
+    shown = arms + [{**a, **a["reward_model"], "name": f"{a['name']}+pred"} for a in arms if "reward_model" in a]
+    print_table(f"{'classifier':<16} {'thr':>5} " + " ".join(f"{h:>{w}}" for h, w, _ in cols),
+                [f"{a['name']:<16} {a['threshold']:5.2f} " + " ".join(fn(a) for _, _, fn in cols) for a in shown])
+    print("positive share by height band (cm; +pred: the reward model's decision with the card's predicate): "
+          + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in BANDS_CM))
+    for a in shown:
+        print(f"  {a['name']:<16} " + " ".join(_f(b["positive_share"], 5, ".2f") for b in a["bands"]))
     out = args.out / f"{result_name('classifier_boundary', args.label)}.json"
     write_json(out, {"benchmark": "classifier_boundary", "task": "twin-pick-cube", "time": timestamp(),
                      **host_info(), "load_average": load_average(), "args": {**vars(args), "out": str(args.out),

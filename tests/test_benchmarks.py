@@ -177,3 +177,48 @@ def test_no_benchmark_copies_the_prelude(script: Path) -> None:
     for copied in ("sys.path.insert", "parents[1]", 'os.environ.setdefault("MUJOCO_GL"', ".json.tmp",
                    "ProcessPoolExecutor", 'strftime("%Y-%m-%dT%H:%M:%S")'):
         assert copied not in text, f"{script.name} sets up {copied!r} itself: use benchmarks/_prelude.py"
+
+
+# ------------------------------------------------------------------------------------------------ classifier_boundary
+
+
+def _load_script(name: str) -> Any:
+    """A benchmark script as a module (its set-up writes env defaults: restored afterwards)."""
+    saved, path = dict(os.environ), list(sys.path)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        sys.path[:] = path
+
+
+def test_classifier_boundary_summary_counts_the_reward_models_decisions() -> None:
+    cb = _load_script("classifier_boundary")
+    # two episodes of 6 frames; truth from frame 2 of episode 0, never in episode 1
+    truth = np.array([0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0], bool)
+    height = np.where(truth, 0.08, 0.0)
+    data = {"truth": truth, "height_m": height, "episode": np.repeat([0, 1], 6)}
+    positive = np.array([0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0], bool)
+    alone = cb._summary(positive, np.ones(12, bool), data, 3)
+    # alone: frame 1 of ep 0 and frames 0-2 of ep 1 are false positives; the gate ends ep 0 at frame 3 (truth there)
+    # and ep 1 at frame 2 (no truth)
+    assert (alone["all_frames"]["tp"], alone["all_frames"]["fp"], alone["all_frames"]["fn"]) == (4, 4, 0)
+    assert alone["gate_ends"] == 2 and alone["gate_ends_without_truth"] == 1
+    assert alone["until_gate"]["tp"] + alone["until_gate"]["fn"] == 2  # ep 0 frames 2-3 are the truth it covers
+    assert alone["lateness_steps"] == [-1] and alone["never_fired"] == 0
+    # a predicate false on ep 0's frame 1 and on all of ep 1: those frames are not positive, ep 1 never ends
+    ok = np.array([1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0], bool)
+    rm = cb._summary(positive, ok, data, 3)
+    assert (rm["all_frames"]["tp"], rm["all_frames"]["fp"], rm["all_frames"]["fn"]) == (4, 0, 0)
+    assert rm["all_frames"]["precision"] == 1.0
+    assert rm["gate_ends"] == 1 and rm["gate_ends_without_truth"] == 0
+    # the gate counts classifier positives in a row and checks the predicate only on the frame it ends at (as
+    # ClassifierReward.step): frame 1's failing predicate does not reset the run, so ep 0 still ends at frame 3
+    assert rm["lateness_steps"] == [0] and rm["gate_delay_steps"] == [1]
+    assert rm["bands"][0]["positive_share"] == 0.0 and alone["bands"][0]["positive_share"] == 4 / 8

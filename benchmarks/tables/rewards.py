@@ -248,10 +248,14 @@ CLASSIFIER_BOUNDARY_ARMS = {
 }
 
 
-def classifier_boundary(res: Results, name: str = "classifier_boundary.json") -> str:
+def classifier_boundary(res: Results, name: str = "classifier_boundary.json",
+                        policy: str = "the faithful `robot-rl sim` run with its demos on seeds 0-19, the float32 row "
+                                      "'demos on seeds 0-19' above") -> str:
     """Classifiers judged on the same frames of a trained faithful pixel policy's rollouts (success not ending them):
     frame precision / recall in all and up to the k-gate's end, how late the first positive comes after the twin's
-    success, where the gate ends, and the share of frames called positive per height band of the cube."""
+    success, where the gate ends, and the share of frames called positive per height band of the cube; where the
+    results hold the reward model's decision (the card's proprio predicate too), a row for it below each classifier's.
+    `policy` names the run whose final checkpoint was rolled out."""
     d = res(name)
 
     def pr(x: dict[str, float | None]) -> str:
@@ -261,19 +265,23 @@ def classifier_boundary(res: Results, name: str = "classifier_boundary.json") ->
     rows, band_rows = [], []
     for a in d["arms"]:
         label = CLASSIFIER_BOUNDARY_ARMS.get(a["name"], a["name"])
-        rows.append([label, rnd(a["threshold"], 2), pr(a["validation"]), pr(a["all_frames"]), pr(a["until_gate"]),
-                     f"{a['gate_ends']} ({a['gate_ends_without_truth']})", a["never_fired"],
-                     rnd(a["lateness_median"]), pct(a["on_time_or_early_share"]),
-                     f"{rnd(a['height_at_first_positive_cm_median'], 1)} cm", rnd(a["gate_delay_median"], 1)])
-        band_rows.append([label, *("-" if b["positive_share"] is None else pct(b["positive_share"])
-                                   for b in a["bands"])])
+        shown = [(label, a)]
+        if "reward_model" in a:
+            shown.append((f"{label}, with its predicate ({', '.join(a['reward_model']['predicate']) or 'none'})",
+                          {**a, **a["reward_model"]}))
+        for lab, x in shown:
+            rows.append([lab, rnd(x["threshold"], 2), pr(x["validation"]), pr(x["all_frames"]), pr(x["until_gate"]),
+                         f"{x['gate_ends']} ({x['gate_ends_without_truth']})", x["never_fired"],
+                         rnd(x["lateness_median"]), pct(x["on_time_or_early_share"]),
+                         f"{rnd(x['height_at_first_positive_cm_median'], 1)} cm", rnd(x["gate_delay_median"], 1)])
+            band_rows.append([lab, *("-" if b["positive_share"] is None else pct(b["positive_share"])
+                                     for b in x["bands"])])
     bands = [f"{b['band_cm'][0]:g}-{b['band_cm'][1]:g} cm ({b['true']} of {b['frames']} true)"
              for b in d["arms"][0]["bands"]]
     bands[0] = bands[0].replace("-1-", "< ")
     a0 = d["args"]
-    note = (f"{d['frames']:,} frames of {a0['episodes']} episodes of the final checkpoint of the faithful `robot-rl "
-            f"sim` run with its demos on seeds 0-19 (the float32 row 'demos on seeds 0-19' above; "
-            f"{'deterministic' if a0['deterministic'] else 'sampled'} actions, the run's timing: "
+    note = (f"{d['frames']:,} frames of {a0['episodes']} episodes of the final checkpoint of {policy} "
+            f"({'deterministic' if a0['deterministic'] else 'sampled'} actions, the run's timing: "
             f"frames {rnd(d['timing'].get('camera_latency_ms', 0))} ms late, targets "
             f"{rnd(d['timing'].get('action_delay_ms', 0))} ms; success does not end an episode; a frame compared "
             f"with the twin's truth of the step it was rendered at), "
@@ -281,6 +289,9 @@ def classifier_boundary(res: Results, name: str = "classifier_boundary.json") ->
             f"'until the gate': each episode's frames up to the step the k = {a0['gate_k']} gate would have ended "
             f"it (what a training run's frame counts cover). Lateness: first positive frame's step minus the first "
             f"truly successful frame's, per episode with a true success")
+    if any("reward_model" in a for a in d["arms"]):
+        note += (". 'With its predicate': the reward model's decision, a frame positive only where the card's "
+                 "proprio predicate holds too (on the state the policy saw with the frame)")
     return "\n\n".join([
         table(["classifier", "threshold", "validation P / R", "all frames P / R", "until the gate P / R",
                "episodes the gate ends (at a frame without truth)", "truly successful episodes it never fires on",
