@@ -85,6 +85,17 @@ def _sum_actor_stat(summary: dict[str, Any], key: str) -> int | None:
     return int(sum(values)) if values else None
 
 
+def _reward_model_frames(summary: dict[str, Any]) -> dict[str, int] | None:
+    """A classifier reward's frame decisions (prob >= threshold, before the gate) against the twin's truth over the
+    actors' training episodes (tp / fp / fn / tn, learners.rewards.metrics.FrameConfusion: every frame up to each
+    episode's end), summed over the actors; None without a classifier."""
+    stats = [a.get("reward_model") for a in (summary.get("actor_stats") or {}).values() if isinstance(a, dict)]
+    stats = [r for r in stats if isinstance(r, dict) and isinstance(r.get("frame_tp"), int | float)]
+    if not stats:
+        return None
+    return {k: int(sum(r.get(f"frame_{k}") or 0 for r in stats)) for k in ("tp", "fp", "fn", "tn")}
+
+
 def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[str]) -> dict[str, Any]:
     """The result row from the run directory `out` (its summary.json)."""
     summary = _read_json(out / "summary.json")
@@ -99,6 +110,7 @@ def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[
         "eval_success_source": summary.get("eval_success_source"),
         "eval_true_success_rate": summary.get("eval_true_success_rate"),
         "operator_scene_resets": _sum_actor_stat(summary, "operator_scene_resets"),
+        "reward_model_frames": _reward_model_frames(summary),
         "guard_stops": summary.get("guard_stops"),  # training episodes the robot servers' safety guards stopped
         "timing": summary.get("timing"),
         "milestones": milestones,

@@ -223,9 +223,15 @@ def main_command_faithful(res: Results) -> str:
         r = d["result"]
         n = r["eval_episodes"]
         timing = r.get("timing") or {}
+        frames = r.get("reward_model_frames")
+        if frames:
+            tp, fp, fn = frames["tp"], frames["fp"], frames["fn"]
+            frame_pr = f"{rnd(tp / (tp + fp), 2) if tp + fp else '-'} / {rnd(tp / (tp + fn), 2) if tp + fn else '-'}"
+        else:
+            frame_pr = "-"
         rows.append([labels, f"`{d['command']}`", d["date"], f"{minutes(r['wall_s'])} min", ksteps(r["env_step"]),
                      f"{r['episodes']}", f"{r['guard_stops']}", f"{r['operator_scene_resets']}",
-                     pct(r["train_success_rate"]),
+                     pct(r["train_success_rate"]), frame_pr,
                      f"**{rnd(r['eval_true_success_rate'] * n)} / {n}**", f"{rnd(r['eval_success_rate'] * n)} / {n}",
                      " / ".join(f"{rnd(timing[k])} ms" for k in ("camera_latency_ms", "action_delay_ms")
                                 if k in timing) or "-"])
@@ -234,6 +240,7 @@ def main_command_faithful(res: Results) -> str:
                                "env steps", "training episodes", "safety-guard stops (each ends its episode)",
                                "scene resets by a person",
                                "final training success (the classifier's)",
+                               "classifier frame P / R in training (against the truth; - not recorded)",
                                "final checkpoint, deterministic: true success",
                                "the same, the classifier's count", "frames / targets late"], rows),
                         source(*(n for n, _ in MAIN_COMMAND_FAITHFUL_RUNS))])
