@@ -89,11 +89,14 @@ def _reward_model_frames(summary: dict[str, Any]) -> dict[str, int] | None:
     """A classifier reward's frame decisions (prob >= threshold, before the gate) against the twin's truth over the
     actors' training episodes (tp / fp / fn / tn, learners.rewards.metrics.FrameConfusion: every frame up to each
     episode's end), summed over the actors; None without a classifier."""
-    stats = [a.get("reward_model") for a in (summary.get("actor_stats") or {}).values() if isinstance(a, dict)]
-    stats = [r for r in stats if isinstance(r, dict) and isinstance(r.get("frame_tp"), int | float)]
+    stats: list[dict[str, Any]] = []
+    for actor in (summary.get("actor_stats") or {}).values():
+        rm = actor.get("reward_model") if isinstance(actor, dict) else None
+        if isinstance(rm, dict) and isinstance(rm.get("frame_tp"), int | float):
+            stats.append(rm)
     if not stats:
         return None
-    return {k: int(sum(r.get(f"frame_{k}") or 0 for r in stats)) for k in ("tp", "fp", "fn", "tn")}
+    return {k: int(sum(float(r.get(f"frame_{k}") or 0) for r in stats)) for k in ("tp", "fp", "fn", "tn")}
 
 
 def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[str]) -> dict[str, Any]:

@@ -222,3 +222,15 @@ def test_classifier_boundary_summary_counts_the_reward_models_decisions() -> Non
     # ClassifierReward.step): frame 1's failing predicate does not reset the run, so ep 0 still ends at frame 3
     assert rm["lateness_steps"] == [0] and rm["gate_delay_steps"] == [1]
     assert rm["bands"][0]["positive_share"] == 0.0 and alone["bands"][0]["positive_share"] == 4 / 8
+
+
+def test_main_command_sums_the_actors_reward_model_frame_counts() -> None:
+    mc = _load_script("main_command")
+    rm = {"frame_tp": 3, "frame_fp": 1, "frame_fn": 2, "frame_tn": 10, "frame_precision": 0.75}
+    summary = {"actor_stats": {"actor-0": {"reward_model": rm},
+                               "actor-1": {"reward_model": {**rm, "frame_tp": 5}},
+                               "actor-2": {"episodes": 4},  # no classifier reward: not counted
+                               "actor-3": "not a dict"}}
+    assert mc._reward_model_frames(summary) == {"tp": 8, "fp": 2, "fn": 4, "tn": 20}
+    assert mc._reward_model_frames({"actor_stats": {"actor-0": {"episodes": 1}}}) is None
+    assert mc._reward_model_frames({}) is None

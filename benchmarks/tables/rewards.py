@@ -201,9 +201,12 @@ def classifier_faithful_rollouts(res: Results) -> str:
 
 
 MAIN_COMMAND_FAITHFUL_RUNS = [
+    ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
+     "the commands above as printed (labels across the 5 cm line and up to 35 cm, `--target-precision 0.995`), as "
+     "they run on this CPU (native bf16: the lean pixel learner by default), demos spread over the workspace"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
-     "the commands above as they now run on this CPU (native bf16: the lean pixel learner, given as three `--set` "
-     "flags by this run, which predates the default), demos spread over the workspace"),
+     "the commands before (the first two record-labels commands without `--back-out-slowdown`, `train-classifier` "
+     "defaults), the lean pixel learner (given as three `--set` flags: the run predates the default), demos spread"),
     ("main_command_twin-pick-cube_faithful_pixels_spread.json",
      "the same in float32 (the defaults before; a GPU's): sim's demos spread over the workspace (`record-demos "
      "--scenes spread`)"),
@@ -247,11 +250,19 @@ def main_command_faithful(res: Results) -> str:
 
 
 CLASSIFIER_BOUNDARY_ARMS = {
-    "readme": "the commands above (the expert backs out at its own speed)",
+    "readme": "the commands before (1,500 + 1,500 frames, the expert backing out at its own speed, lifting 12 cm)",
     "slow3": "the same with `--back-out-slowdown 3` on both record-labels commands",
     "slow3_6k": "`--back-out-slowdown 3`, twice the frames (3,000 + 3,000; seeds 40000 / 50000)",
     "lift": "the same labels plus 3,000 frames lifted 12-35 cm (`--lift-cm 12 35 --hold-steps 25 --back-out-slowdown "
             "3 --frames 3000 --seed 60000`)",
+    "line": "the labels of the row before (backing out slower, lifted 12-35 cm) plus 3,000 frames lifted 3-8 cm "
+            "(`--lift-cm 3 8 --hold-steps 25 --back-out-slowdown 3 --frames 3000 --seed 70000`)",
+    "line_seed1": "the same, `train-classifier --seed 1`",
+    "recipe": "the commands above (4 x 1,500 frames: backing out 3x slower, noisy, lifted 12-35 cm, lifted 3-8 cm) "
+              "at the default target precision 0.99",
+    "recipe_seed1": "the same, `train-classifier --seed 1`",
+    "recipe_p995": "the commands above as printed (`--target-precision 0.995`)",
+    "recipe_p995_seed1": "the same, `train-classifier --seed 1`",
 }
 
 
@@ -267,22 +278,21 @@ def classifier_boundary(res: Results, name: str = "classifier_boundary.json",
 
     def pr(x: dict[str, float | None]) -> str:
         vals = [x[k] for k in ("precision", "recall")]
-        return " / ".join("-" if v is None else rnd(v, 2) for v in vals)
+        return " / ".join("-" if v is None else rnd(v, 3) for v in vals)
 
     rows, band_rows = [], []
     for a in d["arms"]:
         label = CLASSIFIER_BOUNDARY_ARMS.get(a["name"], a["name"])
         shown = [(label, a)]
         if "reward_model" in a:
-            shown.append((f"{label}, with its predicate ({', '.join(a['reward_model']['predicate']) or 'none'})",
-                          {**a, **a["reward_model"]}))
+            shown.append(("... as the reward model decides (+ the card's predicate)", {**a, **a["reward_model"]}))
         for lab, x in shown:
             rows.append([lab, rnd(x["threshold"], 2), pr(x["validation"]), pr(x["all_frames"]), pr(x["until_gate"]),
                          f"{x['gate_ends']} ({x['gate_ends_without_truth']})", x["never_fired"],
                          rnd(x["lateness_median"]), pct(x["on_time_or_early_share"]),
                          f"{rnd(x['height_at_first_positive_cm_median'], 1)} cm", rnd(x["gate_delay_median"], 1)])
-            band_rows.append([lab, *("-" if b["positive_share"] is None else pct(b["positive_share"])
-                                     for b in x["bands"])])
+        band_rows.append([label, *("-" if b["positive_share"] is None else pct(b["positive_share"])
+                                   for b in a["bands"])])
     bands = [f"{b['band_cm'][0]:g}-{b['band_cm'][1]:g} cm ({b['true']} of {b['frames']} true)"
              for b in d["arms"][0]["bands"]]
     bands[0] = bands[0].replace("-1-", "< ")
@@ -296,9 +306,10 @@ def classifier_boundary(res: Results, name: str = "classifier_boundary.json",
             f"'until the gate': each episode's frames up to the step the k = {a0['gate_k']} gate would have ended "
             f"it (what a training run's frame counts cover). Lateness: first positive frame's step minus the first "
             f"truly successful frame's, per episode with a true success")
-    if any("reward_model" in a for a in d["arms"]):
-        note += (". 'With its predicate': the reward model's decision, a frame positive only where the card's "
-                 "proprio predicate holds too (on the state the policy saw with the frame)")
+    predicates = sorted({", ".join(a["reward_model"]["predicate"]) or "none" for a in d["arms"] if "reward_model" in a})
+    if predicates:
+        note += (". 'As the reward model decides': a frame positive only where the card's proprio predicate ("
+                 + "; ".join(f"`{p}`" for p in predicates) + ") holds too, on the state the policy saw with the frame")
     return "\n\n".join([
         table(["classifier", "threshold", "validation P / R", "all frames P / R", "until the gate P / R",
                "episodes the gate ends (at a frame without truth)", "truly successful episodes it never fires on",
@@ -311,3 +322,17 @@ def classifier_boundary(res: Results, name: str = "classifier_boundary.json",
 def classifier_boundary_lift(res: Results) -> str:
     """The same rollouts judged again, with a classifier whose labels also show the cube lifted 12-35 cm."""
     return classifier_boundary(res, "classifier_boundary_lift.json")
+
+
+def classifier_boundary_line_boundary_run(res: Results) -> str:
+    """The same classifiers on another policy's rollouts: the final checkpoint of the faithful sim run whose reward was
+    the documented commands' classifier."""
+    return classifier_boundary(res, "classifier_boundary_line_boundary_run.json",
+                               policy="the faithful `robot-rl sim` run of the commands above, rewarded by their "
+                                      "classifier (the first row of the table of `sim` runs)")
+
+
+def classifier_boundary_line(res: Results) -> str:
+    """The same rollouts judged again, with classifiers whose labels also hold the cube 3-8 cm up (across the task's
+    5 cm line), each also as the reward model decides (its proprio predicate)."""
+    return classifier_boundary(res, "classifier_boundary_line.json")
