@@ -115,17 +115,17 @@ def judge(data: dict[str, Any], classifier_dir: str, gate_k: int) -> dict[str, A
     """One classifier's decisions on the rollout frames, summarised (see the module docstring): alone (top level)
     and as the reward model decides with the card's proprio predicate (`reward_model`)."""
     from learners.rewards.classifier import load_classifier
-    from learners.rewards.reward_model import ProprioPredicate
+    from learners.rewards.reward_model import card_predicate
 
     clf = load_classifier(classifier_dir)
     frames = data["frames"]
     probs = clf.predict_proba({cam: frames[cam] for cam in clf.card.cameras})
     positive = probs >= clf.card.threshold
-    predicate = ProprioPredicate(tuple(clf.card.gate.get("predicate", ())))
     out = {"classifier": classifier_dir, "threshold": float(clf.card.threshold),
            "validation": {k: dict(clf.card.metrics.get("validation") or {}).get(k) for k in ("precision", "recall")},
            **_summary(positive, np.ones_like(positive), data, gate_k)}
     if "state" in data:
+        predicate = card_predicate(clf.card)
         ok = predicate.evaluate(data["state"])
         out["reward_model"] = {"predicate": list(predicate.conditions), **_summary(positive, ok, data, gate_k)}
     return out

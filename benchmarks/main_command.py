@@ -78,10 +78,12 @@ def _rate(count: Any, seconds: Any) -> float | None:
     return round(float(count) / float(seconds), 1)
 
 
-def _sum_actor_stat(summary: dict[str, Any], key: str) -> int | None:
-    """`key` summed over the actors' final stats in `summary` (None when no actor reported it)."""
-    values = [a[key] for a in (summary.get("actor_stats") or {}).values()
-              if isinstance(a, dict) and isinstance(a.get(key), int | float)]
+def _sum_actor_stat(summary: dict[str, Any], key: str, group: str | None = None) -> int | None:
+    """`key` summed over the actors' final stats in `summary` (inside each actor's `group` dict when given, e.g.
+    "reward_model"); None when no actor reported it."""
+    stats = [a if group is None else a.get(group) for a in (summary.get("actor_stats") or {}).values()
+             if isinstance(a, dict)]
+    values = [s[key] for s in stats if isinstance(s, dict) and isinstance(s.get(key), int | float)]
     return int(sum(values)) if values else None
 
 
@@ -89,14 +91,8 @@ def _reward_model_frames(summary: dict[str, Any]) -> dict[str, int] | None:
     """A classifier reward's frame decisions (prob >= threshold, before the gate) against the twin's truth over the
     actors' training episodes (tp / fp / fn / tn, learners.rewards.metrics.FrameConfusion: every frame up to each
     episode's end), summed over the actors; None without a classifier."""
-    stats: list[dict[str, Any]] = []
-    for actor in (summary.get("actor_stats") or {}).values():
-        rm = actor.get("reward_model") if isinstance(actor, dict) else None
-        if isinstance(rm, dict) and isinstance(rm.get("frame_tp"), int | float):
-            stats.append(rm)
-    if not stats:
-        return None
-    return {k: int(sum(float(r.get(f"frame_{k}") or 0) for r in stats)) for k in ("tp", "fp", "fn", "tn")}
+    counts = {k: _sum_actor_stat(summary, f"frame_{k}", "reward_model") for k in ("tp", "fp", "fn", "tn")}
+    return None if counts["tp"] is None else {k: v or 0 for k, v in counts.items()}
 
 
 def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[str]) -> dict[str, Any]:

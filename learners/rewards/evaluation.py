@@ -23,7 +23,7 @@ import numpy as np
 from learners.rewards.classifier import LoadedClassifier, load_classifier
 from learners.rewards.labels import LabelledFrames, image_shapes, load_labels
 from learners.rewards.metrics import binary_metrics, calibration_table
-from learners.rewards.reward_model import ProprioPredicate
+from learners.rewards.reward_model import card_predicate
 from learners.rewards.training import gate_table
 from robot_rl.episodes import episode_paths, load_episode
 from robot_rl.errors import ConfigError, EpisodeFileError
@@ -75,7 +75,7 @@ def evaluate_classifier(loaded: LoadedClassifier, directories: Sequence[Path], w
     th = loaded.card.threshold
     y = data.labels
     metrics = {"labels": binary_metrics(probs, y, th)}
-    pred = ProprioPredicate(tuple(loaded.card.gate.get("predicate", ())))
+    pred = card_predicate(loaded.card)
     gate = gate_table(data, np.arange(len(data)), probs, th, pred, ks=k_values)
 
     def rows(idx: np.ndarray) -> list[dict[str, Any]]:

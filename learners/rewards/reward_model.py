@@ -158,6 +158,11 @@ def default_predicate(task: str) -> ProprioPredicate:
     return ProprioPredicate(TASK_PREDICATES.get(task, ()))
 
 
+def card_predicate(card: Any) -> ProprioPredicate:
+    """The run-time proprio predicate a classifier card's gate names (none when it names none)."""
+    return ProprioPredicate(tuple(card.gate.get("predicate", ())))
+
+
 # --------------------------------------------------------------------------------------------------- decisions
 
 
@@ -278,8 +283,7 @@ class ClassifierReward:
         self.k = int(k if k is not None else card.gate.get("k", DEFAULT_GATE_K))
         if self.k < 1:
             raise ConfigError(f"gate k={self.k} must be >= 1")
-        self.predicate = predicate if predicate is not None else ProprioPredicate(tuple(card.gate.get("predicate",
-                                                                                                      ())))
+        self.predicate = predicate if predicate is not None else card_predicate(card)
         self.threshold = float(threshold if threshold is not None else card.threshold)
         self.audit = audit
         self.run = 0
