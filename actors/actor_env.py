@@ -78,6 +78,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     )
     from robot_rl.gym_env import with_operator
     from robot_rl.operators import check_intervene
+    from robot_rl.presets import get_preset
 
     kind, _ = parse_reward_source(reward)
     check_intervene(intervene, device_config, reward)
@@ -88,9 +89,12 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     if faithful:
         overrides.update({"object_obs": False} if evaluation else FAITHFUL)
     overrides.update(timing or {})
-    # state mode (an evaluation counting a classifier's success too): the env renders the card's cameras into info
+    # the card's cameras the observation lacks (state mode: every one; an evaluation counting a classifier's
+    # success too) are rendered into info
     overrides["image_size"] = image_size
-    add_reward_cameras(overrides, (reward,), obs_mode, served_size=robot is not None)
+    source = task_config if task_config is not None else task
+    observed = dict(get_preset(source).env_kwargs).get("camera_names") if kind == "classifier" else None
+    add_reward_cameras(overrides, (reward,), obs_mode, served_size=robot is not None, camera_names=observed)
     image_size = overrides.pop("image_size")
     try:
         if robot is None:
@@ -98,9 +102,7 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         else:
             from envs.remote import make_remote_env
             from envs.task_file import check_served_box, resolve_task
-            from robot_rl.presets import get_preset
 
-            source = task_config if task_config is not None else task
             file_fields = {k: v for k, v in get_preset(source).env_kwargs if k != "task_fields"}
             size = image_size if image_size is not None else file_fields.pop("image_size", None)
             remote_env = make_remote_env(robot, task=resolve_task(source), obs_mode=obs_mode, image_size=size,
@@ -110,8 +112,8 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
     except ConfigError as err:
         if "reward_cameras" not in overrides:
             raise
-        raise ConfigError(f"--reward {reward} with --obs-mode state (the env renders the card's cameras): {err}",
-                          ) from None
+        raise ConfigError(f"--reward {reward} with --obs-mode {obs_mode} (the env renders the card's cameras "
+                          f"{list(overrides['reward_cameras'])} for it): {err}") from None
     try:
         check_operator_backend(intervene, backend_of(env))
     except ConfigError:
@@ -119,8 +121,8 @@ def make_actor_env(task: str, obs_mode: str, image_size: int | None, robot: str 
         raise
     env = with_operator(env, intervene, task, seed=seed, press_success=kind == "human", device_config=device_config)
     try:
-        where = (f"the actor's {task} reward cameras (--obs-mode state renders the classifier's cameras; "
-                 f"--image-size)" if "reward_cameras" in overrides
+        where = (f"the actor's {task} reward cameras (the env renders the classifier's cameras its "
+                 f"--obs-mode {obs_mode} observation lacks; --image-size)" if "reward_cameras" in overrides
                  else f"the actor's {task} observation (--obs-mode {obs_mode}, --image-size)")
         model = make_reward_model(reward, camera_shapes_of_env(env), reward_audit, k=reward_gate_k, where=where)
     except Exception:

@@ -5,9 +5,10 @@ the twin's success condition first holding and the episode's end by the classifi
 why it is low. It rolls out a trained pick-cube policy (any run directory `robot-rl eval` accepts: a `train`, `learner`
 or `sim` run) on the twin with the run's simulated timing, the episode NOT ended by success (`terminate_on_success`
 off), its actions sampled as in training (`--deterministic` for the evaluation's), and keeps per step the frames the
-policy saw, the twin's TRUE success of the scene each frame shows (with a camera latency the frame was rendered
-`lag` steps earlier: its truth is that step's) and the cube's bottom height above the table (privileged: a twin-only
-diagnostic). Then every classifier given (`--classifiers NAME=DIR ...`) judges the same frames, and per classifier:
+policy saw (and those of the cameras a classifier reads beside them, e.g. the twin's side camera), the twin's TRUE
+success of the scene each frame shows (with a camera latency the frame was rendered `lag` steps earlier: its truth
+is that step's) and the cube's bottom height above the table (privileged: a twin-only diagnostic). Then every
+classifier given (`--classifiers NAME=DIR ...`) judges the same frames, and per classifier:
 
 - frames in all: precision / recall of prob >= the card's threshold against the truth;
 - until the gate: the same over each episode's frames up to the step the k-gate (`--gate-k`, the cards' default 3)
@@ -52,10 +53,13 @@ BANDS_CM = ((-1.0, 3.0), (3.0, 4.0), (4.0, 5.0), (5.0, 6.0), (6.0, 8.0), (8.0, 1
 """Height bands (cm) of the cube's bottom above the table; pick-cube's success needs >= 5 cm, held."""
 
 
-def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[str, Any]:
+def rollouts(run: Path, episodes: int, seed: int, deterministic: bool,
+             reward_sources: tuple[str, ...] = ()) -> dict[str, Any]:
     """The policy's frames {camera path: uint8 (N, H, W, 3)}, its proprio state (N, D) (current: a real arm's state
     is not late), truth (N,) bool, height_m (N,), episode (N,) and the run's timing, over `episodes` episodes of the
-    task's full length (success does not end them)."""
+    task's full length (success does not end them). The frames include the cameras the classifiers among
+    `reward_sources` read beside the policy's (e.g. the twin's side camera; learners.rewards.reward_model
+    .add_reward_cameras)."""
     import torch
 
     from envs.tasks import CUBE_HALF_SIZE_M
@@ -71,7 +75,7 @@ def rollouts(run: Path, episodes: int, seed: int, deterministic: bool) -> dict[s
     cfg, agent_cfg, saved_spec = run_config(ckpt, meta)
     cfg = run_timing(cfg, ckpt, saved_spec is not None, None, None)
     timing = cfg.env_timing() or {}
-    env = make_run_env(cfg, terminate_on_success=False)
+    env = make_run_env(cfg, terminate_on_success=False, reward_sources=reward_sources)
     spec = run_env_spec(env, cfg)
     agent = checkpoint_actor(groups, spec, agent_cfg or cfg.agent_config(has_cameras=bool(spec.cameras)))
     bounds, lag = action_bounds(env), frame_lag_steps(env)  # frame lag: as the training runs' frame counts take it
@@ -127,7 +131,25 @@ def judge(data: dict[str, Any], classifier_dir: str, gate_k: int) -> dict[str, A
     if "state" in data:
         predicate = card_predicate(clf.card)
         ok = predicate.evaluate(data["state"])
-        out["reward_model"] = {"predicate": list(predicate.conditions), **_summary(positive, ok, data, gate_k)}
+        out["reward_model"] = {"predicate": list(predicate.conditions), **_summary(positive, ok, data, gate_k),
+                               "false_positives": _false_positives(positive & ok, probs, data)}
+    return out
+
+
+def _false_positives(pos: np.ndarray, probs: np.ndarray, data: dict[str, Any],
+                     limit: int = 100) -> list[dict[str, Any]]:
+    """The first `limit` frames decided positive without the truth: episode, step in it, the cube bottom's height
+    (cm), the finger gap and the TCP height relative to the reset pose (m; proprio state[12] and state[2]), and
+    whether the next frame is true (a frame one step before the truth)."""
+    truth, episode, state = data["truth"], data["episode"], data["state"]
+    out = []
+    for i in np.flatnonzero(pos & ~truth)[:limit]:
+        first = int(np.flatnonzero(episode == episode[i])[0])
+        nxt = i + 1 < len(truth) and episode[i + 1] == episode[i] and bool(truth[i + 1])
+        out.append({"episode": int(episode[i]), "step": int(i - first),
+                    "height_cm": round(float(data["height_m"][i]) * 100, 2),
+                    "finger_gap_m": round(float(state[i, 12]), 4), "tcp_z_rel_m": round(float(state[i, 2]), 4),
+                    "prob": round(float(probs[i]), 4), "next_frame_true": bool(nxt)})
     return out
 
 
@@ -193,7 +215,8 @@ def main() -> None:
     if any(len(n) != 2 or not n[0] for n in named):
         p.error("--classifiers: each must be NAME=DIR")
     t0 = time.time()
-    data = rollouts(args.run, args.episodes, args.seed, args.deterministic)
+    data = rollouts(args.run, args.episodes, args.seed, args.deterministic,
+                    tuple(f"classifier:{d}" for _, d in named))
     rollout_s = time.time() - t0
     arms = [{"name": name, **judge(data, d, args.gate_k)} for name, d in named]
     print(f"{len(data['truth'])} frames in {args.episodes} episodes ({rollout_s:.0f} s), {int(data['truth'].sum())} "

@@ -9,9 +9,10 @@ Observation (a Dict):
 - state mode: "object": float32 (k,) privileged task state (`Task.object_obs`, positions relative to the
   reset pose), unless `object_obs` is False. Nothing is rendered in state mode, except the `reward_cameras`.
 
-Reward cameras (state mode, `reward_cameras`): a reward classifier reads camera frames while the policy observes
-state only (a real arm's learned reward). Each reset and step reads those cameras (the same `Cameras` seam and, on
-the twin, the same renderer as pixels mode, at `image_size`) and puts the frames into
+Reward cameras (`reward_cameras`): a reward classifier reads camera frames the policy does not observe: a state
+policy's (a real arm's learned reward), or in pixels mode a camera beside the observation's (a separate view for the
+classifier). Each reset and step reads those cameras (the same `Cameras` seam and, on the twin, the same renderer as
+the observation's, at `image_size`) and puts the frames into
 `info["reward_images"]` = {camera: uint8 (image_size, image_size, 3)}; they are never in the observation, so they
 never reach a replay buffer or the wire. `reward_image_shapes` says what is rendered.
 
@@ -151,8 +152,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             raise RobotRLError("render_mode='rgb_array' needs obs_mode='pixels' (state mode never renders)")
         self.render_mode = render_mode
         self.cameras: Cameras | None = None
-        self._read_names: tuple[str, ...] = cfg.camera_names if cfg.obs_mode == "pixels" else cfg.reward_cameras
-        """The cameras read each step: the observation's (pixels mode) or the reward cameras (state mode)."""
+        self._read_names: tuple[str, ...] = (cfg.camera_names if cfg.obs_mode == "pixels" else ()) + cfg.reward_cameras
+        """The cameras read each step: the observation's (pixels mode), then the reward cameras."""
         if self._read_names:
             what = "obs_mode='pixels'" if cfg.obs_mode == "pixels" else "reward_cameras"
             if cameras is None:
@@ -381,7 +382,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
 
     @property
     def reward_image_shapes(self) -> dict[str, tuple[int, int, int]]:
-        """{camera: (H, W, 3)} of the frames in `info["reward_images"]` (state mode's `reward_cameras`; else {})."""
+        """{camera: (H, W, 3)} of the frames in `info["reward_images"]` (the `reward_cameras`; else {})."""
         hw3 = (self.config.image_size, self.config.image_size, 3)
         return {name: hw3 for name in self.config.reward_cameras}
 
@@ -512,17 +513,15 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         obs: dict[str, Any] = {"state": proprio}
         if self.config.last_action_obs:
             obs["last_action"] = self._last_action.copy()
+        frames = self._frames() if self._read_names else {}
+        self._reward_images = {n: frames[n] for n in self.config.reward_cameras}  # into info, never into obs
         if self.config.obs_mode == "state":
-            if self._read_names:  # reward cameras: into info (step / reset), never into the observation
-                self._reward_images = self._frames()
             if not self.config.object_obs:
                 return obs
             obs["object"] = (self.task.object_obs(state, self.reset_pose[0]) if self._has_objects(state)
                              else np.zeros(self.task.object_dim, np.float32))
             return obs
-        images = self._frames()
-        self._last_images = images
-        obs["images"] = images
+        self._last_images = obs["images"] = {n: frames[n] for n in self.config.camera_names}
         return obs
 
     def _frames(self) -> dict[str, np.ndarray]:
@@ -563,7 +562,8 @@ def make_twin_env(
     `physics_hz` overrides the twin's physics/controller rate (None: TwinRobotConfig's default, 1 kHz).
     `cube_start` ("zone" | "tray", cube-relocate only): TwinRobotConfig.cube_start, where scene resets put the cube.
     In state mode the twin is built without a renderer, unless `reward_cameras` (a config field) names cameras: then
-    it renders just those, at `image_size` (ConfigError for a camera the twin does not have).
+    it renders just those, at `image_size` (ConfigError for a camera the twin does not have, envs.twin.CAMERA_NAMES);
+    in pixels mode it renders `camera_names`, then the reward cameras.
     `task_fields`: Task field values of a lab's task file that extends the twin preset (robot_rl.presets.preset_of).
     """
     from robot_rl.extras import optional_import
@@ -589,7 +589,7 @@ def make_twin_env(
         task=the_task.twin_task,
         image_height=cfg.image_size,
         image_width=cfg.image_size,
-        camera_names=cfg.camera_names if pixels or not render else cfg.reward_cameras,
+        camera_names=(cfg.camera_names if pixels or not render else ()) + cfg.reward_cameras,
         render=render,
         cube_start=cube_start,
         **twin_options,

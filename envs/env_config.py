@@ -58,10 +58,10 @@ class RobotEnvConfig(Config):
     camera_names: tuple[str, ...] = ("front", "wrist")
     """Cameras in the observation (pixels mode)."""
     reward_cameras: tuple[str, ...] = ()
-    """State mode only: cameras read every reset and step for a reward model, their frames put into
-    `info["reward_images"]` {camera: uint8 (image_size, image_size, 3)}, never into the observation (see the module
-    docstring). Empty: state mode renders nothing. `--reward classifier:DIR --obs-mode state` sets it (and
-    image_size) from the classifier's card."""
+    """Cameras read every reset and step for a reward model only, their frames put into `info["reward_images"]`
+    {camera: uint8 (image_size, image_size, 3)}, never into the observation (see envs.env's docstring). State mode:
+    empty renders nothing; pixels mode: cameras beside `camera_names` (none of them), e.g. a separate camera for the
+    classifier as HIL-SERL uses. `--reward classifier:DIR` sets it from the card's cameras the policy lacks."""
     reset_noise_m: float = 0.02
     """Uniform noise (+-, per axis) added to the reset position."""
     reset_noise_rad: float = 0.05
@@ -162,8 +162,8 @@ class RobotEnvConfig(Config):
                 "must be unique")
         require(len(set(self.reward_cameras)) == len(self.reward_cameras), "reward_cameras", self.reward_cameras,
                 "must be unique")
-        require(not self.reward_cameras or self.obs_mode == "state", "reward_cameras", self.reward_cameras,
-                "is a state-mode option (in pixels mode a reward model reads the observation's cameras)")
+        require(self.obs_mode == "state" or not set(self.reward_cameras) & set(self.camera_names), "reward_cameras",
+                self.reward_cameras, "must not repeat camera_names (a reward model reads the observation's cameras)")
         for name in ("reset_noise_m", "reset_noise_rad", "max_lead_m", "max_lead_rad", "lead_stall_m_per_s",
                      "lead_stall_rad_per_s"):
             v = getattr(self, name)

@@ -348,8 +348,8 @@ def make_remote_env(
     """A `RobotEnv` over a robot server: the RemoteRobot (connected here unless one is passed), its cameras in
     pixels mode, and any other `RobotEnvConfig` field as a kwarg (`realtime` defaults to True over a hardware
     backend, HARDWARE_BACKENDS, and False over the twin). `task` defaults to the server's task;
-    `image_size` and `camera_names` default to what the server serves. In state mode a `reward_cameras` config
-    (envs.env.RobotEnvConfig) reads those of the server's cameras for a reward model (info["reward_images"]).
+    `image_size` and `camera_names` default to what the server serves (less the reward cameras). A `reward_cameras`
+    config (envs.env.RobotEnvConfig) reads those of the server's cameras for a reward model (info["reward_images"]).
     SpecMismatchError when the server runs another task or serves other image sizes or cameras than asked for; the
     env's close() stops the client.
     """
@@ -379,8 +379,8 @@ def make_remote_env(
                 raise SpecMismatchError(f"the robot server renders {shape[0]}x{shape[1]} images, the env asks for "
                                         f"{image_size}x{image_size} (start the server with --image-size "
                                         f"{image_size})", ["image_size"])
-            if obs_mode == "pixels":
-                camera_names = tuple(camera_names) if camera_names is not None else cameras.names
+            if obs_mode == "pixels" and camera_names is None:
+                camera_names = tuple(n for n in cameras.names if n not in config.get("reward_cameras", ()))
         backend = str(robot.info.get("backend", ""))
         if backend in HARDWARE_BACKENDS and (config.get("camera_latency_ms") or config.get("action_delay_ms")):
             raise ConfigError(f"the robot server serves {backend} hardware, which has its own camera latency and "

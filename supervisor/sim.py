@@ -123,21 +123,27 @@ def guard_stops(logs: Path) -> int | None:
     return sum(line.startswith("safety: STOP") for f in files for line in f.read_text(errors="replace").splitlines())
 
 
-def _card_image_size(directory: Path, source: str) -> int:
-    """The square image size a reward classifier's card (DIR/card.json, written by `robot-rl train-classifier`)
-    reads, for the robot servers' cameras. Read as plain JSON: the supervisor imports only the kernel; the actors
-    check the whole card (cameras, size, weights) when they load the classifier. ConfigError naming the file."""
+TWIN_POLICY_CAMERAS = ("front", "wrist")
+"""The cameras a twin robot server serves unless a classifier names more (its `--cameras` default)."""
+
+
+def _read_card(directory: Path, source: str) -> tuple[int, tuple[str, ...]]:
+    """(square image size, camera names) a reward classifier's card (DIR/card.json, written by `robot-rl
+    train-classifier`) reads, for the robot servers' cameras ("images/NAME" paths -> NAME). Read as plain JSON: the
+    supervisor imports only the kernel; the actors check the whole card (cameras, size, weights) when they load the
+    classifier. ConfigError naming the file."""
     path = directory / "card.json"
     try:
-        size = json.loads(path.read_text())["image_size"]
-        h, w = (int(v) for v in size)
+        card = json.loads(path.read_text())
+        h, w = (int(v) for v in card["image_size"])
+        cameras = tuple(str(c).partition("/")[2] for c in card.get("cameras", ()) if str(c).startswith("images/"))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"--reward {source}: {path} gives no image_size [H, W] ({type(err).__name__}: {err}); "
                           f"a classifier directory holds the card robot-rl train-classifier writes") from err
     if h != w or h < 1:
-        raise ConfigError(f"--reward {source}: {path}: image_size {h}x{w} is not square; a state policy's reward "
-                          f"cameras are rendered square (or train with --obs-mode pixels)")
-    return h
+        raise ConfigError(f"--reward {source}: {path}: image_size {h}x{w} is not square; the robot servers render "
+                          f"square frames")
+    return h, cameras
 
 
 class Sim:
@@ -163,17 +169,24 @@ class Sim:
     def check_reward(self) -> None:
         """--reward and --faithful, checked before any child starts (each actor would refuse them the same way).
         A classifier with a state policy sets `reward_image_size` (the card's): the robot servers then serve
-        cameras at that size, which only the actors' reward model reads (never the observation)."""
+        cameras at that size, which only the actors' reward model reads (never the observation). A card naming a
+        camera beyond the policy's (the twin's side camera) sets `server_cameras`: the servers serve it too, and the
+        actors read it for the classifier only (learners.rewards.reward_model.add_reward_cameras)."""
         a = self.cfg
         self.reward_image_size: int | None = None
+        self.server_cameras: tuple[str, ...] | None = None
         kind, directory = parse_reward_source(a.reward)
         if kind == "classifier":
             assert directory is not None
             if not Path(directory).is_dir():
                 raise ConfigError(f"--reward {a.reward}: no such classifier directory (robot-rl train-classifier "
                                   f"writes one)")
+            size, cameras = _read_card(Path(directory), a.reward)
+            extra = tuple(c for c in cameras if c not in TWIN_POLICY_CAMERAS)
+            if extra:
+                self.server_cameras = TWIN_POLICY_CAMERAS + extra
             if a.obs_mode != "pixels":  # a state policy: the servers serve the cameras at the card's size
-                self.reward_image_size = _card_image_size(Path(directory), a.reward)
+                self.reward_image_size = size
                 if a.image_size and a.image_size != self.reward_image_size:
                     raise ConfigError(f"--image-size {a.image_size}: the classifier of --reward {a.reward} reads "
                                       f"{self.reward_image_size}x{self.reward_image_size} frames; drop --image-size "
@@ -216,6 +229,8 @@ class Sim:
             argv += ["--image-size", str(self.reward_image_size)]
         elif a.image_size:
             argv += ["--image-size", str(a.image_size)]
+        if self.server_cameras is not None and "--no-cameras" not in argv:
+            argv += ["--cameras", ",".join(self.server_cameras)]
         return argv
 
     def learner_argv(self, demos: Path | None) -> list[str]:

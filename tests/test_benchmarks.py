@@ -222,6 +222,14 @@ def test_classifier_boundary_summary_counts_the_reward_models_decisions() -> Non
     # ClassifierReward.step): frame 1's failing predicate does not reset the run, so ep 0 still ends at frame 3
     assert rm["lateness_steps"] == [0] and rm["gate_delay_steps"] == [1]
     assert rm["bands"][0]["positive_share"] == 0.0 and alone["bands"][0]["positive_share"] == 4 / 8
+    # the false positives listed: where they are, the proprio with them, whether the truth comes next
+    state = np.zeros((12, 19), np.float32)
+    state[:, 12] = np.linspace(0.0, 0.066, 12)
+    fps = cb._false_positives(positive, np.linspace(0.5, 1.0, 12), {**data, "state": state})
+    assert [(f["episode"], f["step"], f["next_frame_true"]) for f in fps] == [(0, 1, True), (1, 0, False),
+                                                                               (1, 1, False), (1, 2, False)]
+    assert fps[0]["height_cm"] == 0.0 and fps[0]["finger_gap_m"] == pytest.approx(0.006, abs=1e-4)
+    assert len(cb._false_positives(positive, np.ones(12), {**data, "state": state}, limit=2)) == 2
 
 
 def test_main_command_sums_the_actors_reward_model_frame_counts() -> None:

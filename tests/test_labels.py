@@ -88,6 +88,35 @@ def test_scripted_pick_cube_with_images_records_past_success(tmp_path: Path,
     assert rc == EXIT_OK
 
 
+def test_cameras_records_the_side_camera_beside_the_policys(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """--cameras front,wrist,side: the label episodes hold the twin's side camera too (a classifier may read it beside
+    a pixel policy's cameras), and the front and wrist frames are the ones a default recording holds."""
+    eps = {}
+    for name, extra in (("default", []), ("side", ["--cameras", "front,wrist,side"])):
+        record(["--task", "twin-pick-cube", "--out", str(tmp_path / name), "--frames", "30", "--image-size", "32",
+                "--seed", "5", *extra], capsys)
+        eps[name] = load_dir(tmp_path / name)[0][0]
+    default, side = eps["default"], eps["side"]
+    assert sorted(k for k in side.observations if k.startswith("images/")) == [
+        "images/front", "images/side", "images/wrist"]
+    assert "images/side" not in default.observations
+    assert side.observations["images/side"].shape == (side.length + 1, 32, 32, 3)
+    assert side.observations["images/side"].std() > 0
+    for cam in ("images/front", "images/wrist"):
+        np.testing.assert_array_equal(side.observations[cam], default.observations[cam])
+    np.testing.assert_array_equal(side.success, default.success)
+    for bad in ("front,,front", " , "):
+        with pytest.raises(ConfigError, match="--cameras"):
+            labels_main(["--task", "twin-pick-cube", "--out", str(tmp_path / "x"), "--cameras", bad])
+    with pytest.raises(ConfigError, match="--cameras"):
+        labels_main(["--task", "twin-pick-cube", "--out", str(tmp_path / "x"), "--obs-mode", "state",
+                     "--cameras", "front"])
+    with pytest.raises(ConfigError, match="'top'"):
+        labels_main(["--task", "twin-pick-cube", "--out", str(tmp_path / "x"), "--cameras", "front,top"])
+    assert not (tmp_path / "x").exists()
+
+
 def test_labels_cli_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--frames"):
         labels_main(["--task", "twin-reach", "--out", str(tmp_path), "--frames", "0"])

@@ -74,10 +74,10 @@ def test_state_env_renders_reward_cameras_into_info_only() -> None:
         assert set(obs) == {"state"} and info["reward_images"]["front"].shape == (SIZE, SIZE, 3)
     finally:
         faithful.close()
-    with pytest.raises(ConfigError, match=r"reward_cameras=.*state-mode option"):
+    with pytest.raises(ConfigError, match=r"reward_cameras=.*must not repeat camera_names"):
         RobotEnvConfig(obs_mode="pixels", reward_cameras=("front",))
-    with pytest.raises(ConfigError, match="reward_cameras: the twin has no camera 'side'"):
-        make_twin_env("pick_cube", obs_mode="state", reward_cameras=("side",))
+    with pytest.raises(ConfigError, match="reward_cameras: the twin has no camera 'top'"):
+        make_twin_env("pick_cube", obs_mode="state", reward_cameras=("top",))
 
 
 def test_the_classifier_reads_the_frames_in_info(tmp_path: Path) -> None:
@@ -243,12 +243,12 @@ def test_a_card_the_state_env_cannot_serve_is_refused_in_one_line(tmp_path: Path
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     from robot_rl.cli import main
 
-    side = constant_classifier(tmp_path / "side", 0.5, size=SIZE, cameras=("images/side",))
+    top = constant_classifier(tmp_path / "top", 0.5, size=SIZE, cameras=("images/top",))
     front = constant_classifier(tmp_path / "front", 0.5, size=SIZE, cameras=("images/front",))
     bare = constant_classifier(tmp_path / "bare", 0.5, size=SIZE, cameras=("front",))
     out = tmp_path / "run"
     for argv, msgs in (
-            (["--reward", f"classifier:{side}"], ("--obs-mode state", "the twin has no camera 'side'")),
+            (["--reward", f"classifier:{top}"], ("--obs-mode state", "the twin has no camera 'top'")),
             (["--reward", f"classifier:{front}", "--image-size", "32"],
              ("reward cameras", "camera 'images/front' is 32x32x3", "expects 16x16x3")),
             (["--reward", f"classifier:{bare}"], ("camera 'front' is not an 'images/NAME' observation path",))):
@@ -266,11 +266,12 @@ def test_a_card_the_state_env_cannot_serve_is_refused_in_one_line(tmp_path: Path
     # the actor: the same checks
     from actors.actor_env import make_actor_env
 
-    with pytest.raises(ConfigError, match=r"--reward classifier:.*--obs-mode state.*no camera 'side'"):
-        make_actor_env("twin-pick-cube", "state", None, None, reward=f"classifier:{side}")
+    with pytest.raises(ConfigError, match=r"--reward classifier:.*--obs-mode state.*no camera 'top'"):
+        make_actor_env("twin-pick-cube", "state", None, None, reward=f"classifier:{top}")
     with pytest.raises(ConfigError, match=r"reward cameras.*is 32x32x3.*expects 16x16x3"):
         make_actor_env("twin-pick-cube", "state", 32, None, reward=f"classifier:{front}")
-    # the overrides themselves: union of two cards' cameras, the first card's size; nothing outside state mode
+    # the overrides themselves: union of two cards' cameras, the first card's size; in pixels mode only the cameras
+    # the observation lacks (tests below)
     assert reward_camera_overrides((f"classifier:{front}", f"classifier:{always_cams(tmp_path)}"), "state") == {
         "reward_cameras": ("front", "wrist"), "image_size": SIZE}
     assert reward_camera_overrides((f"classifier:{front}",), "pixels") == {}
@@ -308,3 +309,110 @@ def test_actor_over_a_robot_server_reads_the_served_cameras_for_the_classifier(t
     with serve_in_thread(lambda: make_backend("twin", "pick_cube", cameras=False)) as handle, \
             pytest.raises(ConfigError, match=r"--obs-mode state.*serves no cameras"):
         make_actor_env("twin-pick-cube", "state", None, handle.address, reward=f"classifier:{always}")
+
+
+# ------------------------------------------------------------ pixels mode: a separate camera for the classifier
+
+
+def test_pixel_env_renders_a_reward_camera_beside_the_observation() -> None:
+    """A pixel policy observes front and wrist; `reward_cameras=("side",)` renders the twin's side camera into
+    info only. The side frame shows the hand: it changes as the arm moves down, the observation's frames equal what
+    an env without the reward camera renders (adding a camera changes nothing the policy sees)."""
+    kw = dict(obs_mode="pixels", image_size=SIZE, max_episode_steps=20, reset_noise_m=0.0, reset_noise_rad=0.0)
+    env = make_twin_env("pick_cube", reward_cameras=("side",), **kw)
+    plain = make_twin_env("pick_cube", **kw)
+    try:
+        assert set(env.observation_space["images"].spaces) == {"front", "wrist"}
+        assert env.reward_image_shapes == {"side": (SIZE, SIZE, 3)}
+        assert camera_shapes_of_env(env) == {f"images/{c}": (SIZE, SIZE, 3) for c in ("front", "wrist", "side")}
+        obs, info = env.reset(seed=0)
+        obs_plain, _ = plain.reset(seed=0)
+        assert set(obs["images"]) == {"front", "wrist"} and set(info["reward_images"]) == {"side"}
+        for cam in ("front", "wrist"):
+            np.testing.assert_array_equal(obs["images"][cam], obs_plain["images"][cam])
+        side0 = info["reward_images"]["side"].copy()
+        for _ in range(4):
+            obs, _, _, _, info = env.step(np.array([0, 0, -1, 0, 0, 0, 0], np.float32))
+        assert set(obs["images"]) == {"front", "wrist"}
+        assert np.abs(info["reward_images"]["side"].astype(int) - side0).sum() > 0  # the hand came down in view
+    finally:
+        env.close()
+        plain.close()
+
+
+def test_pixel_mode_reward_cameras_are_the_cards_cameras_the_observation_lacks(tmp_path: Path) -> None:
+    three = constant_classifier(tmp_path / "three", 0.999, size=SIZE, k=2,
+                                cameras=("images/front", "images/wrist", "images/side"))
+    front = constant_classifier(tmp_path / "front", 0.5, size=SIZE, cameras=("images/front",))
+    src = (f"classifier:{three}",)
+    assert reward_camera_overrides(src, "pixels") == {"reward_cameras": ("side",)}  # no image_size: the env's
+    assert reward_camera_overrides(src, "pixels", ("front", "side")) == {"reward_cameras": ("wrist",)}
+    assert reward_camera_overrides(src, "pixels", ("front", "wrist", "side")) == {}
+    assert reward_camera_overrides((f"classifier:{front}",), "pixels") == {}
+    assert add_reward_cameras({"image_size": 32}, src, "pixels") == {"image_size": 32, "reward_cameras": ("side",)}
+    kw: dict[str, Any] = {"camera_names": ("side", "front")}  # the env's own cameras count first
+    assert add_reward_cameras(kw, src, "pixels", camera_names=("front",))["reward_cameras"] == ("wrist",)
+    # the actor's pixel env: front + wrist observed, side read for the classifier (k = 2: reward at step 2)
+    from actors.actor_env import make_actor_env
+
+    env = make_actor_env("twin-pick-cube", "pixels", SIZE, None, reward=f"classifier:{three}")
+    try:
+        assert env.unwrapped.config.reward_cameras == ("side",)
+        assert set(env.observation_space["images"].spaces) == {"front", "wrist"}
+        env.reset(seed=0)
+        assert [env.step(np.zeros(7, np.float32))[1] for _ in range(2)] == [0.0, 1.0]
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match=r"reward cameras.*'images/front' is 32x32x3.*expects 16x16x3"):
+        make_actor_env("twin-pick-cube", "pixels", 32, None, reward=f"classifier:{three}")
+
+
+def test_the_classifier_reads_the_side_camera_from_info_in_pixels_mode(tmp_path: Path) -> None:
+    """A classifier with random weights over front, wrist and side: on a pixel env with the side reward camera its
+    probability is the one it gives the same three frames in one observation; another side frame changes it."""
+    import torch
+
+    from learners.rewards.classifier import ClassifierCard, RewardClassifier, load_classifier, save_classifier
+    from tests.test_reward_classifier import SMALL
+
+    cams = ("images/front", "images/wrist", "images/side")
+    torch.manual_seed(0)
+    model = RewardClassifier({c: (SIZE, SIZE, 3) for c in cams}, SMALL)
+    card = ClassifierCard(task="twin-pick-cube", cameras=list(cams), image_size=(SIZE, SIZE), model=SMALL.to_dict(),
+                          threshold=0.5, target_precision=0.99, gate={"k": 1, "predicate": []})
+    save_classifier(tmp_path / "c", model, card)
+    reward = ClassifierReward(load_classifier(tmp_path / "c"))
+    env = make_twin_env("pick_cube", obs_mode="pixels", image_size=SIZE, reward_cameras=("side",))
+    try:
+        obs, info = env.reset(seed=0)
+        p = reward.prob(obs, info)
+        side = info["reward_images"]["side"]
+        assert p == pytest.approx(reward.prob({**obs, "images": {**obs["images"], "side": side}}), abs=1e-6)
+        assert abs(p - reward.prob(obs, {"reward_images": {"side": 255 - side}})) > 1e-4
+    finally:
+        env.close()
+
+
+def test_pixel_actor_over_a_robot_server_observes_the_policy_cameras_and_reads_the_side_one(tmp_path: Path) -> None:
+    """`robot-rl robot-server --cameras front,wrist,side` + a pixel actor with a side-camera classifier: the
+    observation keeps the policy's two cameras (the server serves three), the classifier reads side from info."""
+    from actors.actor_env import make_actor_env
+    from envs.robot_server import make_backend, serve_in_thread
+
+    three = constant_classifier(tmp_path / "three", 0.999, size=SIZE, k=2,
+                                cameras=("images/front", "images/wrist", "images/side"))
+    with serve_in_thread(lambda: make_backend("twin", "pick_cube", image_size=SIZE,
+                                              camera_names=("front", "wrist", "side"))) as handle:
+        env = make_actor_env("twin-pick-cube", "pixels", None, handle.address, reward=f"classifier:{three}")
+        try:
+            assert env.unwrapped.config.reward_cameras == ("side",)
+            assert set(env.observation_space["images"].spaces) == {"front", "wrist"}
+            obs, info = env.reset(seed=0)
+            assert set(obs["images"]) == {"front", "wrist"} and info["reward_images"]["side"].shape == (SIZE, SIZE, 3)
+            assert [env.step(np.zeros(7, np.float32))[1] for _ in range(2)] == [0.0, 1.0]
+        finally:
+            env.close()
+    # a server without the side camera: refused in one line naming it
+    with serve_in_thread(lambda: make_backend("twin", "pick_cube", image_size=SIZE)) as handle, \
+            pytest.raises(Exception, match=r"side"):
+        make_actor_env("twin-pick-cube", "pixels", None, handle.address, reward=f"classifier:{three}")

@@ -197,6 +197,26 @@ def test_sim_state_policy_with_a_classifier_serves_cameras_at_the_cards_size(
         assert want in err and err.count("\n") == 1 and "Traceback" not in err, err
 
 
+def test_sim_serves_the_side_camera_a_classifier_reads_beside_the_policys(tmp_path: Path) -> None:
+    """A card naming the twin's side camera (record-labels --cameras front,wrist,side): the robot servers serve
+    front, wrist and side (pixels: the policy observes front and wrist, the actors read side for the classifier;
+    state: all three for the classifier); a card on the policy's cameras keeps the servers' default."""
+    import json
+
+    from envs.robot_server.run import parse_robot_server_args
+
+    cls = tmp_path / "cls"
+    cls.mkdir()
+    card = {"image_size": [64, 64], "cameras": ["images/front", "images/wrist", "images/side"]}
+    (cls / "card.json").write_text(json.dumps(card))
+    for mode in ("pixels", "state"):
+        argv = sim(tmp_path, "--obs-mode", mode, "--reward", f"classifier:{cls}").server_argv()
+        assert parse_robot_server_args(argv[4:]).camera_names == ("front", "wrist", "side"), (mode, argv)
+    (cls / "card.json").write_text(json.dumps({**card, "cameras": ["images/front", "images/wrist"]}))
+    argv = sim(tmp_path, "--obs-mode", "pixels", "--reward", f"classifier:{cls}").server_argv()
+    assert "--cameras" not in argv and parse_robot_server_args(argv[4:]).camera_names == ("front", "wrist")
+
+
 def test_sim_takes_the_task_files_observation_mode_and_the_flag_wins(tmp_path: Path) -> None:
     task = tmp_path / "lab.toml"
     task.write_text('[task]\nname = "lab-reach"\nbase = "twin-reach"\n\n[observation]\nmode = "pixels"\n')

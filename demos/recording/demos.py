@@ -250,7 +250,7 @@ def record_demos(cfg: RecordDemosConfig) -> int:
         from learners.rewards.reward_model import add_reward_cameras, env_overrides
 
         env_kwargs.update(env_overrides(cfg.reward))  # the classifier, not the twin's success, ends an episode
-        add_reward_cameras(env_kwargs, (cfg.reward,), cfg.obs_mode)  # state demos: render its cameras into info
+        add_reward_cameras(env_kwargs, (cfg.reward,), cfg.obs_mode)  # cameras the observation lacks: into info
     max_attempts = cfg.max_attempts or 3 * cfg.episodes
     env = make_recording_env(cfg.task, cfg.robot, cfg.keys, cfg.allow_twin_box, **env_kwargs)
     try:

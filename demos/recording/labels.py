@@ -321,6 +321,7 @@ class RecordLabelsConfig(Config):
     lift_cm: tuple[float, float] | None = None
     obs_mode: str = "pixels"
     image_size: int | None = None
+    cameras: str | None = None
     noise: float = 0.0
     seed: int = 0
     near_misses: int | None = None
@@ -349,8 +350,17 @@ class RecordLabelsConfig(Config):
                                   f"with a person at the device, lift to the heights a policy will reach instead")
             if not 0 < lo <= hi <= 40:
                 raise ConfigError(f"--lift-cm {lo:g} {hi:g}: needs 0 < LO <= HI <= 40 (cm above the grasp)")
+        if self.cameras is not None and (self.obs_mode != "pixels" or not self.camera_names
+                                         or len(set(self.camera_names)) != len(self.camera_names)):
+            raise ConfigError(f"--cameras {self.cameras!r}: distinct comma-separated camera names, with --obs-mode "
+                              f"pixels (e.g. front,wrist,side)")
         require(self.labels in LABEL_SOURCES, "labels", self.labels, f"must be one of {list(LABEL_SOURCES)}")
         require(self.teleop in DEVICES, "teleop", self.teleop, f"must be one of {list(DEVICES)}")
+
+    @property
+    def camera_names(self) -> tuple[str, ...]:
+        """`cameras` split at commas (() when not given: the task's observation cameras)."""
+        return tuple(n.strip() for n in (self.cameras or "").split(",") if n.strip())
 
     @property
     def label_source(self) -> str:
@@ -382,6 +392,10 @@ def record_labels_arg_parser() -> argparse.ArgumentParser:
                         "12), so the labels show the heights a learning policy lifts to")
     p.add_argument("--obs-mode", default="pixels", choices=("pixels", "state"), help="observation mode")
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
+    p.add_argument("--cameras", default=None, metavar="NAMES",
+                   help="comma-separated cameras to record (pixels mode; default: the task's observation cameras), "
+                        "e.g. front,wrist,side: the twin's side camera, which a classifier may read beside a pixel "
+                        "policy's cameras")
     p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
     p.add_argument("--seed", type=int, default=0, help="seed of the first segment (then +1 per segment)")
     p.add_argument("--near-misses", type=int, default=None,
@@ -475,7 +489,8 @@ def record_labels(cfg: RecordLabelsConfig) -> int:
     driver = BackOutAfterSuccess(cfg.hold_steps, cfg.back_out_slowdown) if cfg.teleop == "scripted" else None
     near_misses = near_miss_count(cfg.near_misses, cfg.teleop, cfg.task)
     kinds = near_miss_task_kinds(cfg.teleop, cfg.task) if near_misses else ()
-    env_kwargs = {k: v for k, v in (("obs_mode", cfg.obs_mode), ("image_size", cfg.image_size)) if v is not None}
+    env_kwargs = {k: v for k, v in (("obs_mode", cfg.obs_mode), ("image_size", cfg.image_size),
+                                    ("camera_names", cfg.camera_names or None)) if v is not None}
     options = teleop_device_options(cfg.teleop, cfg.device_config)
     env, task_success = _labelling_env(cfg, env_kwargs)
     try:

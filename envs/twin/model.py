@@ -34,7 +34,11 @@ TCP_SITE = "tcp"
 FT_SITE = "ft"
 HAND_BODY = "hand"
 GRIPPER_ACTUATOR = "gripper"
-CAMERA_NAMES: tuple[str, ...] = ("front", "wrist")
+CAMERA_NAMES: tuple[str, ...] = ("front", "wrist", "side")
+"""Every camera of the twin's scene: front (a fixed view of the workspace), wrist (on the hand) and side (level with
+the table beside the cube region, where a lift shows against the horizon: a lab's separate reward camera)."""
+DEFAULT_CAMERAS: tuple[str, ...] = ("front", "wrist")
+"""The cameras a twin renders and a pixel policy observes unless told otherwise."""
 
 GRIPPER_MAX_WIDTH_M = 0.08
 """Fully open gripper: the distance between the finger pads (two fingers, 0.04 m each)."""

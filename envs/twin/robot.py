@@ -69,6 +69,7 @@ from envs.twin.model import (
     CUBE_TASKS,
     CUBE_XY_HIGH,
     CUBE_XY_LOW,
+    DEFAULT_CAMERAS,
     FINGER_JOINTS,
     FIXTURE_XY_HIGH,
     FIXTURE_XY_LOW,
@@ -108,8 +109,8 @@ class TwinRobotConfig(Config):
     """Camera image height (pixels); the offscreen buffer is sized to it."""
     image_width: int = 128
     """Camera image width (pixels)."""
-    camera_names: tuple[str, ...] = CAMERA_NAMES
-    """Cameras that TwinCameras.read() renders, a subset of ("front", "wrist")."""
+    camera_names: tuple[str, ...] = DEFAULT_CAMERAS
+    """Cameras that TwinCameras.read() renders, a subset of CAMERA_NAMES ("front", "wrist", "side")."""
     render: bool = True
     """False: never create a renderer (state-only use); cameras() then raises ConfigError."""
     impedance: ImpedanceConfig = dataclasses.field(default_factory=ImpedanceConfig)

@@ -24,9 +24,9 @@ probability, run length, predicate, whether it was rewarded, the env's true succ
 cameras in the PNG) and a PNG of the cameras, so a user can look at what was rewarded; `robot-rl audit-labels`
 (learners.rewards.audit) turns those frames and the user's verdicts into label episodes (hard negatives).
 
-A state policy with a classifier reward: the env renders the card's cameras without observing them
-(envs.env `RobotEnvConfig.reward_cameras`; `reward_camera_overrides(sources, obs_mode)` gives the env kwargs from
-the cards, `camera_shapes_of_env(env)` what the env offers for the card check) and puts the frames into
+A classifier reading cameras the policy does not observe (a state policy's; a pixel policy's separate camera): the
+env renders them (envs.env `RobotEnvConfig.reward_cameras`; `reward_camera_overrides(sources, obs_mode)` gives the
+env kwargs from the cards, `camera_shapes_of_env(env)` what the env offers for the card check) and puts them into
 `info["reward_images"]` (robot_rl.reward_source.REWARD_IMAGES_INFO_KEY); `ClassifierReward` reads a camera of its
 card there whenever the observation lacks it, and the audit log writes those frames too.
 
@@ -421,15 +421,21 @@ def camera_shapes_of_env(env: Any) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def reward_camera_overrides(sources: Sequence[str], obs_mode: str | None) -> dict[str, Any]:
-    """Env kwargs (envs.env.RobotEnvConfig fields) a state-mode env needs to feed the classifiers among `sources`
-    (`--reward` values): `reward_cameras`, the cameras their cards name (an "images/NAME" observation path ->
-    camera NAME; first card first, no repeats), and `image_size`, the cards' (square) size. {} for another
-    obs_mode or without a classifier. ConfigError, naming the card, for a camera that is not an "images/NAME" path,
-    a non-square size or cards of different sizes (the env renders every reward camera at one size); a camera the
-    env lacks is refused by the env, a size unlike the env's `image_size` by the card check (`make_reward_model`)."""
-    if obs_mode != "state":
+DEFAULT_POLICY_CAMERAS: tuple[str, ...] = ("front", "wrist")
+"""The observation's cameras of an env given none (envs.env_config.RobotEnvConfig.camera_names)."""
+
+
+def reward_camera_overrides(sources: Sequence[str], obs_mode: str | None,
+                            camera_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Env kwargs (envs.env.RobotEnvConfig fields) to feed the classifiers among `sources` (`--reward` values) the
+    cameras the observation lacks: `reward_cameras`, the "images/NAME" cameras their cards name (first card first)
+    outside `camera_names` (pixels mode's observation; None: DEFAULT_POLICY_CAMERAS), and in state mode
+    `image_size`, the cards' (square) size (pixels: the observation's, which the card check compares). {} when none.
+    ConfigError, naming the card, for a state-mode camera that is not an "images/NAME" path, a non-square size or
+    cards of different sizes; the env refuses a camera it lacks, the card check (`make_reward_model`) a size."""
+    if obs_mode not in ("state", "pixels"):
         return {}
+    observed = () if obs_mode == "state" else tuple(camera_names or DEFAULT_POLICY_CAMERAS)
     cameras: list[str] = []
     size: int | None = None
     first = ""
@@ -444,38 +450,40 @@ def reward_camera_overrides(sources: Sequence[str], obs_mode: str | None) -> dic
         h, w = (int(v) for v in card.image_size)
         where = Path(directory) / CARD_FILE
         if h != w:
-            raise ConfigError(f"{where}: image_size {h}x{w} is not square; a state-mode env renders square frames "
-                              f"for a classifier (--obs-mode pixels reads the observation's cameras instead)")
+            raise ConfigError(f"{where}: image_size {h}x{w} is not square; an env renders square frames")
         if size is not None and h != size:
-            raise ConfigError(f"{where}: image_size {h}x{w}, but {first} is {size}x{size}; a state-mode env renders "
-                              f"every reward camera at one size")
+            raise ConfigError(f"{where}: image_size {h}x{w}, but {first} is {size}x{size}; an env renders every "
+                              f"reward camera at one size")
         if size is None:
             size, first = h, str(where)
         for cam in card.cameras:
             leaf, _, name = cam.partition("/")
             if leaf != IMAGES_LEAF or not name or "/" in name:
+                if obs_mode == "pixels":
+                    continue  # not a camera of the env's: the card check names what the observation lacks
                 raise ConfigError(f"{where}: camera {cam!r} is not an '{IMAGES_LEAF}/NAME' "
                                   f"observation path; a state-mode env renders only its own cameras for a classifier")
-            if name not in cameras:
+            if name not in cameras and name not in observed:
                 cameras.append(name)
     if not cameras:
         return {}
-    return {"reward_cameras": tuple(cameras), "image_size": size}
+    return {"reward_cameras": tuple(cameras)} | ({"image_size": size} if obs_mode == "state" else {})
 
 
 def add_reward_cameras(env_kwargs: dict[str, Any], sources: Sequence[str], obs_mode: str | None, *,
-                       served_size: bool = False) -> dict[str, Any]:
-    """Puts into `env_kwargs` (in place; returned) what a state-mode env needs to feed the classifiers among
-    `sources` (reward_camera_overrides): `reward_cameras`, and `image_size` the cards' size unless `env_kwargs`
-    already names one (not None) or `served_size` (a robot server renders at the size it serves, which the card
-    check compares). The one rule for the actor's, the learner's and record-demos' envs.
+                       served_size: bool = False, camera_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Puts into `env_kwargs` (in place; returned) what an env needs to feed the classifiers among `sources` the
+    cameras its observation lacks (reward_camera_overrides; the observation's: `env_kwargs`' camera_names, else
+    `camera_names`): `reward_cameras`, and in state mode `image_size` the cards' size unless `env_kwargs` names one
+    or `served_size` (a robot server renders the size it serves). The rule for every env a reward model reads.
 
         kwargs = add_reward_cameras(preset.make_kwargs(obs_mode="state"), ["classifier:runs/cls"], "state")
+        kwargs = add_reward_cameras({}, ["classifier:runs/cls_side"], "pixels")   # {"reward_cameras": ("side",)}
     """
-    cams = reward_camera_overrides(sources, obs_mode)
+    cams = reward_camera_overrides(sources, obs_mode, env_kwargs.get("camera_names") or camera_names)
     if cams:
         env_kwargs["reward_cameras"] = cams["reward_cameras"]
-        if env_kwargs.get("image_size") is None and not served_size:
+        if "image_size" in cams and env_kwargs.get("image_size") is None and not served_size:
             env_kwargs["image_size"] = cams["image_size"]
     return env_kwargs
 

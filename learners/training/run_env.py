@@ -62,7 +62,8 @@ def make_run_env(cfg: TrainConfig, for_reward_model: bool = False, task: str | N
         if "reward_cameras" not in kwargs:
             raise
         raise ConfigError(f"{' and '.join(s for s in reward_sources if s.startswith('classifier:'))} with "
-                          f"--obs-mode state (the env renders the card's cameras): {err}") from None
+                          f"--obs-mode {cfg.obs_mode} (the env renders the card's cameras "
+                          f"{list(kwargs['reward_cameras'])}): {err}") from None
     if for_reward_model and cfg.intervene is not None and task is None:  # the training env: the operator's
         base = with_operator(base, cfg.intervene, str(cfg.task), seed=cfg.seed,  # device; closes base on failure
                              press_success=parse_reward_source(cfg.reward)[0] == "human",
