@@ -34,11 +34,12 @@ def readme_main_command(res: Results) -> str:
 
 
 FAITHFUL_20K = "sample_efficiency_twin-pick-cube_pixels64_faithful_opreset3_demotiming_spread_20k.json"
-FAITHFUL_SIM_COVERAGE = "demo_coverage_faithful_sim_lean.json"
 LEAN_PICK = "sample_efficiency_twin-pick-cube_pixels64_lean_bf16.json"
 LEAN_PICK_20K = "sample_efficiency_twin-pick-cube_pixels64_lean_bf16_seed2_20k.json"
 LEAN_PEG = "sample_efficiency_twin-peg-insert_pixels64_lean_bf16.json"
-CLASSIFIER_ON_POLICY = "classifier_boundary_line.json"
+CLASSIFIER_ON_POLICY = "classifier_boundary_side.json"
+CLASSIFIER_ON_OWN_POLICY = "classifier_boundary_side_run.json"
+FAITHFUL_SIM_COVERAGE_SIDE = "demo_coverage_faithful_sim_side.json"
 FAITHFUL_SIM_COVERAGE_BOUNDARY = "demo_coverage_faithful_sim_boundary.json"
 
 
@@ -83,12 +84,11 @@ def readme_glance(res: Results) -> str:
     ff, ffl = res(FAITHFUL_20K)["runs"], res(FAITHFUL_SPREAD_20K_LEAN)["runs"]
     pp = res("sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")["runs"]
     lean, lean2, leanpeg = res(LEAN_PICK)["runs"], res(LEAN_PICK_20K)["runs"], res(LEAN_PEG)["runs"]
-    fsb, fs, fs32 = (res(MAIN_COMMAND_FAITHFUL_RUNS[i][0])["result"] for i in (0, 1, 2))
-    cov, covb = res(FAITHFUL_SIM_COVERAGE)["runs"][0], res(FAITHFUL_SIM_COVERAGE_BOUNDARY)["runs"][0]
-    cov32 = next(r for r in res("demo_coverage_faithful_sim.json")["runs"] if r["label"] == "spread demos")
+    fss, fsb = (res(MAIN_COMMAND_FAITHFUL_RUNS[i][0])["result"] for i in (0, 1))
+    covs, covb = res(FAITHFUL_SIM_COVERAGE_SIDE)["runs"][0], res(FAITHFUL_SIM_COVERAGE_BOUNDARY)["runs"][0]
     cls = res("classifier.json")["sizes"]["64"]["test"]
-    on_policy = [next(a for a in res(CLASSIFIER_ON_POLICY)["arms"] if a["name"] == n)["reward_model"]["all_frames"]
-                 for n in ("recipe_p995", "recipe_p995_seed1")]
+    on_policy, on_own = ([next(a for a in res(f)["arms"] if a["name"] == n)["reward_model"]["all_frames"]
+                          for n in ("side", "side_seed1")] for f in (CLASSIFIER_ON_POLICY, CLASSIFIER_ON_OWN_POLICY))
     lr = res("learned_reward_twin-pick-cube.json")
     twin = res("twin_speed.json")["goals"]
     tr = res("transport.json")["speedup_transitions_per_s"]["robot-rl vs pickle REQ/REP, 2x640x480"]
@@ -127,23 +127,24 @@ def readme_glance(res: Results) -> str:
         ["the same as a lab runs it, `robot-rl sim ... --faithful` (robot servers with their safety guard, 2 actors, "
          "20 demos spread over the workspace), one run each of 20k env steps: final checkpoint (true success); the "
          "whole job; the final policy on 100 further scenes. With the classifier the documented commands make now "
-         "(the lean learner, this CPU's default); with the commands before, lean and float32",
-         f"{_out_of(fsb)} deterministic evaluation episodes in {minutes(fsb['wall_s'])} min, "
-         f"{pct(covb['true_success_rate'])} on 100 scenes; {_out_of(fs)} and "
-         f"{_out_of(fs32)} in {minutes(fs['wall_s'])} and {minutes(fs32['wall_s'])} min, "
-         f"{pct(cov['true_success_rate'])} and {pct(cov32['true_success_rate'])} on 100 scenes",
+         "(it also reads a side camera the policy does not see; the lean learner, this CPU's default); with the one "
+         "before (front and wrist)",
+         f"{_out_of(fss)} deterministic evaluation episodes in {minutes(fss['wall_s'])} min, "
+         f"{pct(covs['true_success_rate'])} on 100 scenes; {_out_of(fsb)} in {minutes(fsb['wall_s'])} min, "
+         f"{pct(covb['true_success_rate'])} on 100 scenes",
          f"{MAIN_COMMAND_FAITHFUL_RUNS[0][0]}`, `{MAIN_COMMAND_FAITHFUL_RUNS[1][0]}`, "
-         f"`{MAIN_COMMAND_FAITHFUL_RUNS[2][0]}`, `{FAITHFUL_SIM_COVERAGE_BOUNDARY}`, `{FAITHFUL_SIM_COVERAGE}` and "
-         "`demo_coverage_faithful_sim.json"],
+         f"`{FAITHFUL_SIM_COVERAGE_SIDE}` and `{FAITHFUL_SIM_COVERAGE_BOUNDARY}"],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
          "first evaluation >= 90 %", _first_steps(tp),
          "third_party_gym_hil_pick_cube.json"],
         ["reward classifier on 64x64 frames, held out", f"precision {rnd(cls['precision'], 3)}, recall "
                                                         f"{rnd(cls['recall'], 3)}", "classifier.json"],
-        ["the same on a learning policy's own frames (the documented commands, two training seeds; each frame as "
-         "the reward model decides, against the twin's truth of the scene it shows; frames 100 ms late)",
-         "precision " + " / ".join(rnd(x["precision"], 3) for x in on_policy) + ", recall "
-         + " / ".join(rnd(x["recall"], 3) for x in on_policy), CLASSIFIER_ON_POLICY],
+        ["the same on learning policies' own frames (the documented commands, two training seeds; each frame as the "
+         "reward model decides, against the twin's truth of the scene it shows; frames 100 ms late): a policy trained "
+         "on another reward; the policy trained on this classifier's",
+         "; ".join("precision " + " / ".join(rnd(x["precision"], 3) for x in xs) + ", recall "
+                   + " / ".join(rnd(x["recall"], 3) for x in xs) for xs in (on_policy, on_own)),
+         CLASSIFIER_ON_POLICY + "` and `" + CLASSIFIER_ON_OWN_POLICY],
         ["training on the classifier's reward instead of the true success: env steps to 90 %",
          f"{rnd(lr['ratio_learned_to_true'], 2)}x", "learned_reward_twin-pick-cube.json"],
         ["twin env steps/s against gym-hil's pick-cube (worst twin task)",

@@ -201,9 +201,12 @@ def classifier_faithful_rollouts(res: Results) -> str:
 
 
 MAIN_COMMAND_FAITHFUL_RUNS = [
+    ("main_command_twin-pick-cube_faithful_pixels_side.json",
+     "the commands above as printed (labels across the 5 cm line and up to 35 cm with the side camera's frames, "
+     "`--target-precision 0.995`), as they run on this CPU (native bf16: the lean pixel learner by default), demos "
+     "spread over the workspace"),
     ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
-     "the commands above as printed (labels across the 5 cm line and up to 35 cm, `--target-precision 0.995`), as "
-     "they run on this CPU (native bf16: the lean pixel learner by default), demos spread over the workspace"),
+     "the same without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
      "the commands before (the first two record-labels commands without `--back-out-slowdown`, `train-classifier` "
      "defaults), the lean pixel learner (given as three `--set` flags: the run predates the default), demos spread"),
@@ -261,8 +264,12 @@ CLASSIFIER_BOUNDARY_ARMS = {
     "recipe": "the commands above (4 x 1,500 frames: backing out 3x slower, noisy, lifted 12-35 cm, lifted 3-8 cm) "
               "at the default target precision 0.99",
     "recipe_seed1": "the same, `train-classifier --seed 1`",
-    "recipe_p995": "the commands above as printed (`--target-precision 0.995`)",
+    "recipe_p995": "the commands above without `--cameras` (front and wrist frames only), `--target-precision "
+                   "0.995`",
     "recipe_p995_seed1": "the same, `train-classifier --seed 1`",
+    "side": "the commands above as printed: the same labels with the side camera's frames too (`--cameras "
+            "front,wrist,side`)",
+    "side_seed1": "the same, `train-classifier --seed 1`",
 }
 
 
@@ -328,11 +335,31 @@ def classifier_boundary_line_boundary_run(res: Results) -> str:
     """The same classifiers on another policy's rollouts: the final checkpoint of the faithful sim run whose reward was
     the documented commands' classifier."""
     return classifier_boundary(res, "classifier_boundary_line_boundary_run.json",
-                               policy="the faithful `robot-rl sim` run of the commands above, rewarded by their "
-                                      "classifier (the first row of the table of `sim` runs)")
+                               policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
+                                      "(`recipe_p995`; the second row of the table of `sim` runs)")
 
 
 def classifier_boundary_line(res: Results) -> str:
     """The same rollouts judged again, with classifiers whose labels also hold the cube 3-8 cm up (across the task's
     5 cm line), each also as the reward model decides (its proprio predicate)."""
     return classifier_boundary(res, "classifier_boundary_line.json")
+
+
+def classifier_boundary_side(res: Results) -> str:
+    """The seeded policy's rollouts judged by classifiers that also read the twin's side camera (a separate camera for
+    the classifier, beside the policy's front and wrist), against the same labels without it."""
+    return classifier_boundary(res, "classifier_boundary_side.json")
+
+
+def classifier_boundary_side_boundary_run(res: Results) -> str:
+    """The same on the rollouts of the faithful sim run rewarded by the front-and-wrist classifier."""
+    return classifier_boundary(res, "classifier_boundary_side_boundary_run.json",
+                               policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
+                                      "(`recipe_p995`; the second row of the table of `sim` runs)")
+
+
+def classifier_boundary_side_run(res: Results) -> str:
+    """The same on the rollouts of the faithful sim run rewarded by the side-camera classifier itself."""
+    return classifier_boundary(res, "classifier_boundary_side_run.json",
+                               policy="the faithful `robot-rl sim` run of the commands above, rewarded by their "
+                                      "side-camera classifier (`side`; the first row of the table of `sim` runs)")
