@@ -80,20 +80,25 @@ def test_state_env_renders_reward_cameras_into_info_only() -> None:
         make_twin_env("pick_cube", obs_mode="state", reward_cameras=("top",))
 
 
-def test_the_classifier_reads_the_frames_in_info(tmp_path: Path) -> None:
-    """A classifier with random (non-constant) weights gives the same probability for frames in info as for the
-    same frames in a pixel observation, and another probability for other frames: it really reads them."""
+def random_classifier_reward(tmp_path: Path, cams: tuple[str, ...]) -> ClassifierReward:
+    """A ClassifierReward over `cams` with seeded random (non-constant) weights, gate k=1 and no predicate."""
     import torch
 
     from learners.rewards.classifier import ClassifierCard, RewardClassifier, load_classifier, save_classifier
     from tests.test_reward_classifier import SMALL
 
     torch.manual_seed(0)
-    model = RewardClassifier({c: (SIZE, SIZE, 3) for c in CAMS}, SMALL)
-    card = ClassifierCard(task="twin-pick-cube", cameras=list(CAMS), image_size=(SIZE, SIZE), model=SMALL.to_dict(),
+    model = RewardClassifier({c: (SIZE, SIZE, 3) for c in cams}, SMALL)
+    card = ClassifierCard(task="twin-pick-cube", cameras=list(cams), image_size=(SIZE, SIZE), model=SMALL.to_dict(),
                           threshold=0.5, target_precision=0.99, gate={"k": 1, "predicate": []})
     save_classifier(tmp_path / "c", model, card)
-    reward = ClassifierReward(load_classifier(tmp_path / "c"))
+    return ClassifierReward(load_classifier(tmp_path / "c"))
+
+
+def test_the_classifier_reads_the_frames_in_info(tmp_path: Path) -> None:
+    """A classifier with random (non-constant) weights gives the same probability for frames in info as for the
+    same frames in a pixel observation, and another probability for other frames: it really reads them."""
+    reward = random_classifier_reward(tmp_path, CAMS)
     rng = np.random.default_rng(0)
     a = {"front": rng.integers(0, 256, (SIZE, SIZE, 3), dtype=np.uint8),
          "wrist": rng.integers(0, 256, (SIZE, SIZE, 3), dtype=np.uint8)}
@@ -370,18 +375,7 @@ def test_pixel_mode_reward_cameras_are_the_cards_cameras_the_observation_lacks(t
 def test_the_classifier_reads_the_side_camera_from_info_in_pixels_mode(tmp_path: Path) -> None:
     """A classifier with random weights over front, wrist and side: on a pixel env with the side reward camera its
     probability is the one it gives the same three frames in one observation; another side frame changes it."""
-    import torch
-
-    from learners.rewards.classifier import ClassifierCard, RewardClassifier, load_classifier, save_classifier
-    from tests.test_reward_classifier import SMALL
-
-    cams = ("images/front", "images/wrist", "images/side")
-    torch.manual_seed(0)
-    model = RewardClassifier({c: (SIZE, SIZE, 3) for c in cams}, SMALL)
-    card = ClassifierCard(task="twin-pick-cube", cameras=list(cams), image_size=(SIZE, SIZE), model=SMALL.to_dict(),
-                          threshold=0.5, target_precision=0.99, gate={"k": 1, "predicate": []})
-    save_classifier(tmp_path / "c", model, card)
-    reward = ClassifierReward(load_classifier(tmp_path / "c"))
+    reward = random_classifier_reward(tmp_path, ("images/front", "images/wrist", "images/side"))
     env = make_twin_env("pick_cube", obs_mode="pixels", image_size=SIZE, reward_cameras=("side",))
     try:
         obs, info = env.reset(seed=0)
