@@ -92,8 +92,8 @@ def timing_eval(res: Results, name: str = "timing_eval_faithful_notiming.json") 
 
 
 def timing_eval_faithful_sim(res: Results) -> str:
-    """The faithful `robot-rl sim` run's final policy (main_command_faithful's second row: demos on seeds 0-19) on
-    100 further seeds."""
+    """The faithful `robot-rl sim` run's final policy (main_command_faithful's row 'the same, before: demos on seeds
+    0-19') on 100 further seeds."""
     return timing_eval(res, "timing_eval_faithful_sim.json")
 
 

@@ -39,7 +39,9 @@ LEAN_PICK_20K = "sample_efficiency_twin-pick-cube_pixels64_lean_bf16_seed2_20k.j
 LEAN_PEG = "sample_efficiency_twin-peg-insert_pixels64_lean_bf16.json"
 CLASSIFIER_ON_POLICY = "classifier_boundary_side.json"
 CLASSIFIER_ON_OWN_POLICY = "classifier_boundary_side_run.json"
+CLASSIFIER_ON_OWN_POLICY_2 = "classifier_boundary_side_run2.json"
 FAITHFUL_SIM_COVERAGE_SIDE = "demo_coverage_faithful_sim_side.json"
+FAITHFUL_SIM_COVERAGE_SIDE_2 = "demo_coverage_faithful_sim_side_run2.json"
 FAITHFUL_SIM_COVERAGE_BOUNDARY = "demo_coverage_faithful_sim_boundary.json"
 
 
@@ -84,11 +86,13 @@ def readme_glance(res: Results) -> str:
     ff, ffl = res(FAITHFUL_20K)["runs"], res(FAITHFUL_SPREAD_20K_LEAN)["runs"]
     pp = res("sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")["runs"]
     lean, lean2, leanpeg = res(LEAN_PICK)["runs"], res(LEAN_PICK_20K)["runs"], res(LEAN_PEG)["runs"]
-    fss, fsb = (res(MAIN_COMMAND_FAITHFUL_RUNS[i][0])["result"] for i in (0, 1))
-    covs, covb = res(FAITHFUL_SIM_COVERAGE_SIDE)["runs"][0], res(FAITHFUL_SIM_COVERAGE_BOUNDARY)["runs"][0]
+    fss, fss2, fsb = (res(MAIN_COMMAND_FAITHFUL_RUNS[i][0])["result"] for i in (0, 1, 2))
+    covs, covs2, covb = (res(f)["runs"][0] for f in (FAITHFUL_SIM_COVERAGE_SIDE, FAITHFUL_SIM_COVERAGE_SIDE_2,
+                                                     FAITHFUL_SIM_COVERAGE_BOUNDARY))
     cls = res("classifier.json")["sizes"]["64"]["test"]
-    on_policy, on_own = ([next(a for a in res(f)["arms"] if a["name"] == n)["reward_model"]["all_frames"]
-                          for n in ("side", "side_seed1")] for f in (CLASSIFIER_ON_POLICY, CLASSIFIER_ON_OWN_POLICY))
+    on_policy, on_own, on_own2 = ([next(a for a in res(f)["arms"] if a["name"] == n)["reward_model"]["all_frames"]
+                                   for n in ("side", "side_seed1")]
+                                  for f in (CLASSIFIER_ON_POLICY, CLASSIFIER_ON_OWN_POLICY, CLASSIFIER_ON_OWN_POLICY_2))
     lr = res("learned_reward_twin-pick-cube.json")
     twin = res("twin_speed.json")["goals"]
     tr = res("transport.json")["speedup_transitions_per_s"]["robot-rl vs pickle REQ/REP, 2x640x480"]
@@ -125,15 +129,15 @@ def readme_glance(res: Results) -> str:
          "3 seeds: first evaluation >= 90 %; last (best); every evaluation from 6k on. Lean; float32",
          "; ".join(_faithful_arm(runs) for runs in (ffl, ff)), FAITHFUL_SPREAD_20K_LEAN + "` and `" + FAITHFUL_20K],
         ["the same as a lab runs it, `robot-rl sim ... --faithful` (robot servers with their safety guard, 2 actors, "
-         "20 demos spread over the workspace), one run each of 20k env steps: final checkpoint (true success); the "
-         "whole job; the final policy on 100 further scenes. With the classifier the documented commands make now "
-         "(it also reads a side camera the policy does not see; the lean learner, this CPU's default); with the one "
+         "20 demos spread over the workspace), runs of 20k env steps: final checkpoint (true success); the whole "
+         "job; the final policy on 100 further scenes. With the classifier the documented commands make now (it also "
+         "reads a side camera the policy does not see; the lean learner, this CPU's default), two runs; with the one "
          "before (front and wrist)",
-         f"{_out_of(fss)} deterministic evaluation episodes in {minutes(fss['wall_s'])} min, "
-         f"{pct(covs['true_success_rate'])} on 100 scenes; {_out_of(fsb)} in {minutes(fsb['wall_s'])} min, "
-         f"{pct(covb['true_success_rate'])} on 100 scenes",
-         f"{MAIN_COMMAND_FAITHFUL_RUNS[0][0]}`, `{MAIN_COMMAND_FAITHFUL_RUNS[1][0]}`, "
-         f"`{FAITHFUL_SIM_COVERAGE_SIDE}` and `{FAITHFUL_SIM_COVERAGE_BOUNDARY}"],
+         f"{_out_of(fss)} and {_out_of(fss2)} deterministic evaluation episodes in {minutes(fss['wall_s'])} and "
+         f"{minutes(fss2['wall_s'])} min, {pct(covs['true_success_rate'])} and {pct(covs2['true_success_rate'])} on "
+         f"100 scenes; {_out_of(fsb)} in {minutes(fsb['wall_s'])} min, {pct(covb['true_success_rate'])} on 100 scenes",
+         "`, `".join([*(MAIN_COMMAND_FAITHFUL_RUNS[i][0] for i in (0, 1, 2)), FAITHFUL_SIM_COVERAGE_SIDE,
+                      FAITHFUL_SIM_COVERAGE_SIDE_2, FAITHFUL_SIM_COVERAGE_BOUNDARY])],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
          "first evaluation >= 90 %", _first_steps(tp),
          "third_party_gym_hil_pick_cube.json"],
@@ -141,10 +145,10 @@ def readme_glance(res: Results) -> str:
                                                         f"{rnd(cls['recall'], 3)}", "classifier.json"],
         ["the same on learning policies' own frames (the documented commands, two training seeds; each frame as the "
          "reward model decides, against the twin's truth of the scene it shows; frames 100 ms late): a policy trained "
-         "on another reward; the policy trained on this classifier's",
+         "on another reward; the policies of the two runs above trained on this classifier's",
          "; ".join("precision " + " / ".join(rnd(x["precision"], 3) for x in xs) + ", recall "
-                   + " / ".join(rnd(x["recall"], 3) for x in xs) for xs in (on_policy, on_own)),
-         CLASSIFIER_ON_POLICY + "` and `" + CLASSIFIER_ON_OWN_POLICY],
+                   + " / ".join(rnd(x["recall"], 3) for x in xs) for xs in (on_policy, on_own, on_own2)),
+         "`, `".join([CLASSIFIER_ON_POLICY, CLASSIFIER_ON_OWN_POLICY, CLASSIFIER_ON_OWN_POLICY_2])],
         ["training on the classifier's reward instead of the true success: env steps to 90 %",
          f"{rnd(lr['ratio_learned_to_true'], 2)}x", "learned_reward_twin-pick-cube.json"],
         ["twin env steps/s against gym-hil's pick-cube (worst twin task)",

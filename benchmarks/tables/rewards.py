@@ -205,6 +205,9 @@ MAIN_COMMAND_FAITHFUL_RUNS = [
      "the commands above as printed (labels across the 5 cm line and up to 35 cm with the side camera's frames, "
      "`--target-precision 0.995`), as they run on this CPU (native bf16: the lean pixel learner by default), demos "
      "spread over the workspace"),
+    ("main_command_twin-pick-cube_faithful_pixels_side_run2.json",
+     "the same commands run again (the classifier came out the same, threshold and all; a second draw of the run's "
+     "process timing and sampling)"),
     ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
      "the same without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
@@ -270,6 +273,8 @@ CLASSIFIER_BOUNDARY_ARMS = {
     "side": "the commands above as printed: the same labels with the side camera's frames too (`--cameras "
             "front,wrist,side`)",
     "side_seed1": "the same, `train-classifier --seed 1`",
+    "side_w06": "`side` with its card's predicate allowing fingers at most 6 cm apart (the twin's 'held'), not 7",
+    "side_seed1_w06": "`side_seed1` with the same 6 cm predicate",
 }
 
 
@@ -336,7 +341,7 @@ def classifier_boundary_line_boundary_run(res: Results) -> str:
     the documented commands' classifier."""
     return classifier_boundary(res, "classifier_boundary_line_boundary_run.json",
                                policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
-                                      "(`recipe_p995`; the second row of the table of `sim` runs)")
+                                      "(`recipe_p995`; the third row of the table of `sim` runs)")
 
 
 def classifier_boundary_line(res: Results) -> str:
@@ -355,7 +360,7 @@ def classifier_boundary_side_boundary_run(res: Results) -> str:
     """The same on the rollouts of the faithful sim run rewarded by the front-and-wrist classifier."""
     return classifier_boundary(res, "classifier_boundary_side_boundary_run.json",
                                policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
-                                      "(`recipe_p995`; the second row of the table of `sim` runs)")
+                                      "(`recipe_p995`; the third row of the table of `sim` runs)")
 
 
 def classifier_boundary_side_run(res: Results) -> str:
@@ -363,3 +368,11 @@ def classifier_boundary_side_run(res: Results) -> str:
     return classifier_boundary(res, "classifier_boundary_side_run.json",
                                policy="the faithful `robot-rl sim` run of the commands above, rewarded by their "
                                       "side-camera classifier (`side`; the first row of the table of `sim` runs)")
+
+
+def classifier_boundary_side_run2(res: Results) -> str:
+    """The same on the rollouts of the second faithful sim run of the same commands, each false positive listed in
+    the results file."""
+    return classifier_boundary(res, "classifier_boundary_side_run2.json",
+                               policy="the second faithful `robot-rl sim` run of the commands above (`side`; the "
+                                      "second row of the table of `sim` runs)")
