@@ -70,6 +70,26 @@ def test_with_a_camera_latency_the_frame_is_judged_against_the_truth_when_it_was
     assert (s["frame_tp"], s["frame_fp"], s["frame_fn"], s["frame_tn"]) == (2, 2, 0, 1)
 
 
+@pytest.mark.parametrize("late", [False, True])
+def test_the_audit_log_judges_each_frame_by_the_scene_it_shows(tmp_path: Path, late: bool) -> None:
+    """The audit row's true_success is that of the step the frame was rendered at: with frames one step late the
+    frame of the step the truth turns true still shows the scene before it (--true-success would otherwise label
+    the boundary frame a success)."""
+    import json
+
+    from learners.rewards.reward_model import RewardAudit
+
+    audit = RewardAudit(tmp_path / "audit")
+    env = RewardModelWrapper(_LateFakeEnv() if late else _FakeEnv(),
+                             ClassifierReward(_BrightnessClassifier(k=10), audit=audit))
+    _episode(env)
+    audit.close()
+    rows = [json.loads(line) for line in (tmp_path / "audit" / "positives.jsonl").read_text().splitlines()]
+    # positive frames at steps 3..6; the truth turns true at step 4
+    assert [r["step"] for r in rows] == [3, 4, 5, 6]
+    assert [r["true_success"] for r in rows] == ([False, False, True, True] if late else [False, True, True, True])
+
+
 def test_a_wrapper_without_a_classifier_or_a_truth_reports_no_frame_metrics() -> None:
     class _NoTruth(_FakeEnv):
         def step(self, action: Any) -> Any:

@@ -9,20 +9,15 @@ Reset-free forward/backward training (learners.training.forward_backward) gives 
 "env" meaning `GoalReward(goal)`: the twin's true success of that direction's goal (privileged, twin only).
 `PredicateReward(fn)` wraps any check `fn(obs, info) -> bool`. Every model has the `RewardModel` protocol.
 
-Gates of `ClassifierReward` (none of SERL, HIL-SERL or LeRobot have them; a false positive ends an episode with a
-wrong reward and teaches the policy to stop early):
-- k consecutive frames: success only after `k` frames in a row with probability >= the card's threshold.
-  Default `DEFAULT_GATE_K` = 3, chosen by measurement (benchmarks/classifier.py, README "Reward classifiers"):
-  on 90 live twin pick-cube episodes per image size (expert, near misses, noisy expert) k = 1 ended 11 (64x64)
-  / 14 (128x128) episodes one step before the true success, k = 2 1 / 3, k = 3 1 / 0; no k ended a failed
-  episode; each extra frame of k delays the reward by about one step;
-- a proprio predicate per task (`TASK_PREDICATES`, or the card's): conditions on the proprio `state` vector
-  that must all hold on the frame, e.g. pick-cube: gripper closed on something and the TCP 5 cm above the table.
+Gates of `ClassifierReward` against false positives (which end an episode with a wrong reward and teach the policy
+to stop early; none of SERL, HIL-SERL or LeRobot have them): `k` frames in a row with probability >= the card's
+threshold (`DEFAULT_GATE_K` = 3, measured in benchmarks/classifier.py: on 90 live twin pick-cube episodes per image
+size, k = 1 ended 11 (64x64) / 14 (128x128) one step before the true success, k = 2 1 / 3, k = 3 1 / 0, no k a
+failed one; each extra frame delays the reward by about a step), and a proprio predicate per task
+(`TASK_PREDICATES`, or the card's) that must hold on the frame, e.g. pick-cube's gripper closed on something.
 
-Every frame the classifier calls positive is logged for audit (`RewardAudit`): one JSON line (episode, step,
-probability, run length, predicate, whether it was rewarded, the env's true success when it reports one, the
-cameras in the PNG) and a PNG of the cameras, so a user can look at what was rewarded; `robot-rl audit-labels`
-(learners.rewards.audit) turns those frames and the user's verdicts into label episodes (hard negatives).
+Every frame the classifier calls positive is logged for audit (`RewardAudit`: a JSON line and a PNG of the
+cameras); `robot-rl audit-labels` (learners.rewards.audit) turns them and the user's verdicts into label episodes.
 
 A classifier reading cameras the policy does not observe (a state policy's; a pixel policy's separate camera): the
 env renders them (envs.env `RobotEnvConfig.reward_cameras`; `reward_camera_overrides(sources, obs_mode)` gives the
@@ -34,12 +29,11 @@ card there whenever the observation lacks it, and the audit log writes those fra
 lazily): reward and `terminated` come from the model (the env's own `terminated` still ends the episode, so
 make the twin with `terminate_on_success=False`: `env_overrides(source)`); `info["success"]` stays the env's
 (the TRUE success on the twin: metrics only), `info["reward_success"]`, `info["reward_prob"]` and
-`info["env_reward"]` are added, and `stats()` counts episodes the model ended without true success. With a classifier
-on an env that reports its true success (the twin), `stats()` also has the classifier's frame decisions (prob >=
-threshold, before the gate) against the true success on the policy's own frames: `frame_tp/fp/fn/tn`,
-`frame_precision`, `frame_recall` (learners.rewards.metrics.FrameConfusion; `frame_window()`: the same since its last
-call). A twin-only diagnostic: the truth is privileged, never a reward. With the twin's simulated camera latency the
-frame is compared with the true success of the step it was rendered at (the latency rounded to whole steps).
+`info["env_reward"]` are added, and `stats()` counts episodes the model ended without true success. On the twin
+(an env reporting its true success) `stats()` also has the classifier's frame decisions (prob >= threshold, before
+the gate) against the truth of the scene each frame shows (`info["frame_true_success"]`: the step it was rendered at,
+with a camera latency): `frame_tp/fp/fn/tn`, `frame_precision`, `frame_recall` (learners.rewards.metrics.
+FrameConfusion; `frame_window()`: since its last call). A twin-only diagnostic: the truth is never a reward.
 
 Usage::
 
@@ -194,9 +188,16 @@ def camera_frames(obs: Any, info: Mapping[str, Any] | None = None) -> dict[str, 
     return frames
 
 
-def true_success(info: Mapping[str, Any]) -> bool | None:
+FRAME_TRUE_SUCCESS_KEY = "frame_true_success"  # set by RewardModelWrapper each step (see true_success)
+
+
+def true_success(info: Mapping[str, Any], frame: bool = False) -> bool | None:
     """The env's true success in `info` ("success"), or None when it reports none or flags it as a placeholder
-    (`SUCCESS_UNKNOWN_INFO_KEY`: hardware, where the task's condition needs object state the robot lacks)."""
+    (`SUCCESS_UNKNOWN_INFO_KEY`: hardware, where the task's condition needs object state the robot lacks). `frame`:
+    the truth of the scene the frame shows where RewardModelWrapper put it (`FRAME_TRUE_SUCCESS_KEY`; a camera
+    latency makes it `frame_lag_steps` older)."""
+    if frame and FRAME_TRUE_SUCCESS_KEY in info:
+        return info[FRAME_TRUE_SUCCESS_KEY]
     if "success" not in info or info.get(SUCCESS_UNKNOWN_INFO_KEY):
         return None
     return bool(info["success"])
@@ -219,12 +220,11 @@ class RewardAudit:
     (`DIR/frames/ep<episode>_t<step>.png`, cameras side by side), at most `max_images` PNGs.
 
     A row: "episode", "step", "prob", "run", "predicate_ok", "rewarded" (the gated success that ended the
-    episode), "true_success" (only when the env reports one: the twin), and, when a PNG was written, "image" (its
-    path relative to DIR) and "cameras" (the observation paths in the PNG, left to right: sorted, every camera
-    `camera_frames` found, each the frame's exact uint8 pixels, `AUDIT_PNG_PAD` px of white around and between
-    them). Rows written before "cameras" existed lack it (`learners.rewards.audit` then falls back to the
-    classifier card's cameras). `robot-rl audit-labels` turns the frames plus a person's verdicts into label
-    episodes for `train-classifier` (learners.rewards.audit).
+    episode), "true_success" (the twin's: of the scene the late frame shows, `true_success(info, frame=True)`),
+    and, when a PNG was written, "image" (its path relative to DIR) and "cameras" (the observation paths in the
+    PNG, left to right: sorted, every camera `camera_frames` found, each the frame's exact uint8 pixels,
+    `AUDIT_PNG_PAD` px of white around and between them; older rows lack it: learners.rewards.audit then uses the
+    card's cameras). `robot-rl audit-labels` turns the frames plus verdicts into label episodes.
 
     Usage::
 
@@ -247,7 +247,7 @@ class RewardAudit:
             self._file = open(self.directory / "positives.jsonl", "a", buffering=1)  # closed in close()
         row: dict[str, Any] = {"episode": episode, "step": t, "prob": decision.prob, "run": decision.run,
                                "predicate_ok": decision.predicate_ok, "rewarded": decision.success}
-        true = true_success(info)
+        true = true_success(info, frame=True)
         if true is not None:
             row["true_success"] = true
         cams = sorted(camera_frames(obs, info).items())
@@ -510,9 +510,8 @@ def make_reward_model(source: str, obs_shapes: Mapping[str, Sequence[int]] | Non
 
 
 def frame_lag_steps(env: Any) -> int:
-    """How many steps old the frames `env` returns are: its simulated camera latency (the twin's RobotEnvConfig,
-    `camera_latency_ms`) in control periods, rounded; 0 for an env without one. A frame of step t shows the scene of
-    step t - lag, so its truth is that step's (`RewardModelWrapper`'s frame counts compare them so)."""
+    """How many steps old `env`'s frames are: its simulated camera latency (RobotEnvConfig.camera_latency_ms) in
+    control periods, rounded (0 without one). A frame of step t shows step t - lag's scene, so its truth is that's."""
     cfg = getattr(getattr(env, "unwrapped", env), "config", None)
     return latency_steps(float(getattr(cfg, "camera_latency_ms", 0.0) or 0.0), getattr(cfg, "control_hz", 10.0))
 
@@ -556,13 +555,14 @@ class RewardModelWrapper:
         obs, env_reward, terminated, truncated, info = self.env.step(action)
         info = dict(info) if isinstance(info, Mapping) else {}
         self.t += 1
+        self._truths.append(true_success(info))
+        info[FRAME_TRUE_SUCCESS_KEY] = self._truths[0]  # for the audit log: the truth of what the frame shows
         d = self.model.step(obs, info, self.episode, self.t)
         info["env_reward"] = float(env_reward)
         info["reward_success"] = d.success
         if d.prob is not None:
             info["reward_prob"] = d.prob
             info["reward_run"] = d.run  # positive frames in a row, this one included (learners.replay.gate_credit)
-        self._truths.append(true_success(info))
         if d.prob is not None and self._truths[0] is not None:  # the classifier's frame decision vs the truth
             self.frames.add(d.positive, bool(self._truths[0]))
         terminated = bool(terminated) or d.success
