@@ -86,7 +86,7 @@ def readme_glance(res: Results) -> str:
     ff, ffl = res(FAITHFUL_20K)["runs"], res(FAITHFUL_SPREAD_20K_LEAN)["runs"]
     pp = res("sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")["runs"]
     lean, lean2, leanpeg = res(LEAN_PICK)["runs"], res(LEAN_PICK_20K)["runs"], res(LEAN_PEG)["runs"]
-    fss, fss2, fsb = (res(MAIN_COMMAND_FAITHFUL_RUNS[i][0])["result"] for i in (0, 1, 2))
+    fss, fss2, fsb = (res(MAIN_COMMAND_FAITHFUL_RUNS[i][0])["result"] for i in (0, 1, 3))
     covs, covs2, covb = (res(f)["runs"][0] for f in (FAITHFUL_SIM_COVERAGE_SIDE, FAITHFUL_SIM_COVERAGE_SIDE_2,
                                                      FAITHFUL_SIM_COVERAGE_BOUNDARY))
     cls = res("classifier.json")["sizes"]["64"]["test"]
@@ -136,7 +136,7 @@ def readme_glance(res: Results) -> str:
          f"{_out_of(fss)} and {_out_of(fss2)} deterministic evaluation episodes in {minutes(fss['wall_s'])} and "
          f"{minutes(fss2['wall_s'])} min, {pct(covs['true_success_rate'])} and {pct(covs2['true_success_rate'])} on "
          f"100 scenes; {_out_of(fsb)} in {minutes(fsb['wall_s'])} min, {pct(covb['true_success_rate'])} on 100 scenes",
-         "`, `".join([*(MAIN_COMMAND_FAITHFUL_RUNS[i][0] for i in (0, 1, 2)), FAITHFUL_SIM_COVERAGE_SIDE,
+         "`, `".join([*(MAIN_COMMAND_FAITHFUL_RUNS[i][0] for i in (0, 1, 3)), FAITHFUL_SIM_COVERAGE_SIDE,
                       FAITHFUL_SIM_COVERAGE_SIDE_2, FAITHFUL_SIM_COVERAGE_BOUNDARY])],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
          "first evaluation >= 90 %", _first_steps(tp),

@@ -208,6 +208,8 @@ MAIN_COMMAND_FAITHFUL_RUNS = [
     ("main_command_twin-pick-cube_faithful_pixels_side_run2.json",
      "the same commands run again (the classifier came out the same, threshold and all; a second draw of the run's "
      "process timing and sampling)"),
+    ("main_command_twin-pick-cube_faithful_pixels_side_run3.json",
+     "the same commands, a third run (its audit log made the `side_audit` classifier)"),
     ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
      "the same without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
@@ -275,6 +277,8 @@ CLASSIFIER_BOUNDARY_ARMS = {
     "side_seed1": "the same, `train-classifier --seed 1`",
     "side_w06": "`side` with its card's predicate allowing fingers at most 6 cm apart (the twin's 'held'), not 7",
     "side_seed1_w06": "`side_seed1` with the same 6 cm predicate",
+    "side_audit": "`side` retrained with a fifth label set: the third run's audit log (its actors' positive frames, "
+                  "`audit-labels --true-success`, 833 frames)",
 }
 
 
@@ -341,7 +345,7 @@ def classifier_boundary_line_boundary_run(res: Results) -> str:
     the documented commands' classifier."""
     return classifier_boundary(res, "classifier_boundary_line_boundary_run.json",
                                policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
-                                      "(`recipe_p995`; the third row of the table of `sim` runs)")
+                                      "(`recipe_p995`; the fourth row of the table of `sim` runs)")
 
 
 def classifier_boundary_line(res: Results) -> str:
@@ -360,7 +364,7 @@ def classifier_boundary_side_boundary_run(res: Results) -> str:
     """The same on the rollouts of the faithful sim run rewarded by the front-and-wrist classifier."""
     return classifier_boundary(res, "classifier_boundary_side_boundary_run.json",
                                policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
-                                      "(`recipe_p995`; the third row of the table of `sim` runs)")
+                                      "(`recipe_p995`; the fourth row of the table of `sim` runs)")
 
 
 def classifier_boundary_side_run(res: Results) -> str:
@@ -376,3 +380,11 @@ def classifier_boundary_side_run2(res: Results) -> str:
     return classifier_boundary(res, "classifier_boundary_side_run2.json",
                                policy="the second faithful `robot-rl sim` run of the commands above (`side`; the "
                                       "second row of the table of `sim` runs)")
+
+
+def classifier_boundary_side_run3(res: Results) -> str:
+    """The same on the rollouts of the third faithful sim run of the same commands, with a classifier retrained on
+    that run's audit log."""
+    return classifier_boundary(res, "classifier_boundary_side_run3.json",
+                               policy="the third faithful `robot-rl sim` run of the commands above (`side`; the "
+                                      "third row of the table of `sim` runs)")
