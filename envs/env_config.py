@@ -18,6 +18,7 @@ from typing import Any
 
 from controllers.gains import GAIN_PROFILES
 from robot_rl.config import Config, require
+from robot_rl.reward_source import POLICY_CAMERAS
 from robot_rl.timing import FAITHFUL_TIMING, MAX_SIMULATED_DELAY_MS, timing_overrides
 
 __all__ = ["FAITHFUL", "FAITHFUL_TIMING", "MAX_SIMULATED_DELAY_MS", "OBS_MODES", "PANDA_HOME_Q_RAD", "SCENE_RESETS",
@@ -55,7 +56,7 @@ class RobotEnvConfig(Config):
     """'pixels': proprio + camera images; 'state': proprio + privileged object state, no rendering."""
     image_size: int = 128
     """Height and width of every camera image (pixels mode; state mode: of the `reward_cameras` frames)."""
-    camera_names: tuple[str, ...] = ("front", "wrist")
+    camera_names: tuple[str, ...] = POLICY_CAMERAS
     """Cameras in the observation (pixels mode)."""
     reward_cameras: tuple[str, ...] = ()
     """Cameras read every reset and step for a reward model only, their frames put into `info["reward_images"]`

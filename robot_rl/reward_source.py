@@ -24,7 +24,7 @@ from robot_rl.errors import ConfigError
 REWARD_SOURCES = ("env", "human", "classifier:DIR")
 
 REWARD_IMAGES_INFO_KEY = "reward_images"
-"""The `info` key under which a state-mode env puts the frames of its reward cameras: {camera: uint8 (H, W, 3)}."""
+"""The `info` key under which an env puts the frames of its reward cameras: {camera: uint8 (H, W, 3)}."""
 
 SUCCESS_UNKNOWN_INFO_KEY = "success_unknown"
 """The `info` key (True) by which an env says its `info["success"]` is no measurement, only a placeholder: on
@@ -33,6 +33,10 @@ there. Reward audits then log no true success, and the reward wrapper counts no 
 
 IMAGES_LEAF = "images"
 """The observation leaf of camera images (pixels mode): a camera NAME is the observation path "images/NAME"."""
+
+POLICY_CAMERAS: tuple[str, ...] = ("front", "wrist")
+"""The cameras a pixel policy observes unless told otherwise (envs.env_config.RobotEnvConfig.camera_names, the
+twin's default render); a classifier's card naming more (the twin's "side") has them rendered for it alone."""
 
 
 def reward_image_path(camera: str) -> str:

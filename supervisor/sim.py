@@ -53,7 +53,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.extras import require_extras
 from robot_rl.metrics import plot_learning_curve, read_metrics
 from robot_rl.presets import task_reward
-from robot_rl.reward_source import parse_reward_source
+from robot_rl.reward_source import IMAGES_LEAF, POLICY_CAMERAS, parse_reward_source
 from robot_rl.run_dir import CHECKPOINTS_DIR, METRICS_FILE, check_run_dir, latest_run_checkpoint
 from robot_rl.timing import timing_overrides
 from supervisor.display import Display, fmt_count, fmt_duration, fmt_rate, read_json
@@ -123,10 +123,6 @@ def guard_stops(logs: Path) -> int | None:
     return sum(line.startswith("safety: STOP") for f in files for line in f.read_text(errors="replace").splitlines())
 
 
-TWIN_POLICY_CAMERAS = ("front", "wrist")
-"""The cameras a twin robot server serves unless a classifier names more (its `--cameras` default)."""
-
-
 def _read_card(directory: Path, source: str) -> tuple[int, tuple[str, ...]]:
     """(square image size, camera names) a reward classifier's card (DIR/card.json, written by `robot-rl
     train-classifier`) reads, for the robot servers' cameras ("images/NAME" paths -> NAME). Read as plain JSON: the
@@ -136,7 +132,8 @@ def _read_card(directory: Path, source: str) -> tuple[int, tuple[str, ...]]:
     try:
         card = json.loads(path.read_text())
         h, w = (int(v) for v in card["image_size"])
-        cameras = tuple(str(c).partition("/")[2] for c in card.get("cameras", ()) if str(c).startswith("images/"))
+        cameras = tuple(str(c).partition("/")[2] for c in card.get("cameras", ())
+                        if str(c).startswith(f"{IMAGES_LEAF}/"))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"--reward {source}: {path} gives no image_size [H, W] ({type(err).__name__}: {err}); "
                           f"a classifier directory holds the card robot-rl train-classifier writes") from err
@@ -182,9 +179,9 @@ class Sim:
                 raise ConfigError(f"--reward {a.reward}: no such classifier directory (robot-rl train-classifier "
                                   f"writes one)")
             size, cameras = _read_card(Path(directory), a.reward)
-            extra = tuple(c for c in cameras if c not in TWIN_POLICY_CAMERAS)
+            extra = tuple(c for c in cameras if c not in POLICY_CAMERAS)
             if extra:
-                self.server_cameras = TWIN_POLICY_CAMERAS + extra
+                self.server_cameras = POLICY_CAMERAS + extra
             if a.obs_mode != "pixels":  # a state policy: the servers serve the cameras at the card's size
                 self.reward_image_size = size
                 if a.image_size and a.image_size != self.reward_image_size:

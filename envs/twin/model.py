@@ -22,6 +22,7 @@ import numpy as np
 
 from envs.assets import asset_path
 from robot_rl.errors import ConfigError, UnknownTaskError
+from robot_rl.reward_source import POLICY_CAMERAS
 
 TWIN_TASKS: tuple[str, ...] = ("reach", "pick_cube", "peg_insert", "cube_relocate", "cube_relocate_back")
 """The task scenes of the twin (envs/assets/scene_<task>.xml; both cube-relocate directions share one file)."""
@@ -37,8 +38,8 @@ GRIPPER_ACTUATOR = "gripper"
 CAMERA_NAMES: tuple[str, ...] = ("front", "wrist", "side")
 """Every camera of the twin's scene: front (a fixed view of the workspace), wrist (on the hand) and side (level with
 the table beside the cube region, where a lift shows against the horizon: a lab's separate reward camera)."""
-DEFAULT_CAMERAS: tuple[str, ...] = ("front", "wrist")
-"""The cameras a twin renders and a pixel policy observes unless told otherwise."""
+DEFAULT_CAMERAS: tuple[str, ...] = POLICY_CAMERAS
+"""The cameras a twin renders unless told otherwise: those a pixel policy observes (robot_rl.reward_source)."""
 
 GRIPPER_MAX_WIDTH_M = 0.08
 """Fully open gripper: the distance between the finger pads (two fingers, 0.04 m each)."""

@@ -62,6 +62,7 @@ from learners.rewards.metrics import FrameConfusion
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.reward_source import (
     IMAGES_LEAF,
+    POLICY_CAMERAS,
     REWARD_IMAGES_INFO_KEY,
     SUCCESS_UNKNOWN_INFO_KEY,
     parse_reward_source,
@@ -421,21 +422,17 @@ def camera_shapes_of_env(env: Any) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-DEFAULT_POLICY_CAMERAS: tuple[str, ...] = ("front", "wrist")
-"""The observation's cameras of an env given none (envs.env_config.RobotEnvConfig.camera_names)."""
-
-
 def reward_camera_overrides(sources: Sequence[str], obs_mode: str | None,
                             camera_names: Sequence[str] | None = None) -> dict[str, Any]:
     """Env kwargs (envs.env.RobotEnvConfig fields) to feed the classifiers among `sources` (`--reward` values) the
     cameras the observation lacks: `reward_cameras`, the "images/NAME" cameras their cards name (first card first)
-    outside `camera_names` (pixels mode's observation; None: DEFAULT_POLICY_CAMERAS), and in state mode
+    outside `camera_names` (pixels mode's observation; None: POLICY_CAMERAS), and in state mode
     `image_size`, the cards' (square) size (pixels: the observation's, which the card check compares). {} when none.
     ConfigError, naming the card, for a state-mode camera that is not an "images/NAME" path, a non-square size or
     cards of different sizes; the env refuses a camera it lacks, the card check (`make_reward_model`) a size."""
     if obs_mode not in ("state", "pixels"):
         return {}
-    observed = () if obs_mode == "state" else tuple(camera_names or DEFAULT_POLICY_CAMERAS)
+    observed = () if obs_mode == "state" else tuple(camera_names or POLICY_CAMERAS)
     cameras: list[str] = []
     size: int | None = None
     first = ""
