@@ -192,6 +192,29 @@ def test_two_audit_dirs_and_a_rewritten_png(setup: dict[str, Any], tmp_path: Pat
     _check_frames(tmp_path / "again", logged_again, {k: x["true"] for k, x in logged_again.items()})
 
 
+def test_a_sim_run_s_audit_directory_reads_every_actor_s(setup: dict[str, Any], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # robot-rl sim writes RUN/reward_audit/actor-0, actor-1, ...: naming RUN/reward_audit reads them all, as naming
+    # each one does (a directory named twice, as itself and through its parent, is read once)
+    audit = tmp_path / "run" / "reward_audit"
+    shutil.copytree(setup["audit"], audit / "actor-0")
+    _make_audit(audit / "actor-1", setup["cls"], seed=4)
+    outs = {}
+    for name, dirs in {"parent": [audit], "each": [audit / "actor-0", audit / "actor-1"],
+                       "twice": [audit, audit / "actor-1"]}.items():
+        rc, stdout, err = _run(capsys, "--audit", *dirs, "--classifier", setup["cls"], "--out", tmp_path / name,
+                               "--true-success")
+        assert rc == 0, err
+        assert f"wrote {2 * EPISODES * STEPS} frames in {2 * EPISODES} episode(s)" in stdout
+        outs[name] = load_labels([tmp_path / name], require_both_classes=False)
+    for name in ("each", "twice"):
+        assert outs[name].labels.tolist() == outs["parent"].labels.tolist()
+        assert np.array_equal(outs[name].images["images/front"], outs["parent"].images["images/front"])
+    (tmp_path / "empty").mkdir()
+    assert "no positives.jsonl" in _refusal(capsys, tmp_path / "o", "--audit", tmp_path / "empty", "--classifier",
+                                            setup["cls"], "--out", tmp_path / "o", "--true-success")
+
+
 def _refusal(capsys: pytest.CaptureFixture[str], out: Path, *argv: Any) -> str:
     rc, _, err = _run(capsys, *argv)
     assert rc == 1, err

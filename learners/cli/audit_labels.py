@@ -24,7 +24,8 @@ from learners.rewards.audit import write_audit_labels
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="robot-rl audit-labels", description=__doc__.split("\n\n")[0])
     p.add_argument("--audit", required=True, nargs="+", type=Path,
-                   help="audit directories (RUN/reward_audit, or RUN/reward_audit/forward and .../backward)")
+                   help="audit directories (RUN/reward_audit: every directory below it with a positives.jsonl is "
+                        "read, e.g. a sim run's actor-0, actor-1)")
     p.add_argument("--classifier", required=True, type=Path,
                    help="the classifier directory the run used (its card gives the cameras and image size)")
     p.add_argument("--out", required=True, type=Path, help="label directory to write (must hold no episode files)")

@@ -1,5 +1,8 @@
 """Label episodes from a reward classifier's audit log: the audit -> relabel -> retrain loop.
 
+`--audit DIR` takes an audit directory, or one above several (a `robot-rl sim` run's RUN/reward_audit, one per actor):
+each directory below it that holds a positives.jsonl is read (`audit_dirs_under`).
+
 A run with `--reward classifier:DIR` logs every frame the classifier called positive (learners.rewards.reward_model
 `RewardAudit`: `AUDIT_DIR/positives.jsonl` + one PNG per frame, the cameras side by side). The classifier's
 false positives there are exactly the negatives its training labels lacked (hard negatives). A person looks at
@@ -120,6 +123,17 @@ def read_audit(directory: str | os.PathLike[str]) -> list[AuditRow]:
                              bool(ts) if ts is not None else None, image,
                              tuple(cams) if cams is not None else None))
     return rows
+
+
+def audit_dirs_under(directory: str | os.PathLike[str]) -> list[Path]:
+    """The audit directories `--audit DIR` names: DIR itself when it holds positives.jsonl, else every directory
+    below it that does, sorted (a `robot-rl sim` run's RUN/reward_audit holds one per actor, actor-0, actor-1, ...;
+    a forward/backward run's one per direction). ConfigError (read_audit's) when there is none."""
+    d = Path(directory)
+    if (d / POSITIVES_FILE).is_file() or not d.is_dir():
+        return [d]
+    found = sorted(p.parent for p in d.rglob(POSITIVES_FILE) if p.is_file())
+    return found or [d]
 
 
 def latest_per_image(rows: Sequence[AuditRow]) -> tuple[list[AuditRow], int]:
@@ -298,7 +312,7 @@ def write_audit_labels(audit_dirs: Sequence[str | os.PathLike[str]], classifier:
     check_out_dir(out_dir)
     card = read_card(classifier)
     all_rows: list[AuditRow] = []
-    for d in audit_dirs:
+    for d in dict.fromkeys(sub for named in audit_dirs for sub in audit_dirs_under(named)):
         all_rows.extend(read_audit(d))
     rows, superseded = latest_per_image(all_rows)
     without_png = sum(r.image is None for r in all_rows)
