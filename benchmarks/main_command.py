@@ -95,6 +95,15 @@ def _reward_model_frames(summary: dict[str, Any]) -> dict[str, int] | None:
     return None if counts["tp"] is None else {k: v or 0 for k, v in counts.items()}
 
 
+def _reward_model_onsets(summary: dict[str, Any]) -> dict[str, int] | None:
+    """Per training episode, the classifier's first positive frame against the first true one (early / on time /
+    late / missed, learners.rewards.metrics.SuccessOnsets), summed over the actors; None without them."""
+    from learners.rewards.metrics import SuccessOnsets
+
+    counts = {k: _sum_actor_stat(summary, k, "reward_model") for k in SuccessOnsets.KEYS}
+    return None if counts["onset_on_time"] is None else {k: v or 0 for k, v in counts.items()}
+
+
 def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[str]) -> dict[str, Any]:
     """The result row from the run directory `out` (its summary.json)."""
     summary = _read_json(out / "summary.json")
@@ -110,6 +119,7 @@ def summarise(task: str, out: Path, wall_s: float, returncode: int, extra: list[
         "eval_true_success_rate": summary.get("eval_true_success_rate"),
         "operator_scene_resets": _sum_actor_stat(summary, "operator_scene_resets"),
         "reward_model_frames": _reward_model_frames(summary),
+        "reward_model_onsets": _reward_model_onsets(summary),
         "guard_stops": summary.get("guard_stops"),  # training episodes the robot servers' safety guards stopped
         "timing": summary.get("timing"),
         "milestones": milestones,

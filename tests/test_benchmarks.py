@@ -242,3 +242,9 @@ def test_main_command_sums_the_actors_reward_model_frame_counts() -> None:
     assert mc._reward_model_frames(summary) == {"tp": 8, "fp": 2, "fn": 4, "tn": 20}
     assert mc._reward_model_frames({"actor_stats": {"actor-0": {"episodes": 1}}}) is None
     assert mc._reward_model_frames({}) is None
+    onsets = {"onset_on_time": 2, "onset_late": 3, "frame_fn_late": 4}
+    summary["actor_stats"]["actor-0"]["reward_model"].update(onsets)
+    summary["actor_stats"]["actor-1"]["reward_model"].update(onsets, onset_late=1)
+    got = mc._reward_model_onsets(summary)
+    assert got is not None and (got["onset_on_time"], got["onset_late"], got["frame_fn_late"]) == (4, 4, 8)
+    assert got["onset_missed"] == 0 and mc._reward_model_onsets({}) is None

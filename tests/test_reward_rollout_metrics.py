@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from learners.rewards.metrics import FrameConfusion
+from learners.rewards.metrics import FrameConfusion, SuccessOnsets
 from learners.rewards.reward_model import ClassifierReward, RewardModelWrapper
 from tests.test_reward_classifier import _BrightnessClassifier, _FakeEnv, constant_classifier
 
@@ -32,6 +32,57 @@ def test_frame_confusion_counts_and_window() -> None:
     assert w["window_frame_precision"] is None and w["window_frame_recall"] is None and w["window_frame_tn"] == 0
     conf.add(False, False)
     assert conf.summary()["frame_tn"] == 2 and conf.window()["window_frame_tn"] == 1
+
+
+def _onsets_of(*episodes: list[tuple[bool, bool]]) -> dict[str, int]:
+    onsets = SuccessOnsets()
+    for frames in episodes:
+        for positive, true in frames:
+            onsets.add(positive, true)
+        onsets.end()
+    onsets.end()  # no frame since: changes nothing
+    return onsets.counts
+
+
+def test_success_onsets_say_when_the_first_positive_comes_against_the_first_true_frame() -> None:
+    F, T = False, True
+    counts = _onsets_of(
+        [(F, F), (T, T), (T, T)],              # on time
+        [(F, F), (F, T), (F, T), (T, T)],      # two steps late: its two false negatives are lateness
+        [(T, F), (T, T)],                      # early
+        [(F, T), (F, T)],                      # missed: false negatives, but not lateness
+        [(T, F), (F, F)],                      # a positive, never a true frame
+        [(F, F)],                              # neither
+        [(F, F), (F, T), (T, T), (F, T), (T, T)],  # one step late, then a dropout (not lateness)
+    )
+    assert counts == {"onset_early": 1, "onset_on_time": 1, "onset_late": 2, "onset_late_steps": 3,
+                      "onset_missed": 1, "onset_without_truth": 1, "frame_fn_late": 3}
+
+
+class _TrueEarlyEnv(_FakeEnv):
+    """The fake env with the true success from step 2 on, before the classifier's bright frames (step 3)."""
+
+    def step(self, action: Any) -> Any:
+        obs, r, term, trunc, _ = super().step(action)
+        return obs, r, term, trunc, {"success": self.t >= 2}
+
+
+def test_the_wrapper_reports_each_episode_s_onset() -> None:
+    early = RewardModelWrapper(_FakeEnv(), ClassifierReward(_BrightnessClassifier(k=10)))
+    _episode(early)
+    assert early.stats()["onset_early"] == 1 and early.stats()["onset_late"] == 0
+    late = RewardModelWrapper(_TrueEarlyEnv(), ClassifierReward(_BrightnessClassifier(k=10)))
+    _episode(late)
+    late.reset()  # an episode cut short (no terminated / truncated) is closed by the next reset
+    for _ in range(3):
+        late.step(None)
+    late.reset()
+    s = late.stats()
+    assert (s["onset_late"], s["onset_late_steps"], s["frame_fn_late"], s["onset_early"]) == (2, 2, 2, 0)
+    # with frames one step late, the first positive (step 3) is two steps before its scene's truth (step 5)
+    lagged = RewardModelWrapper(_LateFakeEnv(), ClassifierReward(_BrightnessClassifier(k=10)))
+    _episode(lagged)
+    assert lagged.stats()["onset_early"] == 1
 
 
 def _episode(env: RewardModelWrapper) -> None:

@@ -295,3 +295,67 @@ class FrameConfusion:
         out = self._summary(self._since, "window_frame")
         self._since = dict.fromkeys(self.KEYS, 0)
         return out
+
+
+class SuccessOnsets:
+    """Per episode, when a classifier's first positive frame comes against the episode's first truly successful
+    frame (the truth of the scene each frame shows): early, on time, late (and by how many steps) or missed. The
+    k-frame gate ends an episode a few frames after the classifier's first positive, so in training the frames
+    judged around success are mostly these onset frames, and one step of lateness costs a window about 1/(k+1) of
+    its recall: this says how much of a run's frame recall is lateness at the line and how much is misses. A
+    twin-only diagnostic (it needs the truth).
+
+        onsets = SuccessOnsets()
+        for positive, true in [(False, False), (False, True), (True, True)]:
+            onsets.add(positive, true)
+        onsets.end()         # one episode, the classifier one step late
+        onsets.counts        # {"onset_late": 1, "onset_late_steps": 1, "frame_fn_late": 1, ...}
+
+    Keys: `onset_early` (first positive before the first true frame), `onset_on_time`, `onset_late`,
+    `onset_late_steps` (summed over the late episodes), `onset_missed` (a true frame, never a positive),
+    `onset_without_truth` (a positive, never a true frame), `frame_fn_before_first_positive` (true frames the
+    `frame_fn_late` (the true frames a classifier that did fire called negative before its first positive: the
+lateness part of the false negatives).
+    """
+
+    KEYS = ("onset_early", "onset_on_time", "onset_late", "onset_late_steps", "onset_missed", "onset_without_truth",
+            "frame_fn_late")
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(self.KEYS, 0)
+        self._start()
+
+    def _start(self) -> None:
+        self._t = 0
+        self._first_true: int | None = None
+        self._first_positive: int | None = None
+        self._fn_before_positive = 0
+
+    def add(self, positive: bool, true: bool) -> None:
+        """One judged frame of the current episode."""
+        if true and self._first_true is None:
+            self._first_true = self._t
+        if positive and self._first_positive is None:
+            self._first_positive = self._t
+        if true and self._first_positive is None:
+            self._fn_before_positive += 1
+        self._t += 1
+
+    def end(self) -> None:
+        """Close the current episode (a no-op when it judged no frame) and start the next."""
+        first_true, first_positive = self._first_true, self._first_positive
+        if first_true is None:
+            if first_positive is not None:
+                self.counts["onset_without_truth"] += 1
+        elif first_positive is None:
+            self.counts["onset_missed"] += 1
+        elif first_positive < first_true:
+            self.counts["onset_early"] += 1
+        elif first_positive == first_true:
+            self.counts["onset_on_time"] += 1
+        else:
+            self.counts["onset_late"] += 1
+            self.counts["onset_late_steps"] += first_positive - first_true
+        if first_positive is not None:
+            self.counts["frame_fn_late"] += self._fn_before_positive
+        self._start()

@@ -5,8 +5,7 @@ Sources (`--reward` on `robot-rl train` and `robot-rl actor`):
 - "classifier:DIR": a trained classifier (`robot-rl train-classifier`), `ClassifierReward`;
 - "human": the teleop device's success key (`info["events"]` contains "success", as the InterventionWrapper
   reports it) ends the episode with reward 1 (HIL-SERL's fallback), `HumanReward`.
-Reset-free forward/backward training (learners.training.forward_backward) gives each direction one of these models, with
-"env" meaning `GoalReward(goal)`: the twin's true success of that direction's goal (privileged, twin only).
+Forward/backward training gives each direction one, "env" meaning `GoalReward(goal)` (the twin's truth of that goal).
 `PredicateReward(fn)` wraps any check `fn(obs, info) -> bool`. Every model has the `RewardModel` protocol.
 
 Gates of `ClassifierReward` against false positives (which end an episode with a wrong reward and teach the policy
@@ -16,8 +15,8 @@ size, k = 1 ended 11 (64x64) / 14 (128x128) one step before the true success, k 
 failed one; each extra frame delays the reward by about a step), and a proprio predicate per task
 (`TASK_PREDICATES`, or the card's) that must hold on the frame, e.g. pick-cube's gripper closed on something.
 
-Every frame the classifier calls positive is logged for audit (`RewardAudit`: a JSON line and a PNG of the
-cameras); `robot-rl audit-labels` (learners.rewards.audit) turns them and the user's verdicts into label episodes.
+Every positive frame is logged for audit (`RewardAudit`: a JSON line, a PNG of the cameras); `robot-rl audit-labels`
+(learners.rewards.audit) turns them and the user's verdicts into label episodes.
 
 A classifier reading cameras the policy does not observe (a state policy's; a pixel policy's separate camera): the
 env renders them (envs.env `RobotEnvConfig.reward_cameras`; `reward_camera_overrides(sources, obs_mode)` gives the
@@ -33,7 +32,9 @@ make the twin with `terminate_on_success=False`: `env_overrides(source)`); `info
 (an env reporting its true success) `stats()` also has the classifier's frame decisions (prob >= threshold, before
 the gate) against the truth of the scene each frame shows (`info["frame_true_success"]`: the step it was rendered at,
 with a camera latency): `frame_tp/fp/fn/tn`, `frame_precision`, `frame_recall` (learners.rewards.metrics.
-FrameConfusion; `frame_window()`: since its last call). A twin-only diagnostic: the truth is never a reward.
+FrameConfusion; `frame_window()`: since its last call), and per episode whether its first positive came early, on
+time or late against the first true frame (`onset_*`, `frame_fn_late`: metrics.SuccessOnsets). A twin-only
+diagnostic: the truth is never a reward.
 
 Usage::
 
@@ -58,7 +59,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from learners.rewards.metrics import FrameConfusion
+from learners.rewards.metrics import FrameConfusion, SuccessOnsets
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.reward_source import (
     IMAGES_LEAF,
@@ -193,10 +194,9 @@ FRAME_TRUE_SUCCESS_KEY = "frame_true_success"  # set by RewardModelWrapper each 
 
 
 def true_success(info: Mapping[str, Any], frame: bool = False) -> bool | None:
-    """The env's true success in `info` ("success"), or None when it reports none or flags it as a placeholder
-    (`SUCCESS_UNKNOWN_INFO_KEY`: hardware, where the task's condition needs object state the robot lacks). `frame`:
-    the truth of the scene the frame shows where RewardModelWrapper put it (`FRAME_TRUE_SUCCESS_KEY`; a camera
-    latency makes it `frame_lag_steps` older)."""
+    """The env's true success in `info` ("success"), or None when it reports none or flags it unknown (hardware:
+    `SUCCESS_UNKNOWN_INFO_KEY`). `frame`: the truth of the scene the frame shows where RewardModelWrapper put it
+    (`FRAME_TRUE_SUCCESS_KEY`; a camera latency makes it `frame_lag_steps` older)."""
     if frame and FRAME_TRUE_SUCCESS_KEY in info:
         return info[FRAME_TRUE_SUCCESS_KEY]
     if "success" not in info or info.get(SUCCESS_UNKNOWN_INFO_KEY):
@@ -527,6 +527,7 @@ class RewardModelWrapper:
         self.ended_without_true_success = 0
         self.true_success_episodes = 0
         self.frames = FrameConfusion()
+        self.onsets = SuccessOnsets()
         self._truth_lag = frame_lag_steps(env)
         self._truths: collections.deque[bool | None] = collections.deque(maxlen=self._truth_lag + 1)
 
@@ -542,6 +543,7 @@ class RewardModelWrapper:
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         self.model.reset()
+        self.onsets.end()  # an episode cut short without terminated / truncated (no-op after one that ended)
         self.episode += 1
         self.t = 0
         self._truths.clear()
@@ -558,12 +560,13 @@ class RewardModelWrapper:
         info["env_reward"] = float(env_reward)
         info["reward_success"] = d.success
         if d.prob is not None:
-            info["reward_prob"] = d.prob
-            info["reward_run"] = d.run  # positive frames in a row, this one included (learners.replay.gate_credit)
+            info["reward_prob"], info["reward_run"] = d.prob, d.run  # run: positives in a row (replay.gate_credit)
         if d.prob is not None and self._truths[0] is not None:  # the classifier's frame decision vs the truth
             self.frames.add(d.positive, bool(self._truths[0]))
+            self.onsets.add(d.positive, bool(self._truths[0]))
         terminated = bool(terminated) or d.success
         if terminated or truncated:
+            self.onsets.end()
             self.episodes += 1
             true = true_success(info)
             self.true_success_episodes += int(bool(true))
@@ -575,7 +578,7 @@ class RewardModelWrapper:
         return obs, float(d.reward), terminated, bool(truncated), info
 
     def stats(self) -> dict[str, Any]:
-        """Episodes so far, how many the model ended, and how many of those without the env's true success."""
+        """Episodes so far, how many the model ended, how many of those without the env's true success (+ frames)."""
         out: dict[str, Any] = {"episodes": self.episodes, "ended_by_model": self.ended_by_model,
                                "ended_without_true_success": self.ended_without_true_success,
                                "true_success_episodes": self.true_success_episodes,
@@ -583,11 +586,11 @@ class RewardModelWrapper:
         out["false_end_share"] = self.ended_without_true_success / self.episodes if self.episodes else 0.0
         if sum(self.frames.total.values()):
             out.update(self.frames.summary())
+            out.update(self.onsets.counts)
         return out
 
     def frame_window(self) -> dict[str, Any]:
-        """The classifier's frame precision / recall against the true success since the previous call ({} when no
-        frame was compared: another reward source, or an env without a true success)."""
+        """Frame precision / recall since the previous call ({} when no frame was compared: no classifier or truth)."""
         return self.frames.window() if sum(self.frames.total.values()) else {}
 
     def close(self) -> None:
