@@ -105,7 +105,7 @@ from envs.robot import Cameras, Robot, RobotState
 from envs.tasks import Task, get_task
 from robot_rl.errors import ConfigError, MissingExtraError, RobotError, RobotRLError, SafetyError, ShapeError
 from robot_rl.extras import install_hint
-from robot_rl.reward_source import REWARD_IMAGES_INFO_KEY, SUCCESS_UNKNOWN_INFO_KEY
+from robot_rl.reward_source import POLICY_CAMERAS, REWARD_IMAGES_INFO_KEY, SUCCESS_UNKNOWN_INFO_KEY
 
 __all__ = ["FAITHFUL", "OBS_MODES", "PANDA_HOME_Q_RAD", "SCENE_RESETS", "STATE_DIM", "RobotEnv", "RobotEnvConfig",
            "make_twin_env"]
@@ -546,7 +546,7 @@ def make_twin_env(
     task: str,
     obs_mode: str = "pixels",
     image_size: int = 128,
-    camera_names: tuple[str, ...] | list[str] = ("front", "wrist"),
+    camera_names: tuple[str, ...] | list[str] = POLICY_CAMERAS,
     render_mode: str | None = None,
     physics_hz: float | None = None,
     faithful: bool = False,

@@ -53,6 +53,7 @@ from robot_rl.errors import (
     SpecMismatchError,
 )
 from robot_rl.keys import ClientKeys
+from robot_rl.reward_source import POLICY_CAMERAS
 from robot_rl.wire import ErrorCode, ErrorReply, Limits, RobotCall, RobotReply, decode, encode
 
 if TYPE_CHECKING:
@@ -389,7 +390,7 @@ def make_remote_env(
         if "realtime" not in config:  # hardware: the env keeps the 10 Hz deadlines (the twin simulates its wait)
             config["realtime"] = str(robot.info.get("backend", "")) in HARDWARE_BACKENDS
         cfg = RobotEnvConfig(obs_mode=obs_mode, image_size=int(image_size or 128),
-                             camera_names=tuple(camera_names or ("front", "wrist")), **config)
+                             camera_names=tuple(camera_names or POLICY_CAMERAS), **config)
         return RobotEnv(robot, the_task, cameras, cfg, render_mode=render_mode)
     except BaseException:
         if not isinstance(address, RemoteRobot):

@@ -17,6 +17,7 @@ from envs.robot import Cameras, Robot
 from envs.robot_server.safety import SafetyGuard, ServerSafetyConfig, task_safety_box
 from envs.tasks import Task
 from robot_rl.errors import ConfigError
+from robot_rl.reward_source import POLICY_CAMERAS
 
 BACKENDS = ("twin", "franky", "ros2")
 """Backend names for `make_backend` / `robot-rl robot-server --backend`."""
@@ -25,7 +26,7 @@ BackendFactory = Callable[[], tuple[Robot, Cameras | None, dict[str, Any]]]
 """Builds (robot, cameras or None, info for `open`) on the serving thread."""
 
 
-def make_backend(name: str, task: str | Task, image_size: int = 128, camera_names: Sequence[str] = ("front", "wrist"),
+def make_backend(name: str, task: str | Task, image_size: int = 128, camera_names: Sequence[str] = POLICY_CAMERAS,
                  cameras: bool = True, physics_hz: float | None = None, ros2: Any = None, robot_ip: str | None = None,
                  camera_specs: Sequence[str] = (), franky_options: dict[str, Any] | None = None,
                  safety: ServerSafetyConfig | None = None, camera_options: dict[str, Any] | None = None,

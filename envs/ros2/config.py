@@ -38,6 +38,7 @@ from typing import Any
 
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError
+from robot_rl.reward_source import POLICY_CAMERAS
 
 PROFILES = ("crisp", "fzi")
 GRIPPER_PATHS = ("auto", "franka", "topic", "none")
@@ -205,7 +206,7 @@ class Ros2CamerasConfig(Config):
     """Cameras from sensor_msgs/Image topics (`Ros2Cameras`): newest frame only, cropped and resized to
     `image_size` as the franky server's cameras are (envs.hardware.cameras.crop_resize)."""
 
-    names: tuple[str, ...] = ("front", "wrist")
+    names: tuple[str, ...] = POLICY_CAMERAS
     """Camera names, in observation order."""
     topics: tuple[str, ...] = ("camera/front/image_raw", "camera/wrist/image_raw")
     """One sensor_msgs/Image topic per name (relative names resolve in `namespace`)."""

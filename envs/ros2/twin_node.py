@@ -64,6 +64,7 @@ from envs.ros2.logic import (
 from envs.ros2.runtime import RosRuntime, qos_profile, ros_messages
 from robot_rl.config import Config, require
 from robot_rl.errors import ConfigError, RobotRLError
+from robot_rl.reward_source import POLICY_CAMERAS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +88,7 @@ class TwinNodeConfig(Config):
     frame_wh: tuple[int, int] | None = None
     """Rendered (width, height) instead of image_size squares (a task file's camera size: the frames a lab's
     cameras send, for the robot server to crop and resize as it will on the lab's topics)."""
-    camera_names: tuple[str, ...] = ("front", "wrist")
+    camera_names: tuple[str, ...] = POLICY_CAMERAS
     """Cameras to publish (camera/NAME/image_raw)."""
     camera_topics: tuple[str, ...] = ()
     """One image topic per camera name (relative names resolve in `namespace`); () = camera/NAME/image_raw each."""
