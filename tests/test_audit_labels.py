@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from learners.rewards.audit import ACTION_DIM
+from learners.rewards.audit_log import AUDIT_PNG_PAD, RewardAudit, RewardDecision
 from learners.rewards.classifier import CARD_FILE, load_classifier
 from learners.rewards.labels import load_labels
-from learners.rewards.reward_model import ClassifierReward, RewardAudit, RewardDecision, default_predicate
+from learners.rewards.reward_model import ClassifierReward, default_predicate
 from learners.rewards.training import gate_table
 from robot_rl.cli import main as cli
 from robot_rl.episodes import load_episode
@@ -95,6 +96,55 @@ def test_audit_rows_name_the_cameras_of_their_png(setup: dict[str, Any]) -> None
     assert len(rows) == EPISODES * STEPS
     assert all(r["cameras"] == ["images/front", "images/side", "images/wrist"] for r in rows)
     assert [r["rewarded"] for r in rows[:STEPS]] == [False] * (STEPS - 1) + [True]
+
+
+def _frames(value: int) -> dict[str, Any]:
+    return {"images": {c: np.full((SIZE, SIZE, 3), value, np.uint8) for c in ("front", "wrist")}}
+
+
+def test_the_audit_logs_the_lead_frames_before_each_positive(tmp_path: Path) -> None:
+    """Negative frames are kept in memory and written only before a positive of the same episode: the last
+    `lead_frames` of them since the previous positive, each with its own pixels and truth."""
+    audit = RewardAudit(tmp_path / "a", lead_frames=2)
+    neg, pos = RewardDecision(0.0, False, 0.2), RewardDecision(0.0, False, 0.9, positive=True, run=1)
+    # episode 0: negatives at 1..4, positive 5, negative 6, positive 7; episode 1: a negative; episode 2: a positive
+    script = [(0, 1, neg), (0, 2, neg), (0, 3, neg), (0, 4, neg), (0, 5, pos), (0, 6, neg), (0, 7, pos),
+              (1, 1, neg), (2, 1, pos)]
+    for ep, t, d in script:
+        (audit.log if d.positive else audit.remember)(ep, t, d, _frames(10 * ep + t), {"success": t >= 4})
+    audit.close()
+    rows = _rows(tmp_path / "a")
+    assert [(r["episode"], r["step"], r["positive"]) for r in rows] == [
+        (0, 3, False), (0, 4, False), (0, 5, True), (0, 6, False), (0, 7, True), (2, 1, True)]
+    assert [r["true_success"] for r in rows] == [False, True, True, True, True, False]
+    png = decode_png((tmp_path / "a" / rows[1]["image"]).read_bytes())
+    assert png[AUDIT_PNG_PAD, AUDIT_PNG_PAD].tolist() == [4, 4, 4]  # the lead frame's own pixels, copied
+    off = RewardAudit(tmp_path / "b", lead_frames=0)
+    for ep, t, d in script:
+        (off.log if d.positive else off.remember)(ep, t, d, _frames(t), {})
+    off.close()
+    assert [r["positive"] for r in _rows(tmp_path / "b")] == [True, True, True]
+
+
+def test_lead_frames_that_show_success_become_hard_positives(setup: dict[str, Any], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # a classifier that fires at step 3 while the truth holds from step 2: the step-2 lead frame is a missed success
+    audit = RewardAudit(tmp_path / "audit")
+    model = ClassifierReward(load_classifier(setup["cls"]), audit=audit, threshold=0.5)
+    rng = np.random.default_rng(7)
+    logged = {}
+    for t in range(1, 5):
+        cams = {c: rng.integers(0, 256, (SIZE, SIZE, 3), dtype=np.uint8) for c in ("front", "wrist")}
+        logged[(0, t)] = {"frames": {f"images/{k}": v for k, v in cams.items()}}
+        model.threshold = 0.5 if t >= 3 else 0.95  # the constant classifier's 0.9: negative, then positive
+        model.step({"images": cams, "state": np.ones(19, np.float32)}, {"success": t >= 2}, episode=0, t=t)
+    audit.close()
+    rc, stdout, err = _run(capsys, "--audit", tmp_path / "audit", "--classifier", setup["cls"], "--out",
+                           tmp_path / "o", "--true-success")
+    assert rc == 0, err
+    assert "success 3, failure 1" in stdout and "called 2 negative (lead frames before a positive)" in stdout
+    _check_frames(tmp_path / "o", logged, {(0, 1): False, (0, 2): True, (0, 3): True, (0, 4): True})
+    assert load_episode(tmp_path / "o" / "episode_000000.npz").info["positive"] == [False, False, True, True]
 
 
 def test_verdicts_file_round_trips_the_logged_frames(setup: dict[str, Any], tmp_path: Path,

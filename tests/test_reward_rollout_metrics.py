@@ -136,7 +136,9 @@ def test_the_audit_log_judges_each_frame_by_the_scene_it_shows(tmp_path: Path, l
     _episode(env)
     audit.close()
     rows = [json.loads(line) for line in (tmp_path / "audit" / "positives.jsonl").read_text().splitlines()]
-    # positive frames at steps 3..6; the truth turns true at step 4
+    # positive frames at steps 3..6 (the two before them logged as lead frames); the truth turns true at step 4
+    assert [(r["step"], r["positive"]) for r in rows[:2]] == [(1, False), (2, False)]
+    rows = rows[2:]
     assert [r["step"] for r in rows] == [3, 4, 5, 6]
     assert [r["true_success"] for r in rows] == ([False, False, True, True] if late else [False, True, True, True])
 

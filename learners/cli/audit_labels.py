@@ -52,5 +52,6 @@ def main(argv: list[str]) -> int:
     print(f"[audit-labels] {res.rows} audit rows{' (' + ', '.join(skipped) + ' skipped)' if skipped else ''}; "
           f"verdicts from {source}")
     print(f"[audit-labels] wrote {res.frames} frames in {res.episodes} episode(s) to {args.out}: success "
-          f"{res.success}, failure {res.failure}; the classifier had rewarded {res.rewarded} of them")
+          f"{res.success}, failure {res.failure}; the classifier had rewarded {res.rewarded} of them"
+          + (f" and called {res.lead} negative (lead frames before a positive)" if res.lead else ""))
     return 0

@@ -3,11 +3,12 @@
 `--audit DIR` takes an audit directory, or one above several (a `robot-rl sim` run's RUN/reward_audit, one per actor):
 each directory below it that holds a positives.jsonl is read (`audit_dirs_under`).
 
-A run with `--reward classifier:DIR` logs every frame the classifier called positive (learners.rewards.reward_model
-`RewardAudit`: `AUDIT_DIR/positives.jsonl` + one PNG per frame, the cameras side by side). The classifier's
-false positives there are exactly the negatives its training labels lacked (hard negatives). A person looks at
-the frames and writes verdicts; `robot-rl audit-labels` turns the frames + verdicts into label episodes in the
-format `robot-rl record-labels` writes, and `robot-rl train-classifier --labels OLD NEW` retrains on both.
+A run with `--reward classifier:DIR` logs every frame the classifier called positive, and the few negative frames before
+each positive (learners.rewards.audit_log `RewardAudit`: `AUDIT_DIR/positives.jsonl` + one PNG per frame, the cameras
+side by side). The classifier's false positives there are exactly the negatives its training labels lacked (hard
+negatives); a lead frame that shows success is a positive it fired too late on (a hard positive). A person looks at the
+frames and writes verdicts; `robot-rl audit-labels` turns the frames + verdicts into label episodes in the format
+`robot-rl record-labels` writes, and `robot-rl train-classifier --labels OLD NEW` retrains on both.
 
 Verdicts (`--verdicts FILE`): one frame per line, `<image> success|failure`, whitespace or comma separated, `#`
 starts a comment, blank lines are ignored. `<image>` is the row's "image" as in positives.jsonl
@@ -16,17 +17,17 @@ its directory in front ("runs/x/reward_audit/forward/frames/ep000003_t0041.png")
 written. On the twin, `--true-success` takes each row's logged "true_success" as the verdict instead: the twin's
 privileged stand-in for the person (a rehearsal of the hardware loop; hardware audits have no true success).
 
-Output: one episode file (robot_rl.episodes format) per audited episode of each audit directory, its frames in
-step order. Per frame: the card's cameras split back out of the PNG (uint8 HxWx3 at the card's image size,
-exactly the pixels the classifier saw), `success` = the verdict, `rewards` = 1.0 on success frames (as
-record-labels writes them), `actions` zeros (T, `ACTION_DIM`), `terminated` / `truncated` / `intervention`
-False. Observation row 0 (the "reset frame", which label files never label) is a copy of the first frame.
-Consecutive frames of a file are the episode's POSITIVE frames only, so steps may have gaps (`info["steps"]`
-has the audit's step of each frame). There is no `state` (the audit keeps pixels only): load_labels fills NaN
-rows for it, and train-classifier's k-gate replay applies no proprio predicate to these frames.
-`info`: "labels" = "audit", "source" (the audit directory), "verdicts" (the file, or "true_success"),
-"privileged" (true for --true-success), "segment" = "audit", "classifier", "audit_episode", and per frame
-"steps", "images", "probs", "rewarded". `task` is the classifier card's.
+Output: one episode file (robot_rl.episodes format) per audited episode of each audit directory, its frames in step
+order. Per frame: the card's cameras split back out of the PNG (uint8 HxWx3 at the card's image size, exactly the pixels
+the classifier saw), `success` = the verdict, `rewards` = 1.0 on success frames (as record-labels writes them),
+`actions` zeros (T, `ACTION_DIM`), `terminated` / `truncated` / `intervention` False. Observation row 0 (the "reset
+frame", which label files never label) is a copy of the first frame. Consecutive frames of a file are the episode's
+logged frames only (positives and their lead frames), so steps may have gaps (`info["steps"]` has the audit's step of
+each frame). There is no `state` (the audit keeps pixels only): load_labels fills NaN rows for it, and
+train-classifier's k-gate replay applies no proprio predicate to these frames. `info`: "labels" = "audit", "source" (the
+audit directory), "verdicts" (the file, or "true_success"), "privileged" (true for --true-success), "segment" = "audit",
+"classifier", "audit_episode", and per frame "steps", "images", "probs", "rewarded", "positive" (false: a lead frame).
+`task` is the classifier card's.
 
 Rows without a PNG (past `RewardAudit.max_images`) cannot be labelled and are skipped; when a run wrote the same
 PNG name twice (its episode counter restarted, e.g. a resumed run) the PNG holds the later frame, so the later
@@ -51,8 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from learners.rewards.audit_log import AUDIT_PNG_PAD
 from learners.rewards.classifier import ClassifierCard, read_card
-from learners.rewards.reward_model import AUDIT_PNG_PAD
 from robot_rl.episodes import Episode, episode_paths, save_episode
 from robot_rl.errors import ConfigError, EpisodeFileError, ShapeError
 from robot_rl.images import grid_size, read_png, ungrid_frames
@@ -85,6 +86,8 @@ class AuditRow:
     """The PNG's path relative to `directory`; None when none was written (past max_images)."""
     cameras: tuple[str, ...] | None
     """Observation paths in the PNG, left to right; None in rows written before audits named them."""
+    positive: bool = True
+    """False for a lead frame (a negative frame logged before a positive: RewardAudit.lead_frames)."""
 
     @property
     def where(self) -> str:
@@ -121,7 +124,7 @@ def read_audit(directory: str | os.PathLike[str]) -> list[AuditRow]:
         rows.append(AuditRow(d, n, int(r["episode"]), int(r["step"]),
                              float(prob) if isinstance(prob, int | float) else None, bool(r.get("rewarded", False)),
                              bool(ts) if ts is not None else None, image,
-                             tuple(cams) if cams is not None else None))
+                             tuple(cams) if cams is not None else None, r.get("positive") is not False))
     return rows
 
 
@@ -253,6 +256,8 @@ class AuditLabelsResult:
     failure: int
     rewarded: int
     """Written frames the classifier had rewarded (they ended an episode)."""
+    lead: int
+    """Written frames the classifier had called negative (lead frames before a positive)."""
     rows: int
     """Rows in the audit logs."""
     without_png: int
@@ -288,7 +293,8 @@ def _episode(frames: list[dict[str, np.ndarray]], rows: list[AuditRow], verdicts
     obs = {cam: np.stack([frames[0][cam]] + [f[cam] for f in frames]) for cam in card.cameras}
     success = np.asarray(verdicts, bool)
     info = {**info, "audit_episode": rows[0].episode, "steps": [r.step for r in rows],
-            "images": [r.image for r in rows], "probs": [r.prob for r in rows], "rewarded": [r.rewarded for r in rows]}
+            "images": [r.image for r in rows], "probs": [r.prob for r in rows], "rewarded": [r.rewarded for r in rows],
+            "positive": [r.positive for r in rows]}
     return Episode(observations=obs, actions=np.zeros((t, ACTION_DIM), np.float32),
                    rewards=success.astype(np.float32), terminated=np.zeros(t, bool), truncated=np.zeros(t, bool),
                    intervention=np.zeros(t, bool), success=success, task=card.task, spec=None, info=info)
@@ -342,7 +348,7 @@ def write_audit_labels(audit_dirs: Sequence[str | os.PathLike[str]], classifier:
         shutil.rmtree(stage)
     created = not out_dir.exists()
     paths: list[Path] = []
-    n_success = n_rewarded = 0
+    n_success = n_rewarded = n_lead = 0
     try:
         staged = []
         for (directory, _), ep_rows in groups.items():
@@ -353,6 +359,7 @@ def write_audit_labels(audit_dirs: Sequence[str | os.PathLike[str]], classifier:
             staged.append(save_episode(ep, stage, compress=True))
             n_success += sum(vs)
             n_rewarded += sum(r.rewarded for r in ep_rows)
+            n_lead += sum(not r.positive for r in ep_rows)
         out_dir.mkdir(parents=True, exist_ok=True)
         for i, p in enumerate(staged):
             dest = out_dir / f"episode_{i:06d}.npz"
@@ -364,5 +371,5 @@ def write_audit_labels(audit_dirs: Sequence[str | os.PathLike[str]], classifier:
             out_dir.rmdir()  # a refusal leaves no empty --out behind
         raise
     shutil.rmtree(stage, ignore_errors=True)
-    return AuditLabelsResult(paths, n_success, len(selected) - n_success, n_rewarded, len(all_rows), without_png,
-                             superseded)
+    return AuditLabelsResult(paths, n_success, len(selected) - n_success, n_rewarded, n_lead, len(all_rows),
+                             without_png, superseded)

@@ -15,8 +15,9 @@ size, k = 1 ended 11 (64x64) / 14 (128x128) one step before the true success, k 
 failed one; each extra frame delays the reward by about a step), and a proprio predicate per task
 (`TASK_PREDICATES`, or the card's) that must hold on the frame, e.g. pick-cube's gripper closed on something.
 
-Every positive frame is logged for audit (`RewardAudit`: a JSON line, a PNG of the cameras); `robot-rl audit-labels`
-(learners.rewards.audit) turns them and the user's verdicts into label episodes.
+Every positive frame, and the few negative frames before each, is logged for audit (learners.rewards.audit_log
+`RewardAudit`: a JSON line, a PNG of the cameras); `robot-rl audit-labels` (learners.rewards.audit) turns them and the
+user's verdicts into label episodes.
 
 A classifier reading cameras the policy does not observe (a state policy's; a pixel policy's separate camera): the
 env renders them (envs.env `RobotEnvConfig.reward_cameras`; `reward_camera_overrides(sources, obs_mode)` gives the
@@ -49,7 +50,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import math
 import os
 import re
@@ -59,13 +59,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from learners.rewards.audit_log import (
+    FRAME_TRUE_SUCCESS_KEY,
+    RewardAudit,
+    RewardDecision,
+    camera_frames,
+    true_success,
+)
 from learners.rewards.metrics import FrameConfusion, SuccessOnsets
 from robot_rl.errors import ConfigError, ShapeError
 from robot_rl.reward_source import (
     IMAGES_LEAF,
     POLICY_CAMERAS,
-    REWARD_IMAGES_INFO_KEY,
-    SUCCESS_UNKNOWN_INFO_KEY,
     parse_reward_source,
     reward_image_path,
 )
@@ -159,51 +164,6 @@ def card_predicate(card: Any) -> ProprioPredicate:
     return ProprioPredicate(tuple(card.gate.get("predicate", ())))
 
 
-# --------------------------------------------------------------------------------------------------- decisions
-
-
-@dataclasses.dataclass(frozen=True)
-class RewardDecision:
-    """One step's reward-model output."""
-
-    reward: float
-    success: bool
-    """The gated success: ends the episode."""
-    prob: float | None = None
-    """The classifier's success probability for the frame (None for other sources)."""
-    positive: bool = False
-    """The frame alone was positive (prob >= threshold, or the human's key)."""
-    run: int = 0
-    """Consecutive positive frames up to this one."""
-    predicate_ok: bool = True
-
-
-def camera_frames(obs: Any, info: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
-    """{observation path: uint8 (H, W, 3)} of every camera frame a reward model can read: the observation's images
-    and, for paths the observation lacks, the env's reward cameras in `info["reward_images"]` (state mode)."""
-    frames = {k: v for k, v in flatten_value(obs).items()
-              if isinstance(v, np.ndarray) and v.dtype == np.uint8 and v.ndim == 3}
-    extra = info.get(REWARD_IMAGES_INFO_KEY) if isinstance(info, Mapping) else None
-    if isinstance(extra, Mapping):
-        for name, img in extra.items():
-            frames.setdefault(reward_image_path(str(name)), np.asarray(img))
-    return frames
-
-
-FRAME_TRUE_SUCCESS_KEY = "frame_true_success"  # set by RewardModelWrapper each step (see true_success)
-
-
-def true_success(info: Mapping[str, Any], frame: bool = False) -> bool | None:
-    """The env's true success in `info` ("success"), or None when it reports none or flags it unknown (hardware:
-    `SUCCESS_UNKNOWN_INFO_KEY`). `frame`: the truth of the scene the frame shows where RewardModelWrapper put it
-    (`FRAME_TRUE_SUCCESS_KEY`; a camera latency makes it `frame_lag_steps` older)."""
-    if frame and FRAME_TRUE_SUCCESS_KEY in info:
-        return info[FRAME_TRUE_SUCCESS_KEY]
-    if "success" not in info or info.get(SUCCESS_UNKNOWN_INFO_KEY):
-        return None
-    return bool(info["success"])
-
-
 class RewardModel(Protocol):
     """Maps the newest observation (and the env's info) to a RewardDecision; reset at every episode start."""
 
@@ -212,65 +172,11 @@ class RewardModel(Protocol):
     def step(self, obs: Any, info: Mapping[str, Any], episode: int, t: int) -> RewardDecision: ...
 
 
-AUDIT_PNG_PAD = 2
-"""White padding (pixels) around and between the cameras of an audit PNG (robot_rl.images.grid_frames)."""
-
-
-class RewardAudit:
-    """Audit log of positive frames: `DIR/positives.jsonl` (one JSON object per frame) and a PNG per frame
-    (`DIR/frames/ep<episode>_t<step>.png`, cameras side by side), at most `max_images` PNGs.
-
-    A row: "episode", "step", "prob", "run", "predicate_ok", "rewarded" (the gated success that ended the
-    episode), "true_success" (the twin's: of the scene the late frame shows, `true_success(info, frame=True)`),
-    and, when a PNG was written, "image" (its path relative to DIR) and "cameras" (the observation paths in the
-    PNG, left to right: sorted, every camera `camera_frames` found, each the frame's exact uint8 pixels,
-    `AUDIT_PNG_PAD` px of white around and between them; older rows lack it: learners.rewards.audit then uses the
-    card's cameras). `robot-rl audit-labels` turns the frames plus verdicts into label episodes.
-
-    Usage::
-
-        audit = RewardAudit("runs/x/reward_audit")
-        audit.log(episode=3, t=41, decision=d, obs=obs, info=info)
-    """
-
-    def __init__(self, directory: str | os.PathLike[str], max_images: int = 5000) -> None:
-        self.directory = Path(directory)
-        self.max_images = int(max_images)
-        self.images = 0
-        self.rows = 0
-        self._file: Any = None  # opened at the first positive: nothing is written before there is something
-
-    def log(self, episode: int, t: int, decision: RewardDecision, obs: Any, info: Mapping[str, Any]) -> None:
-        from robot_rl.images import grid_frames, write_png
-
-        if self._file is None or self._file.closed:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.directory / "positives.jsonl", "a", buffering=1)  # closed in close()
-        row: dict[str, Any] = {"episode": episode, "step": t, "prob": decision.prob, "run": decision.run,
-                               "predicate_ok": decision.predicate_ok, "rewarded": decision.success}
-        true = true_success(info, frame=True)
-        if true is not None:
-            row["true_success"] = true
-        cams = sorted(camera_frames(obs, info).items())
-        if cams and self.images < self.max_images:
-            name = f"frames/ep{episode:06d}_t{t:04d}.png"
-            write_png(self.directory / name, grid_frames([[v for _, v in cams]], pad=AUDIT_PNG_PAD))
-            row["image"] = name
-            row["cameras"] = [k for k, _ in cams]
-            self.images += 1
-        self._file.write(json.dumps(row) + "\n")
-        self.rows += 1
-
-    def close(self) -> None:
-        if self._file is not None and not self._file.closed:
-            self._file.close()
-
-
 class ClassifierReward:
     """Reward from a trained classifier with the k-consecutive-frames gate and the proprio predicate.
 
     classifier: a `learners.rewards.classifier.LoadedClassifier`. k / predicate / threshold: None = the card's.
-    audit: where positive frames are logged (None: not logged).
+    audit: where positive frames (and the lead frames before them: RewardAudit) are logged (None: not logged).
     """
 
     def __init__(self, classifier: Any, k: int | None = None, predicate: ProprioPredicate | None = None,
@@ -327,6 +233,8 @@ class ClassifierReward:
             self.positive_frames += 1
             if self.audit is not None:
                 self.audit.log(episode, t, d, obs, info)
+        elif self.audit is not None:
+            self.audit.remember(episode, t, d, obs, info)
         self.model_successes += int(success)
         return d
 
@@ -390,6 +298,8 @@ class HumanReward:
             self.positive_frames += 1
             if self.audit is not None:
                 self.audit.log(episode, t, d, obs, info)
+        elif self.audit is not None:
+            self.audit.remember(episode, t, d, obs, info)
         return d
 
 
