@@ -259,8 +259,11 @@ def test_classifier_reward_gates_on_k_frames_and_the_predicate_and_logs_positive
     assert [d.success for d in out] == [False, False, False, False, True] and out[4].reward == 1.0
     audit.close()
     rows = [json.loads(line) for line in (tmp_path / "audit" / "positives.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == [1, 3, 4, 5] and [r["rewarded"] for r in rows] == [False, False, False, True]
-    assert rows[2]["predicate_ok"] is False and rows[3]["true_success"] is False
+    # the negative frame 2 comes back as a lead frame ("positive": false) before the positive frame 3 it precedes
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r["positive"] for r in rows] == [True, False, True, True, True]
+    assert [r["rewarded"] for r in rows] == [False, False, False, False, True]
+    assert rows[3]["predicate_ok"] is False and rows[4]["true_success"] is False
     assert all((tmp_path / "audit" / r["image"]).read_bytes()[:4] == b"\x89PNG" for r in rows)
     rm.reset()
     assert rm.step(_obs(True), {}, 1, 1).run == 1
