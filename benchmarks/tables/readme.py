@@ -9,7 +9,6 @@ from typing import Any
 
 from .fmt import Results, Row, ksteps, minutes, pct, pcts, rnd, table
 from .learning import FAITHFUL_SPREAD_20K_LEAN, MAIN_COMMAND_RUNS
-from .rewards import MAIN_COMMAND_FAITHFUL_RUNS
 
 
 def first_reached(ms: dict) -> str:
@@ -41,6 +40,10 @@ CLASSIFIER_ON_POLICY = "classifier_boundary_side.json"
 CLASSIFIER_ON_OWN_POLICY = "classifier_boundary_side_run.json"
 CLASSIFIER_ON_OWN_POLICY_2 = "classifier_boundary_side_run2.json"
 FAITHFUL_SIM_COVERAGE_SIDE = "demo_coverage_faithful_sim_side.json"
+README_SIM_RUNS = ("main_command_twin-pick-cube_faithful_pixels_side.json",
+                   "main_command_twin-pick-cube_faithful_pixels_side_run2.json",
+                   "main_command_twin-pick-cube_faithful_pixels_boundary.json")
+"""The `robot-rl sim` runs the README's row cites: the documented commands' first two, the front+wrist one."""
 FAITHFUL_SIM_COVERAGE_SIDE_2 = "demo_coverage_faithful_sim_side_run2.json"
 FAITHFUL_SIM_COVERAGE_BOUNDARY = "demo_coverage_faithful_sim_boundary.json"
 
@@ -86,7 +89,7 @@ def readme_glance(res: Results) -> str:
     ff, ffl = res(FAITHFUL_20K)["runs"], res(FAITHFUL_SPREAD_20K_LEAN)["runs"]
     pp = res("sample_efficiency_twin-peg-insert_pixels64_pixdefaults.json")["runs"]
     lean, lean2, leanpeg = res(LEAN_PICK)["runs"], res(LEAN_PICK_20K)["runs"], res(LEAN_PEG)["runs"]
-    fss, fss2, fsb = (res(MAIN_COMMAND_FAITHFUL_RUNS[i][0])["result"] for i in (0, 1, 3))
+    fss, fss2, fsb = (res(f)["result"] for f in README_SIM_RUNS)
     covs, covs2, covb = (res(f)["runs"][0] for f in (FAITHFUL_SIM_COVERAGE_SIDE, FAITHFUL_SIM_COVERAGE_SIDE_2,
                                                      FAITHFUL_SIM_COVERAGE_BOUNDARY))
     cls = res("classifier.json")["sizes"]["64"]["test"]
@@ -136,7 +139,7 @@ def readme_glance(res: Results) -> str:
          f"{_out_of(fss)} and {_out_of(fss2)} deterministic evaluation episodes in {minutes(fss['wall_s'])} and "
          f"{minutes(fss2['wall_s'])} min, {pct(covs['true_success_rate'])} and {pct(covs2['true_success_rate'])} on "
          f"100 scenes; {_out_of(fsb)} in {minutes(fsb['wall_s'])} min, {pct(covb['true_success_rate'])} on 100 scenes",
-         "`, `".join([*(MAIN_COMMAND_FAITHFUL_RUNS[i][0] for i in (0, 1, 3)), FAITHFUL_SIM_COVERAGE_SIDE,
+         "`, `".join([*README_SIM_RUNS, FAITHFUL_SIM_COVERAGE_SIDE,
                       FAITHFUL_SIM_COVERAGE_SIDE_2, FAITHFUL_SIM_COVERAGE_BOUNDARY])],
         ["a third-party env never tuned on (gym-hil's pick-cube, random cube), the defaults with 20 demos, 3 seeds: "
          "first evaluation >= 90 %", _first_steps(tp),

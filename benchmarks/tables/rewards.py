@@ -210,6 +210,9 @@ MAIN_COMMAND_FAITHFUL_RUNS = [
      "process timing and sampling)"),
     ("main_command_twin-pick-cube_faithful_pixels_side_run3.json",
      "the same commands, a third run (its audit log made the `side_audit` classifier)"),
+    ("main_command_twin-pick-cube_faithful_pixels_side_run4.json",
+     "the same commands, a fourth run, on another machine (the same labels; its classifier's threshold 0.984, not "
+     "0.988; its audit log made `side_audit4`)"),
     ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
      "the same without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
@@ -223,6 +226,17 @@ MAIN_COMMAND_FAITHFUL_RUNS = [
      "demos on seeds 0-19, `--back-out-slowdown 3` on both record-labels commands"),
 ]
 """(results file, how its demos and its classifier's labels were recorded)."""
+
+
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+             "eleventh", "twelfth", "thirteenth", "fourteenth")
+
+
+def sim_row(name: str) -> str:
+    """'the fifth row of the table of `sim` runs' for the results file `main_command_twin-pick-cube_<name>.json`:
+    the captions follow the table's order when rows are added."""
+    files = [n for n, _ in MAIN_COMMAND_FAITHFUL_RUNS]
+    return f"the {_ORDINALS[files.index(f'main_command_twin-pick-cube_{name}.json')]} row of the table of `sim` runs"
 
 
 def main_command_faithful(res: Results) -> str:
@@ -240,9 +254,12 @@ def main_command_faithful(res: Results) -> str:
             frame_pr = f"{rnd(tp / (tp + fp), 2) if tp + fp else '-'} / {rnd(tp / (tp + fn), 2) if tp + fn else '-'}"
         else:
             frame_pr = "-"
+        on = r.get("reward_model_onsets")
+        onsets = (f"{on['onset_early']} / {on['onset_on_time']} / {on['onset_late']} / {on['onset_missed']}"
+                  if on else "-")
         rows.append([labels, f"`{d['command']}`", d["date"], f"{minutes(r['wall_s'])} min", ksteps(r["env_step"]),
                      f"{r['episodes']}", f"{r['guard_stops']}", f"{r['operator_scene_resets']}",
-                     pct(r["train_success_rate"]), frame_pr,
+                     pct(r["train_success_rate"]), frame_pr, onsets,
                      f"**{rnd(r['eval_true_success_rate'] * n)} / {n}**", f"{rnd(r['eval_success_rate'] * n)} / {n}",
                      " / ".join(f"{rnd(timing[k])} ms" for k in ("camera_latency_ms", "action_delay_ms")
                                 if k in timing) or "-"])
@@ -252,6 +269,8 @@ def main_command_faithful(res: Results) -> str:
                                "scene resets by a person",
                                "final training success (the classifier's)",
                                "classifier frame P / R in training (against the truth; - not recorded)",
+                               "training episodes by the classifier's first positive against the first true "
+                               "frame: early / on time / late / never",
                                "final checkpoint, deterministic: true success",
                                "the same, the classifier's count", "frames / targets late"], rows),
                         source(*(n for n, _ in MAIN_COMMAND_FAITHFUL_RUNS))])
@@ -279,6 +298,10 @@ CLASSIFIER_BOUNDARY_ARMS = {
     "side_seed1_w06": "`side_seed1` with the same 6 cm predicate",
     "side_audit": "`side` retrained with a fifth label set: the third run's audit log (its actors' positive frames, "
                   "`audit-labels --true-success`, 833 frames)",
+    "side_audit4": "the audit round as printed: `side` retrained with the fourth run's audit log as a fifth label set "
+                   "(`audit-labels --audit RUN/reward_audit --true-success`: 658 frames, 30 failures)",
+    "side_noshift": "`side` trained without random shifts (`--shift-pad 0`)",
+    "side_audit4_p99": "`side_audit4` at `--target-precision 0.99`",
 }
 
 
@@ -345,7 +368,7 @@ def classifier_boundary_line_boundary_run(res: Results) -> str:
     the documented commands' classifier."""
     return classifier_boundary(res, "classifier_boundary_line_boundary_run.json",
                                policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
-                                      "(`recipe_p995`; the fourth row of the table of `sim` runs)")
+                                      f"(`recipe_p995`; {sim_row('faithful_pixels_boundary')})")
 
 
 def classifier_boundary_line(res: Results) -> str:
@@ -364,27 +387,34 @@ def classifier_boundary_side_boundary_run(res: Results) -> str:
     """The same on the rollouts of the faithful sim run rewarded by the front-and-wrist classifier."""
     return classifier_boundary(res, "classifier_boundary_side_boundary_run.json",
                                policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
-                                      "(`recipe_p995`; the fourth row of the table of `sim` runs)")
+                                      f"(`recipe_p995`; {sim_row('faithful_pixels_boundary')})")
 
 
 def classifier_boundary_side_run(res: Results) -> str:
     """The same on the rollouts of the faithful sim run rewarded by the side-camera classifier itself."""
     return classifier_boundary(res, "classifier_boundary_side_run.json",
                                policy="the faithful `robot-rl sim` run of the commands above, rewarded by their "
-                                      "side-camera classifier (`side`; the first row of the table of `sim` runs)")
+                                      f"side-camera classifier (`side`; {sim_row('faithful_pixels_side')})")
 
 
 def classifier_boundary_side_run2(res: Results) -> str:
     """The same on the rollouts of the second faithful sim run of the same commands, each false positive listed in
     the results file."""
     return classifier_boundary(res, "classifier_boundary_side_run2.json",
-                               policy="the second faithful `robot-rl sim` run of the commands above (`side`; the "
-                                      "second row of the table of `sim` runs)")
+                               policy="the second faithful `robot-rl sim` run of the commands above (`side`; "
+                                      f"{sim_row('faithful_pixels_side_run2')})")
+
+
+def classifier_boundary_side_run4(res: Results) -> str:
+    """The same on the rollouts of the fourth faithful sim run, with the audit round's classifier and two variants."""
+    return classifier_boundary(res, "classifier_boundary_side_run4.json",
+                               policy="the fourth faithful `robot-rl sim` run of the commands above (`side`; "
+                                      f"{sim_row('faithful_pixels_side_run4')})")
 
 
 def classifier_boundary_side_run3(res: Results) -> str:
     """The same on the rollouts of the third faithful sim run of the same commands, with a classifier retrained on
     that run's audit log."""
     return classifier_boundary(res, "classifier_boundary_side_run3.json",
-                               policy="the third faithful `robot-rl sim` run of the commands above (`side`; the "
-                                      "third row of the table of `sim` runs)")
+                               policy="the third faithful `robot-rl sim` run of the commands above (`side`; "
+                                      f"{sim_row('faithful_pixels_side_run3')})")
