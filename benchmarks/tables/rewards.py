@@ -213,8 +213,15 @@ MAIN_COMMAND_FAITHFUL_RUNS = [
     ("main_command_twin-pick-cube_faithful_pixels_side_run4.json",
      "the same commands, a fourth run, on another machine (the same labels; its classifier's threshold 0.984, not "
      "0.988; its audit log made `side_audit4`)"),
+    ("main_command_twin-pick-cube_faithful_pixels_side_run5.json",
+     "the same commands, a fifth run (its audit log, with the lead frames before each positive, made `side_audit5`)"),
+    ("main_command_twin-pick-cube_faithful_pixels_side_audit.json",
+     "the audit round: the same commands with `side_audit5` as the reward (the fifth run's audit log, its hard "
+     "negatives and the lead frames' hard positives, `audit-labels --true-success`, as a fifth label set)"),
+    ("main_command_twin-pick-cube_faithful_pixels_side_audit_p99.json",
+     "the audit round with `--target-precision 0.99` (`side_audit5_p99`) as the reward"),
     ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
-     "the same without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
+     "the commands above without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
      "the commands before (the first two record-labels commands without `--back-out-slowdown`, `train-classifier` "
      "defaults), the lean pixel learner (given as three `--set` flags: the run predates the default), demos spread"),
@@ -302,6 +309,10 @@ CLASSIFIER_BOUNDARY_ARMS = {
                    "(`audit-labels --audit RUN/reward_audit --true-success`: 658 frames, 30 failures)",
     "side_noshift": "`side` trained without random shifts (`--shift-pad 0`)",
     "side_audit4_p99": "`side_audit4` at `--target-precision 0.99`",
+    "side_audit5": "the audit round as printed, the audit log with its lead frames: `side` retrained with the fifth "
+                   "run's audit log as a fifth label set (1,855 frames: 910 positives, 37 of them failures, and 945 "
+                   "lead frames, 164 of them successes)",
+    "side_audit5_p99": "`side_audit5` at `--target-precision 0.99`",
 }
 
 
@@ -383,38 +394,46 @@ def classifier_boundary_side(res: Results) -> str:
     return classifier_boundary(res, "classifier_boundary_side.json")
 
 
+def _on_sim_run(res: Results, label: str, run: str, policy: str, reward: str) -> str:
+    """`classifier_boundary` of `classifier_boundary_<label>.json`, on the rollouts of the sim run `run` (its results
+    file's name after `main_command_twin-pick-cube_`), whose reward was the classifier `reward`."""
+    return classifier_boundary(res, f"classifier_boundary_{label}.json",
+                               policy=f"{policy} (`{reward}`; {sim_row(run)})")
+
+
 def classifier_boundary_side_boundary_run(res: Results) -> str:
     """The same on the rollouts of the faithful sim run rewarded by the front-and-wrist classifier."""
-    return classifier_boundary(res, "classifier_boundary_side_boundary_run.json",
-                               policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
-                                      f"(`recipe_p995`; {sim_row('faithful_pixels_boundary')})")
+    return _on_sim_run(res, "side_boundary_run", "faithful_pixels_boundary",
+                       "the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier", "recipe_p995")
 
 
 def classifier_boundary_side_run(res: Results) -> str:
     """The same on the rollouts of the faithful sim run rewarded by the side-camera classifier itself."""
-    return classifier_boundary(res, "classifier_boundary_side_run.json",
-                               policy="the faithful `robot-rl sim` run of the commands above, rewarded by their "
-                                      f"side-camera classifier (`side`; {sim_row('faithful_pixels_side')})")
+    return _on_sim_run(res, "side_run", "faithful_pixels_side", "the faithful `robot-rl sim` run of the commands "
+                       "above, rewarded by their side-camera classifier", "side")
 
 
 def classifier_boundary_side_run2(res: Results) -> str:
     """The same on the rollouts of the second faithful sim run of the same commands, each false positive listed in
     the results file."""
-    return classifier_boundary(res, "classifier_boundary_side_run2.json",
-                               policy="the second faithful `robot-rl sim` run of the commands above (`side`; "
-                                      f"{sim_row('faithful_pixels_side_run2')})")
-
-
-def classifier_boundary_side_run4(res: Results) -> str:
-    """The same on the rollouts of the fourth faithful sim run, with the audit round's classifier and two variants."""
-    return classifier_boundary(res, "classifier_boundary_side_run4.json",
-                               policy="the fourth faithful `robot-rl sim` run of the commands above (`side`; "
-                                      f"{sim_row('faithful_pixels_side_run4')})")
+    return _on_sim_run(res, "side_run2", "faithful_pixels_side_run2",
+                       "the second faithful `robot-rl sim` run of the commands above", "side")
 
 
 def classifier_boundary_side_run3(res: Results) -> str:
     """The same on the rollouts of the third faithful sim run of the same commands, with a classifier retrained on
     that run's audit log."""
-    return classifier_boundary(res, "classifier_boundary_side_run3.json",
-                               policy="the third faithful `robot-rl sim` run of the commands above (`side`; "
-                                      f"{sim_row('faithful_pixels_side_run3')})")
+    return _on_sim_run(res, "side_run3", "faithful_pixels_side_run3",
+                       "the third faithful `robot-rl sim` run of the commands above", "side")
+
+
+def classifier_boundary_side_run4(res: Results) -> str:
+    """The same on the rollouts of the fourth faithful sim run, with the audit round's classifier and two variants."""
+    return _on_sim_run(res, "side_run4", "faithful_pixels_side_run4",
+                       "the fourth faithful `robot-rl sim` run of the commands above", "side")
+
+
+def classifier_boundary_side_audit_run(res: Results) -> str:
+    """The same on the rollouts of the audit round's sim run: the policy trained on the retrained classifier."""
+    return _on_sim_run(res, "side_audit_run", "faithful_pixels_side_audit",
+                       "the audit round's faithful `robot-rl sim` run", "side_audit5")
