@@ -374,12 +374,18 @@ def classifier_boundary_lift(res: Results) -> str:
     return classifier_boundary(res, "classifier_boundary_lift.json")
 
 
+def _on_sim_run(res: Results, label: str, run: str, policy: str, reward: str) -> str:
+    """`classifier_boundary` of `classifier_boundary_<label>.json`, on the rollouts of the sim run `run` (its results
+    file's name after `main_command_twin-pick-cube_`), whose reward was the classifier `reward`."""
+    return classifier_boundary(res, f"classifier_boundary_{label}.json",
+                               policy=f"{policy} (`{reward}`; {sim_row(run)})")
+
+
 def classifier_boundary_line_boundary_run(res: Results) -> str:
     """The same classifiers on another policy's rollouts: the final checkpoint of the faithful sim run whose reward was
     the documented commands' classifier."""
-    return classifier_boundary(res, "classifier_boundary_line_boundary_run.json",
-                               policy="the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier "
-                                      f"(`recipe_p995`; {sim_row('faithful_pixels_boundary')})")
+    return _on_sim_run(res, "line_boundary_run", "faithful_pixels_boundary",
+                       "the faithful `robot-rl sim` run rewarded by the front-and-wrist classifier", "recipe_p995")
 
 
 def classifier_boundary_line(res: Results) -> str:
@@ -392,13 +398,6 @@ def classifier_boundary_side(res: Results) -> str:
     """The seeded policy's rollouts judged by classifiers that also read the twin's side camera (a separate camera for
     the classifier, beside the policy's front and wrist), against the same labels without it."""
     return classifier_boundary(res, "classifier_boundary_side.json")
-
-
-def _on_sim_run(res: Results, label: str, run: str, policy: str, reward: str) -> str:
-    """`classifier_boundary` of `classifier_boundary_<label>.json`, on the rollouts of the sim run `run` (its results
-    file's name after `main_command_twin-pick-cube_`), whose reward was the classifier `reward`."""
-    return classifier_boundary(res, f"classifier_boundary_{label}.json",
-                               policy=f"{policy} (`{reward}`; {sim_row(run)})")
 
 
 def classifier_boundary_side_boundary_run(res: Results) -> str:
