@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -116,3 +117,49 @@ def test_closing_the_env_closes_its_renderer() -> None:
     assert cams not in cameras._OPEN
     with pytest.raises(RobotError, match="closed"):
         cams.read()
+
+
+def _lowest_cube_row(renderer: object, model: object, data: object, cube_xyz: tuple[float, float, float],
+                     camera: str) -> int:
+    """The lowest image row (0 = top) where `camera` sees the cube at `cube_xyz` (centre, m): the rows that differ
+    from the same scene with the cube far out of view."""
+    import mujoco
+
+    m, d, r = cast(mujoco.MjModel, model), cast(mujoco.MjData, data), cast(mujoco.Renderer, renderer)
+    qa = m.jnt_qposadr[m.body("cube").jntadr[0]]
+    frames = []
+    for xyz in (cube_xyz, (0.5, 5.0, 0.02)):
+        d.qpos[qa:qa + 3], d.qpos[qa + 3:qa + 7] = xyz, (1.0, 0.0, 0.0, 0.0)
+        mujoco.mj_forward(m, d)
+        r.update_scene(d, camera=camera)
+        frames.append(r.render().astype(int))
+    rows = np.nonzero(np.abs(frames[0] - frames[1]).sum(axis=(1, 2)) > 30)[0]
+    assert rows.size, f"{camera} does not see the cube at {cube_xyz}"
+    return int(rows.max())
+
+
+def test_the_level_camera_sees_pick_cubes_line_as_one_row_at_every_depth() -> None:
+    """`level` sits at the height of pick-cube's line (the cube's bottom 5 cm up), so a cube's bottom edge shows on
+    the same image row at every distance from the camera, and crosses one row when it crosses the line; from the
+    `side` camera, 20 cm higher and looking down, the row of the same heights moves with the distance."""
+    import mujoco
+
+    from envs.tasks import PickCubeTask
+    from envs.twin.model import CAMERA_NAMES, CUBE_HALF_SIZE_M, build_model
+
+    assert "level" in CAMERA_NAMES
+    line_m = PickCubeTask().lift_m
+    model = build_model("pick_cube", 64, 64)
+    data = mujoco.MjData(model)
+    renderer = mujoco.Renderer(model, 64, 64)
+    try:
+        def rows(camera: str, bottom_m: float) -> set[int]:
+            return {_lowest_cube_row(renderer, model, data, (0.5, y, bottom_m + CUBE_HALF_SIZE_M), camera)
+                    for y in (-0.15, 0.0, 0.15)}  # the near, middle and far edge of the cube region
+
+        below, above = rows("level", line_m - 0.004), rows("level", line_m + 0.004)
+        assert len(below) == 1 and len(above) == 1, (below, above)  # one row at every depth
+        assert above == {below.pop() - 1}  # crossing the line moves the bottom edge up by one row
+        assert len(rows("side", line_m - 0.004)) > 1  # from above, depth moves the row
+    finally:
+        renderer.close()

@@ -394,8 +394,8 @@ def record_labels_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=int, default=None, help="camera image size (pixels mode)")
     p.add_argument("--cameras", default=None, metavar="NAMES",
                    help="comma-separated cameras to record (pixels mode; default: the task's observation cameras), "
-                        "e.g. front,wrist,side: the twin's side camera, which a classifier may read beside a pixel "
-                        "policy's cameras")
+                        "e.g. front,wrist,side: the twin's side camera (or level, at the height of pick-cube's "
+                        "line), which a classifier may read beside a pixel policy's cameras")
     p.add_argument("--noise", type=float, default=0.0, help="scripted teleop: Gaussian action noise std")
     p.add_argument("--seed", type=int, default=0, help="seed of the first segment (then +1 per segment)")
     p.add_argument("--near-misses", type=int, default=None,

@@ -35,9 +35,11 @@ TCP_SITE = "tcp"
 FT_SITE = "ft"
 HAND_BODY = "hand"
 GRIPPER_ACTUATOR = "gripper"
-CAMERA_NAMES: tuple[str, ...] = ("front", "wrist", "side")
-"""Every camera of the twin's scene: front (a fixed view of the workspace), wrist (on the hand) and side (level with
-the table beside the cube region, where a lift shows against the horizon: a lab's separate reward camera)."""
+CAMERA_NAMES: tuple[str, ...] = ("front", "wrist", "side", "level")
+"""Every camera of the twin's scene: front (a fixed view of the workspace), wrist (on the hand), side (25 cm above
+the table beside the cube region, looking across it and slightly down: a lab's separate reward camera) and level
+(the same place at the height of pick-cube's success line, looking level: the line is one image row at every
+depth; another reward camera)."""
 DEFAULT_CAMERAS: tuple[str, ...] = POLICY_CAMERAS
 """The cameras a twin renders unless told otherwise: those a pixel policy observes (robot_rl.reward_source)."""
 

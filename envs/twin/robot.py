@@ -110,7 +110,7 @@ class TwinRobotConfig(Config):
     image_width: int = 128
     """Camera image width (pixels)."""
     camera_names: tuple[str, ...] = DEFAULT_CAMERAS
-    """Cameras that TwinCameras.read() renders, a subset of CAMERA_NAMES ("front", "wrist", "side")."""
+    """Cameras that TwinCameras.read() renders, a subset of CAMERA_NAMES ("front", "wrist", "side", "level")."""
     render: bool = True
     """False: never create a renderer (state-only use); cameras() then raises ConfigError."""
     impedance: ImpedanceConfig = dataclasses.field(default_factory=ImpedanceConfig)
