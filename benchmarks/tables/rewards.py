@@ -220,6 +220,11 @@ MAIN_COMMAND_FAITHFUL_RUNS = [
      "negatives and the lead frames' hard positives, `audit-labels --true-success`, as a fifth label set)"),
     ("main_command_twin-pick-cube_faithful_pixels_side_audit_p99.json",
      "the audit round with `--target-precision 0.99` (`side_audit5_p99`) as the reward"),
+    ("main_command_twin-pick-cube_faithful_pixels_level.json",
+     "the commands above with `--cameras front,wrist,level` on the four record-labels commands: the twin's `level` "
+     "camera, at the height of the 5 cm line, instead of `side`"),
+    ("main_command_twin-pick-cube_faithful_pixels_side_level.json",
+     "the same with `--cameras front,wrist,side,level`: both reward cameras"),
     ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
      "the commands above without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
@@ -313,6 +318,9 @@ CLASSIFIER_BOUNDARY_ARMS = {
                    "run's audit log as a fifth label set (1,855 frames: 910 positives, 37 of them failures, and 945 "
                    "lead frames, 164 of them successes)",
     "side_audit5_p99": "`side_audit5` at `--target-precision 0.99`",
+    "level": "the commands above with the level camera's frames instead of the side camera's (`--cameras "
+             "front,wrist,level`)",
+    "side_level": "the commands above with both reward cameras' frames (`--cameras front,wrist,side,level`)",
 }
 
 
@@ -430,6 +438,20 @@ def classifier_boundary_side_run4(res: Results) -> str:
     """The same on the rollouts of the fourth faithful sim run, with the audit round's classifier and two variants."""
     return _on_sim_run(res, "side_run4", "faithful_pixels_side_run4",
                        "the fourth faithful `robot-rl sim` run of the commands above", "side")
+
+
+def classifier_boundary_level_run(res: Results) -> str:
+    """The same on the rollouts of the sim run rewarded by a classifier on the level camera, beside the side camera's
+    classifier from the same commands."""
+    return _on_sim_run(res, "level_run", "faithful_pixels_level",
+                       "the faithful `robot-rl sim` run rewarded by the level camera's classifier", "level")
+
+
+def classifier_boundary_side_level_run(res: Results) -> str:
+    """The same on the rollouts of the sim run rewarded by a classifier on both reward cameras."""
+    return _on_sim_run(res, "side_level_run", "faithful_pixels_side_level",
+                       "the faithful `robot-rl sim` run rewarded by the classifier on both reward cameras",
+                       "side_level")
 
 
 def classifier_boundary_side_audit_run(res: Results) -> str:
