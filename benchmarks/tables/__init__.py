@@ -73,6 +73,8 @@ from .readme import README_BLOCKS
 from .rewards import (
     classifier,
     classifier_boundary,
+    classifier_boundary_level_dense_probe,
+    classifier_boundary_level_noshift_probe,
     classifier_boundary_level_run,
     classifier_boundary_lift,
     classifier_boundary_line,
@@ -201,6 +203,8 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "classifier_boundary_side_run4": classifier_boundary_side_run4,
     "classifier_boundary_side_audit_run": classifier_boundary_side_audit_run,
     "classifier_boundary_level_run": classifier_boundary_level_run,
+    "classifier_boundary_level_noshift_probe": classifier_boundary_level_noshift_probe,
+    "classifier_boundary_level_dense_probe": classifier_boundary_level_dense_probe,
     "classifier_boundary_side_level_run": classifier_boundary_side_level_run,
     "learned_reward": learned_reward,
     "forward_backward": forward_backward,

@@ -320,6 +320,9 @@ CLASSIFIER_BOUNDARY_ARMS = {
     "side_audit5_p99": "`side_audit5` at `--target-precision 0.99`",
     "level": "the commands above with the level camera's frames instead of the side camera's (`--cameras "
              "front,wrist,level`)",
+    "level_noshift": "`level` trained without random shifts (`--shift-pad 0`)",
+    "level_dense": "`level` with a fifth label set of 3,000 frames held 4-6 cm up (`--lift-cm 4 6 --frames 3000 "
+                   "--seed 60000`, the rest as the line set)",
     "side_level": "the commands above with both reward cameras' frames (`--cameras front,wrist,side,level`)",
 }
 
@@ -444,6 +447,19 @@ def classifier_boundary_level_run(res: Results) -> str:
     """The same on the rollouts of the sim run rewarded by a classifier on the level camera, beside the side camera's
     classifier from the same commands."""
     return _on_sim_run(res, "level_run", "faithful_pixels_level",
+                       "the faithful `robot-rl sim` run rewarded by the level camera's classifier", "level")
+
+
+def classifier_boundary_level_noshift_probe(res: Results) -> str:
+    """The level camera's classifier on its own run's rollouts, beside the same labels trained without random shifts."""
+    return _on_sim_run(res, "level_noshift_probe", "faithful_pixels_level",
+                       "the faithful `robot-rl sim` run rewarded by the level camera's classifier", "level")
+
+
+def classifier_boundary_level_dense_probe(res: Results) -> str:
+    """The level camera's classifier on its own run's rollouts, beside the same labels with 3,000 more frames held
+    4-6 cm up."""
+    return _on_sim_run(res, "level_dense_probe", "faithful_pixels_level",
                        "the faithful `robot-rl sim` run rewarded by the level camera's classifier", "level")
 
 
