@@ -8,8 +8,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import cast
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -119,13 +119,10 @@ def test_closing_the_env_closes_its_renderer() -> None:
         cams.read()
 
 
-def _lowest_cube_row(renderer: object, model: object, data: object, cube_xyz: tuple[float, float, float],
+def _lowest_cube_row(r: mujoco.Renderer, m: mujoco.MjModel, d: mujoco.MjData, cube_xyz: tuple[float, float, float],
                      camera: str) -> int:
     """The lowest image row (0 = top) where `camera` sees the cube at `cube_xyz` (centre, m): the rows that differ
     from the same scene with the cube far out of view."""
-    import mujoco
-
-    m, d, r = cast(mujoco.MjModel, model), cast(mujoco.MjData, data), cast(mujoco.Renderer, renderer)
     qa = m.jnt_qposadr[m.body("cube").jntadr[0]]
     frames = []
     for xyz in (cube_xyz, (0.5, 5.0, 0.02)):
@@ -142,8 +139,6 @@ def test_the_level_camera_sees_pick_cubes_line_as_one_row_at_every_depth() -> No
     """`level` sits at the height of pick-cube's line (the cube's bottom 5 cm up), so a cube's bottom edge shows on
     the same image row at every distance from the camera, and crosses one row when it crosses the line; from the
     `side` camera, 20 cm higher and looking down, the row of the same heights moves with the distance."""
-    import mujoco
-
     from envs.tasks import PickCubeTask
     from envs.twin.model import CAMERA_NAMES, CUBE_HALF_SIZE_M, build_model
 

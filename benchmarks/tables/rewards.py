@@ -443,24 +443,28 @@ def classifier_boundary_side_run4(res: Results) -> str:
                        "the fourth faithful `robot-rl sim` run of the commands above", "side")
 
 
+def _on_level_run(res: Results, label: str) -> str:
+    """`_on_sim_run` of `classifier_boundary_<label>.json` on the rollouts of the sim run rewarded by the level camera's
+    classifier (its own table and the probes beside it)."""
+    return _on_sim_run(res, label, "faithful_pixels_level",
+                       "the faithful `robot-rl sim` run rewarded by the level camera's classifier", "level")
+
+
 def classifier_boundary_level_run(res: Results) -> str:
     """The same on the rollouts of the sim run rewarded by a classifier on the level camera, beside the side camera's
     classifier from the same commands."""
-    return _on_sim_run(res, "level_run", "faithful_pixels_level",
-                       "the faithful `robot-rl sim` run rewarded by the level camera's classifier", "level")
+    return _on_level_run(res, "level_run")
 
 
 def classifier_boundary_level_noshift_probe(res: Results) -> str:
     """The level camera's classifier on its own run's rollouts, beside the same labels trained without random shifts."""
-    return _on_sim_run(res, "level_noshift_probe", "faithful_pixels_level",
-                       "the faithful `robot-rl sim` run rewarded by the level camera's classifier", "level")
+    return _on_level_run(res, "level_noshift_probe")
 
 
 def classifier_boundary_level_dense_probe(res: Results) -> str:
     """The level camera's classifier on its own run's rollouts, beside the same labels with 3,000 more frames held
     4-6 cm up."""
-    return _on_sim_run(res, "level_dense_probe", "faithful_pixels_level",
-                       "the faithful `robot-rl sim` run rewarded by the level camera's classifier", "level")
+    return _on_level_run(res, "level_dense_probe")
 
 
 def classifier_boundary_side_level_run(res: Results) -> str:
