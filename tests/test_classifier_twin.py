@@ -2,7 +2,7 @@
 (scripted, with near misses) beats chance on held-out episodes; eval-classifier; the classifier / human reward
 inside `robot-rl train` and the actor's env; one-line errors for mismatched inputs.
 
-Kept fast: 32x32 images, a 3-layer conv net, 400 gradient steps (~25 s for the module on 2 shared cores).
+Kept fast: 32x32 images, a 3-layer stride-2 conv net, 400 gradient steps (~25 s for the module on 2 shared cores).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def twin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         assert labels_main(["--task", "twin-pick-cube", "--out", str(root / name), "--frames", str(frames),
                             "--image-size", str(SIZE), "--seed", str(seed)]) == 0
     assert cli.main(["train-classifier", "--labels", str(root / "train"), "--out", str(root / "cls"),
-                     "--max-steps", "400", "--eval-every", "50", "--conv-channels", "16,32,32", "--latent", "32",
+                     "--max-steps", "400", "--eval-every", "50", "--conv-channels", "16,32,32",
+                     "--conv-strides", "2,2,2", "--latent", "32",
                      "--batch-size", "32", "--lr", "1e-3"]) == 0
     return {"root": root, "train": root / "train", "test": root / "test", "cls": root / "cls"}
 

@@ -98,6 +98,32 @@ def test_save_load_round_trip_predicts_the_same(tmp_path: Path) -> None:
     assert loaded.card.gate == {"k": 2, "predicate": []} and loaded.card.image_size == (16, 16)
 
 
+def test_conv_strides_default_to_a_stride_1_first_layer_and_old_cards_load_with_stride_2(tmp_path: Path) -> None:
+    from learners.agents.encoders import ConvBackbone
+
+    assert ClassifierModelConfig().strides() == (1, 2, 2, 2) and SMALL.strides() == (1, 2)
+    assert ClassifierModelConfig(conv_strides=(2, 2, 2, 2)).strides() == (2, 2, 2, 2)
+    # the first layer keeps the full resolution: 64 -> 62 -> 30 -> 14 -> 6 (all stride 2: 64 -> 31 -> 15 -> 7 -> 3)
+    for strides, hw in (((1, 2, 2, 2), (6, 6)), ((2, 2, 2, 2), (3, 3))):
+        net = ConvBackbone(3, (4, 4, 4, 4), strides)
+        assert net.output_hw(64, 64) == hw and net(torch.zeros(1, 64, 64, 3, dtype=torch.uint8)).shape[2:] == hw
+    with pytest.raises(ConfigError, match="conv_strides"):
+        ClassifierModelConfig(conv_channels=(8, 16), conv_strides=(1,))
+    with pytest.raises(ConfigError, match="conv strides"):
+        ConvBackbone(3, (8, 16), (1, 0))
+    # a card written before the field (no "conv_strides" in its model) was all stride 2 and still loads as that
+    old = ClassifierModelConfig(conv_channels=(8, 16), image_latent_dim=16, hidden_dim=32, conv_strides=(2, 2))
+    model = RewardClassifier({"images/front": (16, 16, 3)}, old)
+    legacy = {k: v for k, v in old.to_dict().items() if k != "conv_strides"}
+    save_classifier(tmp_path / "old", model, ClassifierCard(
+        task="t", cameras=["images/front"], image_size=(16, 16), model=legacy, threshold=0.5,
+        target_precision=0.99, gate={"k": 1, "predicate": []}))
+    loaded = load_classifier(tmp_path / "old")
+    assert loaded.card.model_config().strides() == (2, 2)
+    imgs = {"images/front": np.random.default_rng(0).integers(0, 256, (3, 16, 16, 3), dtype=np.uint8)}
+    np.testing.assert_allclose(loaded.predict_proba(imgs), model.predict_proba(imgs), rtol=1e-6)
+
+
 def test_classifier_directory_errors_name_the_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="classifier directory does not exist"):
         load_classifier(tmp_path / "nope")

@@ -72,14 +72,22 @@ def resnet10_keys() -> dict[str, tuple[int, ...]]:
 
 
 class ConvBackbone(nn.Module):
-    """Small conv net from scratch: 3x3 convs, stride 2, valid padding, ReLU (SERL's SmallEncoder)."""
+    """Small conv net from scratch: 3x3 convs, valid padding, ReLU (SERL's SmallEncoder: every stride 2).
 
-    def __init__(self, in_channels: int, channels: tuple[int, ...]) -> None:
+    `strides`: one per layer (None: 2 for every layer). A stride-1 first layer keeps one-pixel detail that a
+    stride-2 one samples away (the reward classifier's default, `learners.rewards.classifier`); it costs about 4x
+    the compute of every layer after it.
+    """
+
+    def __init__(self, in_channels: int, channels: tuple[int, ...], strides: tuple[int, ...] | None = None) -> None:
         super().__init__()
+        self.strides = tuple(strides) if strides is not None else (2,) * len(channels)
+        if len(self.strides) != len(channels) or any(s < 1 for s in self.strides):
+            raise ConfigError(f"conv strides {self.strides}: need one stride >= 1 per layer of {channels}")
         layers: list[nn.Module] = []
         prev = in_channels
-        for c in channels:
-            layers += [nn.Conv2d(prev, c, 3, 2, 0), nn.ReLU()]
+        for c, stride in zip(channels, self.strides, strict=True):
+            layers += [nn.Conv2d(prev, c, 3, stride, 0), nn.ReLU()]
             prev = c
         self.net = nn.Sequential(*layers)
         self.n_layers = len(channels)
@@ -94,8 +102,8 @@ class ConvBackbone(nn.Module):
         return self.net(to_float_nchw(images, None, None) - 0.5)
 
     def output_hw(self, h: int, w: int) -> tuple[int, int]:
-        for _ in range(self.n_layers):
-            h, w = (h - 3) // 2 + 1, (w - 3) // 2 + 1
+        for stride in self.strides:
+            h, w = (h - 3) // stride + 1, (w - 3) // stride + 1
         return h, w
 
 

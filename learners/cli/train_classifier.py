@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local weights file of a ResNet (resnet10, resnet18; robot-rl convert-encoder writes one)")
     p.add_argument("--conv-channels", default=",".join(map(str, m.conv_channels)),
                    help="conv backbone channels per layer")
+    p.add_argument("--conv-strides", default=None,
+                   help="conv backbone stride per layer (default: 1 for the first layer, 2 after)")
     p.add_argument("--latent", type=int, default=m.image_latent_dim, help="per-camera feature size")
     p.add_argument("--target-precision", type=float, default=d.target_precision,
                    help="the threshold is the lowest with this precision on the validation split")
@@ -79,6 +81,8 @@ def main(argv: list[str]) -> int:
     model = ClassifierModelConfig(encoder=classifier_encoder(args.encoder, args.encoder_weights),
                                   encoder_weights=args.encoder_weights,
                                   conv_channels=_ints(args.conv_channels, "--conv-channels"),
+                                  conv_strides=None if args.conv_strides is None
+                                  else _ints(args.conv_strides, "--conv-strides"),
                                   image_latent_dim=args.latent)
     cfg = TrainClassifierConfig(
         cameras=tuple(c.strip() for c in args.cameras.split(",") if c.strip()), model=model,

@@ -58,7 +58,11 @@ class ClassifierModelConfig(Config):
     encoder_weights: str | None = None
     """Local safetensors file with the ResNet weights (encoder='resnet10' / 'resnet18'; never downloaded)."""
     conv_channels: tuple[int, ...] = (16, 32, 64, 64)
-    """Channels of the conv backbone's 3x3 stride-2 layers."""
+    """Channels of the conv backbone's 3x3 layers."""
+    conv_strides: tuple[int, ...] | None = None
+    """The conv backbone's stride per layer; None: 1 for the first layer, 2 after (`strides`). A success that shows
+    as one pixel row (a cube's bottom edge at a lift line) survives a stride-1 first layer and is sampled away by a
+    stride-2 one (SERL's small encoder, all 2s; what cards written before this field had, and still load with)."""
     num_spatial_features: int = 8
     """Spatial learned embeddings per backbone channel."""
     image_latent_dim: int = 64
@@ -77,10 +81,19 @@ class ClassifierModelConfig(Config):
                 "ResNet would never learn); or use encoder='conv'")
         require(len(self.conv_channels) > 0 and all(c > 0 for c in self.conv_channels), "conv_channels",
                 self.conv_channels, "must be a non-empty tuple of positive ints")
+        require(self.conv_strides is None or (len(self.conv_strides) == len(self.conv_channels)
+                                              and all(s >= 1 for s in self.conv_strides)), "conv_strides",
+                self.conv_strides, f"must give one stride >= 1 per conv layer ({len(self.conv_channels)})")
         for name in ("num_spatial_features", "image_latent_dim", "hidden_dim"):
             require(getattr(self, name) >= 1, name, getattr(self, name), "must be >= 1")
         for name in ("encoder_dropout", "dropout"):
             require(0.0 <= getattr(self, name) < 1.0, name, getattr(self, name), "must be in [0, 1)")
+
+    def strides(self) -> tuple[int, ...]:
+        """The conv backbone's stride per layer (`conv_strides`, or its default)."""
+        if self.conv_strides is not None:
+            return tuple(self.conv_strides)
+        return (1,) + (2,) * (len(self.conv_channels) - 1)
 
     def encoder_config(self) -> AgentConfig:
         """The AgentConfig fields `learners.agents.encoders.CameraEncoder` reads."""
@@ -128,7 +141,7 @@ class RewardClassifier(nn.Module):
                     load_backbone_weights(backbone, cfg.encoder_weights)
                 frozen = True
             else:
-                backbone = ConvBackbone(c, cfg.conv_channels)
+                backbone = ConvBackbone(c, cfg.conv_channels, cfg.strides())
                 frozen = False
             self.encoders[self.camera_keys[name]] = CameraEncoder(backbone, (h, w), enc_cfg, frozen)
         feat = cfg.image_latent_dim * len(self.camera_shapes)
@@ -213,7 +226,11 @@ class ClassifierCard:
     REQUIRED = ("task", "cameras", "image_size", "model", "threshold", "target_precision", "gate")
 
     def model_config(self) -> ClassifierModelConfig:
-        return ClassifierModelConfig.from_dict(dict(self.model))
+        """The network config; a card without "conv_strides" (written before the field) had stride 2 everywhere."""
+        model = dict(self.model)
+        if "conv_strides" not in model:
+            model["conv_strides"] = [2] * len(model.get("conv_channels", ClassifierModelConfig.conv_channels))
+        return ClassifierModelConfig.from_dict(model)
 
     def to_dict(self) -> dict[str, Any]:
         d = {"format": CARD_FORMAT, "version": CARD_VERSION}
