@@ -192,6 +192,22 @@ def test_true_success_and_only_rewarded(setup: dict[str, Any], tmp_path: Path,
     _check_frames(tmp_path / "rewarded", logged, rewarded)
 
 
+def test_all_cameras_writes_every_camera_of_the_png(setup: dict[str, Any], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    logged = setup["logged"]
+    rc, _, err = _run(capsys, "--audit", setup["audit"], "--classifier", setup["cls"], "--out", tmp_path / "all",
+                      "--true-success", "--all-cameras")
+    assert rc == 0, err
+    # the side camera the card does not use is written too, each camera exactly the logged frame
+    data = load_labels([tmp_path / "all"], require_both_classes=False)
+    assert data.cameras == ["images/front", "images/side", "images/wrist"]
+    keys = sorted(logged)
+    for i, key in enumerate(keys):
+        for cam in data.cameras:
+            assert np.array_equal(data.images[cam][i], logged[key]["frames"][cam]), (key, cam)
+    assert data.labels.tolist() == [logged[k]["true"] for k in keys]
+
+
 def test_old_rows_without_cameras_fall_back_to_the_card(setup: dict[str, Any], tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     # an audit whose PNGs hold exactly the card's cameras, its rows stripped of "cameras": the card decides

@@ -36,13 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="twin only: the logged true success is the verdict (privileged stand-in for a person)")
     p.add_argument("--only-rewarded", action="store_true",
                    help="only frames the classifier rewarded (the ones that ended an episode)")
+    p.add_argument("--all-cameras", action="store_true",
+                   help="write every camera the audit PNGs hold (e.g. the policy's beside the classifier's), not only "
+                        "the card's: for retraining on another set of cameras")
     return p
 
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     res = write_audit_labels(args.audit, args.classifier, args.out, verdicts=args.verdicts,
-                             true_success=args.true_success, only_rewarded=args.only_rewarded)
+                             true_success=args.true_success, only_rewarded=args.only_rewarded,
+                             all_cameras=args.all_cameras)
     source = "the twin's true success (privileged: a person's stand-in)" if args.true_success else str(args.verdicts)
     skipped = []
     if res.without_png:

@@ -18,7 +18,9 @@ written. On the twin, `--true-success` takes each row's logged "true_success" as
 privileged stand-in for the person (a rehearsal of the hardware loop; hardware audits have no true success).
 
 Output: one episode file (robot_rl.episodes format) per audited episode of each audit directory, its frames in step
-order. Per frame: the card's cameras split back out of the PNG (uint8 HxWx3 at the card's image size, exactly the pixels
+order. Per frame: the card's cameras (with `--all-cameras` every camera the PNG holds: the audit log writes every
+camera frame the reward model can read, so a classifier can be retrained on another set of them) split back out of
+the PNG (uint8 HxWx3 at the card's image size, exactly the pixels
 the classifier saw), `success` = the verdict, `rewards` = 1.0 on success frames (as record-labels writes them),
 `actions` zeros (T, `ACTION_DIM`), `terminated` / `truncated` / `intervention` False. Observation row 0 (the "reset
 frame", which label files never label) is a copy of the first frame. Consecutive frames of a file are the episode's
@@ -215,9 +217,11 @@ def png_cameras(row: AuditRow, card: ClassifierCard, width: int) -> tuple[str, .
                       f"+ {AUDIT_PNG_PAD} px padding: which camera is where cannot be told")
 
 
-def split_frame(img: np.ndarray, row: AuditRow, card: ClassifierCard) -> dict[str, np.ndarray]:
-    """{card camera: uint8 (H, W, 3)} cut out of an audit PNG (`img`, decoded); ConfigError naming the row when
-    the PNG's size or padding does not match its cameras at the card's image size, or a card camera is not in it."""
+def split_frame(img: np.ndarray, row: AuditRow, card: ClassifierCard,
+                all_cameras: bool = False) -> dict[str, np.ndarray]:
+    """{card camera: uint8 (H, W, 3)} cut out of an audit PNG (`img`, decoded), or with `all_cameras` every camera
+    the PNG holds (the card's among them); ConfigError naming the row when the PNG's size or padding does not match
+    its cameras at the card's image size, or a card camera is not in it."""
     h, w = card.image_size
     pad = AUDIT_PNG_PAD
     cams = png_cameras(row, card, img.shape[1])
@@ -229,12 +233,12 @@ def split_frame(img: np.ndarray, row: AuditRow, card: ClassifierCard) -> dict[st
     missing = [c for c in card.cameras if c not in cams]
     if missing:
         raise ConfigError(f"{row.where}: {row.image} holds cameras {list(cams)}, not the card's {missing[0]!r}")
-    return {cam: frames[cams.index(cam)] for cam in card.cameras}
+    return {cam: frames[cams.index(cam)] for cam in (cams if all_cameras else card.cameras)}
 
 
-def read_frame(row: AuditRow, card: ClassifierCard) -> dict[str, np.ndarray]:
-    """The card's cameras of `row`'s PNG (`split_frame`); ConfigError naming the row for a missing or unreadable
-    PNG."""
+def read_frame(row: AuditRow, card: ClassifierCard, all_cameras: bool = False) -> dict[str, np.ndarray]:
+    """The card's cameras of `row`'s PNG, or every camera it holds (`split_frame`); ConfigError naming the row for a
+    missing or unreadable PNG."""
     assert row.image is not None
     path = row.directory / row.image
     if not path.is_file():
@@ -243,7 +247,7 @@ def read_frame(row: AuditRow, card: ClassifierCard) -> dict[str, np.ndarray]:
         img = read_png(path)
     except (OSError, ShapeError) as err:
         raise ConfigError(f"{row.where}: unreadable PNG ({err})") from err
-    return split_frame(img, row, card)
+    return split_frame(img, row, card, all_cameras)
 
 
 @dataclasses.dataclass
@@ -290,7 +294,7 @@ def check_out_dir(out: Path) -> None:
 def _episode(frames: list[dict[str, np.ndarray]], rows: list[AuditRow], verdicts: list[bool], card: ClassifierCard,
              info: dict[str, Any]) -> Episode:
     t = len(frames)
-    obs = {cam: np.stack([frames[0][cam]] + [f[cam] for f in frames]) for cam in card.cameras}
+    obs = {cam: np.stack([frames[0][cam]] + [f[cam] for f in frames]) for cam in frames[0]}
     success = np.asarray(verdicts, bool)
     info = {**info, "audit_episode": rows[0].episode, "steps": [r.step for r in rows],
             "images": [r.image for r in rows], "probs": [r.prob for r in rows], "rewarded": [r.rewarded for r in rows],
@@ -302,9 +306,11 @@ def _episode(frames: list[dict[str, np.ndarray]], rows: list[AuditRow], verdicts
 
 def write_audit_labels(audit_dirs: Sequence[str | os.PathLike[str]], classifier: str | os.PathLike[str],
                        out: str | os.PathLike[str], verdicts: str | os.PathLike[str] | None = None,
-                       true_success: bool = False, only_rewarded: bool = False) -> AuditLabelsResult:
+                       true_success: bool = False, only_rewarded: bool = False,
+                       all_cameras: bool = False) -> AuditLabelsResult:
     """Read the audit logs, take the verdicts (a file, or the twin's true success), write one label episode per
-    audited episode into `out` (see the module docstring). Nothing is written unless every selected frame reads
+    audited episode into `out` (see the module docstring); `all_cameras`: every camera the PNGs hold, not only the
+    card's. Nothing is written unless every selected frame reads
     (episodes go to a staging directory inside `out` first). ConfigError, one line, for: no audit directory, a
     missing positives.jsonl, a classifier directory without its card, both or neither verdict source,
     --true-success on rows without a true success, a bad verdicts file, a missing or mis-sized PNG, an empty
@@ -353,7 +359,7 @@ def write_audit_labels(audit_dirs: Sequence[str | os.PathLike[str]], classifier:
         staged = []
         for (directory, _), ep_rows in groups.items():
             ep_rows = sorted(ep_rows, key=lambda r: r.step)
-            frames = [read_frame(r, card) for r in ep_rows]
+            frames = [read_frame(r, card, all_cameras) for r in ep_rows]
             vs = [verdict_of[(r.directory, r.image or "")] for r in ep_rows]
             ep = _episode(frames, ep_rows, vs, card, {**base_info, "source": str(directory)})
             staged.append(save_episode(ep, stage, compress=True))
