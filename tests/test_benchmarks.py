@@ -232,6 +232,23 @@ def test_classifier_boundary_summary_counts_the_reward_models_decisions() -> Non
     assert len(cb._false_positives(positive, np.ones(12), {**data, "state": state}, limit=2)) == 2
 
 
+def test_classifier_line_profile_tables_the_lowest_cube_row_per_frame() -> None:
+    lp = _load_script("classifier_line_profile")
+    # four 8x8 frames: a green patch whose lowest row is 5, 5, 6 and (frame 3) none; the heights and truth beside
+    images = np.full((4, 8, 8, 3), 40, np.uint8)
+    images[0, 3:6, 2:4] = (40, 200, 60)
+    images[1, 4:6, 5:7] = (40, 200, 60)
+    images[2, 4:7, 2:4] = (40, 200, 60)
+    images[2, 7, 0] = (200, 200, 200)  # grey, not the cube's colour
+    height = np.array([5.6, 5.2, 4.8, 6.0])
+    truth = np.array([True, True, False, True])
+    rows = lp.lowest_cube_rows(images, height, truth)
+    assert [(r["row"], r["frames"], r["true_share"]) for r in rows] == [(5, 2, 1.0), (6, 1, 0.0)]
+    assert rows[0]["height_cm_min"] == 5.2 and rows[0]["height_cm_max"] == 5.6
+    # frames outside 3-9 cm are not counted
+    assert lp.lowest_cube_rows(images, np.array([2.0, 9.5, 4.8, 6.0]), truth) == [rows[1]]
+
+
 def test_main_command_sums_the_actors_reward_model_frame_counts() -> None:
     mc = _load_script("main_command")
     rm = {"frame_tp": 3, "frame_fp": 1, "frame_fn": 2, "frame_tn": 10, "frame_precision": 0.75}

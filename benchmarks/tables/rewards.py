@@ -225,6 +225,10 @@ MAIN_COMMAND_FAITHFUL_RUNS = [
      "camera, at the height of the 5 cm line, instead of `side`"),
     ("main_command_twin-pick-cube_faithful_pixels_side_level.json",
      "the same with `--cameras front,wrist,side,level`: both reward cameras"),
+    ("main_command_twin-pick-cube_faithful_pixels_level_s1.json",
+     "the level row's four label sets and a fifth of 6,000 frames across the line (`labels_line2`), the classifier on "
+     "the level camera alone (`train-classifier --cameras images/level`), its conv net's first stride 1 (the default "
+     "now)"),
     ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
      "the commands above without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
@@ -323,6 +327,9 @@ CLASSIFIER_BOUNDARY_ARMS = {
     "level_noshift": "`level` trained without random shifts (`--shift-pad 0`)",
     "level_dense": "`level` with a fifth label set of 3,000 frames held 4-6 cm up (`--lift-cm 4 6 --frames 3000 "
                    "--seed 60000`, the rest as the line set)",
+    "level_cam_s1_line2": "the level row's labels and `labels_line2` (6,000 frames across the line), the level camera "
+                          "alone (`--cameras images/level`), first stride 1",
+    "level_cam_s1": "the level row's four label sets, the level camera alone, first stride 1",
     "side_level": "the commands above with both reward cameras' frames (`--cameras front,wrist,side,level`)",
 }
 
@@ -472,6 +479,58 @@ def classifier_boundary_side_level_run(res: Results) -> str:
     return _on_sim_run(res, "side_level_run", "faithful_pixels_side_level",
                        "the faithful `robot-rl sim` run rewarded by the classifier on both reward cameras",
                        "side_level")
+
+
+LINE_PROFILE_ARMS = {
+    "level": "the four commands with `--cameras front,wrist,level`, all three cameras, every stride 2 (the default "
+             "before)",
+    "level_cam": "the same labels, the level camera only (`--cameras images/level`), every stride 2",
+    "level_line2": "the four label sets and `labels_line2` (6,000 more frames across the line), all three cameras, "
+                   "every stride 2",
+    "level_cam_line2": "the five label sets, the level camera only, every stride 2",
+    "level_s1_line2": "the five label sets, all three cameras, first stride 1 (the default now)",
+    "level_cam_s1": "the four label sets, the level camera only, first stride 1",
+    "level_cam_s1_line2": "the five label sets, the level camera only, first stride 1 (the tenth `sim` run's reward)",
+    "level_cam_s1_audit": "the same with a sixth label set: the tenth `sim` run's audit log (`audit-labels "
+                          "--true-success`)",
+    "level_wrist_s1_line2": "the five label sets, the level and wrist cameras, first stride 1",
+    "level_wrist_s1_audit": "the same with the audit log's label set (the level and wrist cameras' frames)",
+}
+"""classifier_line_profile arm name -> what its classifier was trained on (`train-classifier --target-precision
+0.995`; the labels as in the faithful sim table's level row)."""
+
+
+def classifier_line_profile(res: Results, name: str = "classifier_line_profile.json") -> str:
+    """What the level camera's pixels hold at pick-cube's line (the lowest cube-coloured row against the cube's height
+    and the truth), and where classifiers put the line on the same scripted expert frames (share called a success
+    per height band)."""
+    d = res(name)
+    a0 = d["args"]
+    parts = []
+    for cam, rows in d["lowest_cube_rows"].items():
+        parts.append(table([f"`{cam}` camera: lowest image row with a cube-coloured pixel", "frames",
+                            "cube bottom's height", "truly a success"],
+                           [[r["row"], r["frames"], f"{r['height_cm_min']:.2f}-{r['height_cm_max']:.2f} cm",
+                             pct(r["true_share"])] for r in rows]))
+    bands = [f"{b['lo_cm']:g}-{b['hi_cm']:g} cm ({b['frames']})" for b in d["arms"][0]["bands"]]
+    rows = [[LINE_PROFILE_ARMS.get(a["name"], a["name"]), rnd(a["threshold"], 3),
+             f"{rnd(a['precision'], 3)} / {rnd(a['recall'], 3)}",
+             *("-" if b["positive_share"] is None else pct(b["positive_share"]) for b in a["bands"])]
+            for a in d["arms"]]
+    parts.append(table(["classifier (train-classifier on); share of frames called a success by the cube bottom's "
+                        "height (frames) ->", "threshold", "all frames P / R", *bands], rows))
+    note = (f"{d['frames']:,} frames of {a0['segments']} scripted expert segments on seeds {a0['seed']}-"
+            f"{a0['seed'] + a0['segments'] - 1} (no label set's), {a0['image_size']}x{a0['image_size']}, the cube "
+            f"lifted 3-8 cm, held 25 steps and backed out 3x slower; {d['true_frames']:,} truly successful; "
+            f"{d['time'][:10]}. Heights and truth are the twin's (privileged); the rows table counts frames 3-9 cm up")
+    parts.append(source(name, note=note))
+    return "\n\n".join(parts)
+
+
+def classifier_boundary_level_s1_run(res: Results) -> str:
+    """The same on the rollouts of the sim run rewarded by the level camera alone, its conv net's first stride 1."""
+    return _on_sim_run(res, "level_s1_run", "faithful_pixels_level_s1", "the faithful `robot-rl sim` run rewarded by "
+                       "the level camera alone, first stride 1", "level_cam_s1_line2")
 
 
 def classifier_boundary_side_audit_run(res: Results) -> str:
