@@ -114,7 +114,8 @@ def judge(data: dict[str, Any], directory: str) -> dict[str, Any]:
     return {"classifier": directory, "cameras": list(clf.card.cameras), "threshold": float(clf.card.threshold),
             "conv_strides": list(clf.card.model_config().strides()), "tp": tp, "fp": fp, "fn": fn,
             "precision": tp / (tp + fp) if tp + fp else None, "recall": tp / (tp + fn) if tp + fn else None,
-            "bands": bands, "label_sources": [s.get("directory") for s in clf.card.label_sources]}
+            "bands": bands, "label_sources": [s.get("directory") for s in clf.card.label_sources],
+            "train_seconds": clf.card.training.get("total_seconds"), "train_steps": clf.card.training.get("steps")}
 
 
 def main() -> None:

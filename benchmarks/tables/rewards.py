@@ -513,16 +513,21 @@ def classifier_line_profile(res: Results, name: str = "classifier_line_profile.j
                            [[r["row"], r["frames"], f"{r['height_cm_min']:.2f}-{r['height_cm_max']:.2f} cm",
                              pct(r["true_share"])] for r in rows]))
     bands = [f"{b['lo_cm']:g}-{b['hi_cm']:g} cm ({b['frames']})" for b in d["arms"][0]["bands"]]
-    rows = [[LINE_PROFILE_ARMS.get(a["name"], a["name"]), rnd(a["threshold"], 3),
+    rows = [[LINE_PROFILE_ARMS.get(a["name"], a["name"]),
+             f"{minutes(a['train_seconds'])} min" if a.get("train_seconds") else "-",
+             rnd(a["threshold"], 3),
              f"{rnd(a['precision'], 3)} / {rnd(a['recall'], 3)}",
              *("-" if b["positive_share"] is None else pct(b["positive_share"]) for b in a["bands"])]
             for a in d["arms"]]
     parts.append(table(["classifier (train-classifier on); share of frames called a success by the cube bottom's "
-                        "height (frames) ->", "threshold", "all frames P / R", *bands], rows))
+                        "height (frames) ->", "training time (one thread)", "threshold", "all frames P / R", *bands],
+                       rows))
     note = (f"{d['frames']:,} frames of {a0['segments']} scripted expert segments on seeds {a0['seed']}-"
             f"{a0['seed'] + a0['segments'] - 1} (no label set's), {a0['image_size']}x{a0['image_size']}, the cube "
             f"lifted 3-8 cm, held 25 steps and backed out 3x slower; {d['true_frames']:,} truly successful; "
-            f"{d['time'][:10]}. Heights and truth are the twin's (privileged); the rows table counts frames 3-9 cm up")
+            f"{d['time'][:10]}. Heights and truth are the twin's (privileged); the rows table counts frames 3-9 cm up. "
+            f"Training time: the card's, one torch thread, most classifiers trained two at a time on this 2-core "
+            f"machine")
     parts.append(source(name, note=note))
     return "\n\n".join(parts)
 
