@@ -96,6 +96,20 @@ def add_label(p: argparse.ArgumentParser) -> None:
     p.add_argument("--label", default="", help="suffix of the result files (a variant beside the plain run)")
 
 
+def add_classifiers(p: argparse.ArgumentParser) -> None:
+    """`--classifiers NAME=DIR ...`: reward classifiers to judge frames, each under a name (`named_classifiers`)."""
+    p.add_argument("--classifiers", nargs="+", required=True, metavar="NAME=DIR",
+                   help="classifiers to judge the frames")
+
+
+def named_classifiers(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """[(name, directory)] of `--classifiers`; the parser's error (exit 2) for an entry that is not NAME=DIR."""
+    named = [c.split("=", 1) for c in args.classifiers]
+    if any(len(n) != 2 or not n[0] for n in named):
+        p.error("--classifiers: each must be NAME=DIR")
+    return [(n[0], n[1]) for n in named]
+
+
 def add_run_labels(p: argparse.ArgumentParser) -> None:
     """`--labels NAME ...`: a name per positional run directory (`runs`) for a benchmark's table."""
     p.add_argument("--labels", nargs="+", default=None, help="a name per run for the table (default: its directory)")

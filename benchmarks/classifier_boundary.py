@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from _prelude import (
+    add_classifiers,
     add_label,
     add_out_dir,
     bench_parser,
     host_info,
     load_average,
+    named_classifiers,
     print_table,
     result_name,
     set_env_defaults,
@@ -202,8 +204,7 @@ def _summary(positive: np.ndarray, ok: np.ndarray, data: dict[str, Any], gate_k:
 def main() -> None:
     p = bench_parser(__doc__)
     p.add_argument("--run", type=Path, required=True, help="a trained pick-cube run (train, learner or sim --out)")
-    p.add_argument("--classifiers", nargs="+", required=True, metavar="NAME=DIR",
-                   help="classifiers to judge the frames")
+    add_classifiers(p)
     p.add_argument("--episodes", type=int, default=30)
     p.add_argument("--seed", type=int, default=3_000_000, help="env seed of the first episode")
     p.add_argument("--gate-k", type=int, default=3)
@@ -211,9 +212,7 @@ def main() -> None:
     add_label(p)
     add_out_dir(p)
     args = p.parse_args()
-    named = [c.split("=", 1) for c in args.classifiers]
-    if any(len(n) != 2 or not n[0] for n in named):
-        p.error("--classifiers: each must be NAME=DIR")
+    named = named_classifiers(p, args)
     t0 = time.time()
     data = rollouts(args.run, args.episodes, args.seed, args.deterministic,
                     tuple(f"classifier:{d}" for _, d in named))

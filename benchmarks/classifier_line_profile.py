@@ -23,10 +23,12 @@ import time
 from typing import Any
 
 from _prelude import (
+    add_classifiers,
     add_label,
     add_out_dir,
     bench_parser,
     host_info,
+    named_classifiers,
     print_table,
     result_name,
     set_env_defaults,
@@ -120,7 +122,7 @@ def judge(data: dict[str, Any], directory: str) -> dict[str, Any]:
 
 def main() -> None:
     p = bench_parser(__doc__)
-    p.add_argument("--classifiers", nargs="+", required=True, metavar="NAME=DIR")
+    add_classifiers(p)
     p.add_argument("--segments", type=int, default=60, help="scripted expert segments")
     p.add_argument("--seed", type=int, default=70_000, help="env seed of the first segment")
     p.add_argument("--image-size", type=int, default=64)
@@ -128,9 +130,7 @@ def main() -> None:
     add_label(p)
     add_out_dir(p)
     args = p.parse_args()
-    named = [c.split("=", 1) for c in args.classifiers]
-    if any(len(n) != 2 or not n[0] for n in named):
-        p.error("--classifiers: each must be NAME=DIR")
+    named = named_classifiers(p, args)
     from learners.rewards.classifier import read_card
 
     cams = {c.split("/", 1)[1] for _, d in named for c in read_card(d).cameras}
