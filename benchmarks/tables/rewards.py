@@ -229,6 +229,9 @@ MAIN_COMMAND_FAITHFUL_RUNS = [
      "the level row's four label sets and a fifth of 6,000 frames across the line (`labels_line2`), the classifier on "
      "the level camera alone (`train-classifier --cameras images/level`), its conv net's first stride 1 (the default "
      "now)"),
+    ("main_command_twin-pick-cube_faithful_pixels_level_s1_audit.json",
+     "the audit round on the row before: its audit log as a sixth label set with every camera (`audit-labels "
+     "--all-cameras`), the classifier on the level and wrist cameras, first stride 1"),
     ("main_command_twin-pick-cube_faithful_pixels_boundary.json",
      "the commands above without `--cameras` (a classifier on the policy's front and wrist cameras only)"),
     ("main_command_twin-pick-cube_faithful_pixels_spread_lean.json",
@@ -330,6 +333,8 @@ CLASSIFIER_BOUNDARY_ARMS = {
     "level_cam_s1_line2": "the level row's labels and `labels_line2` (6,000 frames across the line), the level camera "
                           "alone (`--cameras images/level`), first stride 1",
     "level_cam_s1": "the level row's four label sets, the level camera alone, first stride 1",
+    "level_wrist_s1_audit": "`level_cam_s1_line2`'s labels and the audit log of the run it rewarded (`audit-labels "
+                            "--all-cameras --true-success`), the level and wrist cameras, first stride 1",
     "side_level": "the commands above with both reward cameras' frames (`--cameras front,wrist,side,level`)",
 }
 
@@ -536,6 +541,12 @@ def classifier_boundary_level_s1_run(res: Results) -> str:
     """The same on the rollouts of the sim run rewarded by the level camera alone, its conv net's first stride 1."""
     return _on_sim_run(res, "level_s1_run", "faithful_pixels_level_s1", "the faithful `robot-rl sim` run rewarded by "
                        "the level camera alone, first stride 1", "level_cam_s1_line2")
+
+
+def classifier_boundary_level_s1_audit_run(res: Results) -> str:
+    """The same on the rollouts of the audit round's run on the level-camera recipe (level and wrist cameras)."""
+    return _on_sim_run(res, "level_s1_audit_run", "faithful_pixels_level_s1_audit", "the faithful `robot-rl sim` "
+                       "run of the audit round on the level camera's recipe", "level_wrist_s1_audit")
 
 
 def classifier_boundary_side_audit_run(res: Results) -> str:
