@@ -333,6 +333,8 @@ CLASSIFIER_BOUNDARY_ARMS = {
     "level_cam_s1_line2": "the level row's labels and `labels_line2` (6,000 frames across the line), the level camera "
                           "alone (`--cameras images/level`), first stride 1",
     "level_cam_s1": "the level row's four label sets, the level camera alone, first stride 1",
+    "level_cam_s1_line2_p06": "`level_cam_s1_line2` with its card's predicate narrowed to the task's held width "
+                              "(`state[12]<=0.06` instead of 0.07)",
     "level_wrist_s1_audit": "`level_cam_s1_line2`'s labels and the audit log of the run it rewarded (`audit-labels "
                             "--all-cameras --true-success`), the level and wrist cameras, first stride 1",
     "side_level": "the commands above with both reward cameras' frames (`--cameras front,wrist,side,level`)",
@@ -541,6 +543,13 @@ def classifier_boundary_level_s1_run(res: Results) -> str:
     """The same on the rollouts of the sim run rewarded by the level camera alone, its conv net's first stride 1."""
     return _on_sim_run(res, "level_s1_run", "faithful_pixels_level_s1", "the faithful `robot-rl sim` run rewarded by "
                        "the level camera alone, first stride 1", "level_cam_s1_line2")
+
+
+def classifier_boundary_level_s1_p06_probe(res: Results) -> str:
+    """The tenth sim run's classifier on its own run's rollouts, beside the same with the predicate's finger width at
+    the task's held limit (a card edit: the weights and threshold are the same)."""
+    return _on_sim_run(res, "level_s1_p06_probe", "faithful_pixels_level_s1", "the faithful `robot-rl sim` run "
+                       "rewarded by the level camera alone, first stride 1", "level_cam_s1_line2")
 
 
 def classifier_boundary_level_s1_audit_run(res: Results) -> str:
