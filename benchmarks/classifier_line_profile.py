@@ -43,7 +43,6 @@ import numpy as np  # noqa: E402
 BANDS_CM = ((3.0, 4.0), (4.0, 4.5), (4.5, 4.8), (4.8, 5.0), (5.0, 5.2), (5.2, 5.5), (5.5, 6.0), (6.0, 7.0),
             (7.0, 9.0))
 """Bands (cm) of the cube bottom's height above the table; the success line is 5 cm (held)."""
-CUBE_HALF_SIZE_M = 0.02
 LIFT_M = (0.03, 0.08)
 
 
@@ -57,6 +56,7 @@ def expert_frames(cameras: tuple[str, ...], segments: int, seed: int, image_size
         make_continuing_env,
         record_segment,
     )
+    from envs.tasks import CUBE_HALF_SIZE_M
 
     env, task_success = make_continuing_env("twin-pick-cube", obs_mode="pixels", image_size=image_size,
                                             camera_names=cameras)
@@ -105,18 +105,21 @@ def lowest_cube_rows(images: np.ndarray, height_cm: np.ndarray, truth: np.ndarra
 def judge(data: dict[str, Any], directory: str) -> dict[str, Any]:
     """One classifier at its card's threshold: precision / recall over all frames, positive share per band."""
     from learners.rewards.classifier import load_classifier
+    from learners.rewards.metrics import binary_metrics
 
     clf = load_classifier(directory)
     probs = clf.predict_proba({c: data["images"][c.split("/", 1)[1]] for c in clf.card.cameras})
-    pos, truth, h = probs >= clf.card.threshold, data["truth"], data["height_cm"]
-    tp, fp, fn = int((pos & truth).sum()), int((pos & ~truth).sum()), int((~pos & truth).sum())
-    bands = [{"lo_cm": lo, "hi_cm": hi, "frames": int(((h >= lo) & (h < hi)).sum()),
-              "positive_share": float(pos[(h >= lo) & (h < hi)].mean()) if ((h >= lo) & (h < hi)).any() else None}
-             for lo, hi in BANDS_CM]
+    pos, h = probs >= clf.card.threshold, data["height_cm"]
+    metrics = binary_metrics(probs, data["truth"], clf.card.threshold)
+    bands = []
+    for lo, hi in BANDS_CM:
+        band = (h >= lo) & (h < hi)
+        bands.append({"lo_cm": lo, "hi_cm": hi, "frames": int(band.sum()),
+                      "positive_share": float(pos[band].mean()) if band.any() else None})
     return {"classifier": directory, "cameras": list(clf.card.cameras), "threshold": float(clf.card.threshold),
-            "conv_strides": list(clf.card.model_config().strides()), "tp": tp, "fp": fp, "fn": fn,
-            "precision": tp / (tp + fp) if tp + fp else None, "recall": tp / (tp + fn) if tp + fn else None,
-            "bands": bands, "label_sources": [s.get("directory") for s in clf.card.label_sources],
+            "conv_strides": list(clf.card.model_config().strides()),
+            **{k: metrics[k] for k in ("tp", "fp", "fn", "precision", "recall")}, "bands": bands,
+            "label_sources": [s.get("directory") for s in clf.card.label_sources],
             "train_seconds": clf.card.training.get("total_seconds"), "train_steps": clf.card.training.get("steps")}
 
 
