@@ -539,17 +539,22 @@ def classifier_line_profile(res: Results, name: str = "classifier_line_profile.j
     return "\n\n".join(parts)
 
 
+def _on_level_s1_run(res: Results, label: str) -> str:
+    """`_on_sim_run` of `classifier_boundary_<label>.json` on the rollouts of the sim run rewarded by the level camera
+    alone with the conv net's first stride 1 (its own table and the probe beside it)."""
+    return _on_sim_run(res, label, "faithful_pixels_level_s1", "the faithful `robot-rl sim` run rewarded by the level "
+                       "camera alone, first stride 1", "level_cam_s1_line2")
+
+
 def classifier_boundary_level_s1_run(res: Results) -> str:
     """The same on the rollouts of the sim run rewarded by the level camera alone, its conv net's first stride 1."""
-    return _on_sim_run(res, "level_s1_run", "faithful_pixels_level_s1", "the faithful `robot-rl sim` run rewarded by "
-                       "the level camera alone, first stride 1", "level_cam_s1_line2")
+    return _on_level_s1_run(res, "level_s1_run")
 
 
 def classifier_boundary_level_s1_p06_probe(res: Results) -> str:
     """The tenth sim run's classifier on its own run's rollouts, beside the same with the predicate's finger width at
     the task's held limit (a card edit: the weights and threshold are the same)."""
-    return _on_sim_run(res, "level_s1_p06_probe", "faithful_pixels_level_s1", "the faithful `robot-rl sim` run "
-                       "rewarded by the level camera alone, first stride 1", "level_cam_s1_line2")
+    return _on_level_s1_run(res, "level_s1_p06_probe")
 
 
 def classifier_boundary_level_s1_audit_run(res: Results) -> str:

@@ -90,7 +90,6 @@ class ConvBackbone(nn.Module):
             layers += [nn.Conv2d(prev, c, 3, stride, 0), nn.ReLU()]
             prev = c
         self.net = nn.Sequential(*layers)
-        self.n_layers = len(channels)
         self.out_channels = prev
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
